@@ -1,0 +1,1 @@
+//! partita-bench (to be written)

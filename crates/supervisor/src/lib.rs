@@ -1,0 +1,1 @@
+//! partita-supervisor (to be written)

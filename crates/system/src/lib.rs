@@ -1,0 +1,1 @@
+//! partita-system (to be written)
