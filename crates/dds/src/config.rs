@@ -1,0 +1,196 @@
+//! Explicit participant configuration.
+//!
+//! Cyclone DDS, left to its defaults, picks the machine's "best" interface and multicasts on it. partita never
+//! lets it: every domain is created from a configuration built here, naming the interface, switching multicast
+//! off (or limiting it to an interface partita owns) and listing unicast peers.
+use crate::error::{DdsError, Result};
+use std::fmt::Write as _;
+
+/// The network a participant binds to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Interface {
+    /// The loopback interface (`lo`, 127.0.0.1).
+    Loopback,
+    /// An interface by name, e.g. a partition's V-NIC inside its network namespace.
+    Named(String),
+}
+
+/// How a domain of this process is configured. Build one with [`DomainConfig::loopback`] or
+/// [`DomainConfig::on_interface`], or take the supervisor's file with [`DomainConfig::from_environment`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DomainConfig {
+    pub domain_id: u32,
+    source: Source,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Source {
+    Built(NetworkSettings),
+    /// A `CYCLONEDDS_URI` value written by the supervisor for a partition.
+    Uri(String),
+}
+
+/// The knobs partita sets explicitly on every domain it builds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetworkSettings {
+    pub interface: Interface,
+    pub multicast: bool,
+    /// Unicast discovery peers (IPv4 addresses or host names).
+    pub peers: Vec<String>,
+    /// Highest participant index probed on each peer when multicast is off.
+    pub max_participant_index: u32,
+    /// Deliver data on the receive thread instead of handing it to a delivery thread (saves a thread
+    /// hand-off on every sample; Cyclone's `Internal/SynchronousDeliveryPriorityThreshold`, whose default of 0
+    /// already does this for writers of transport priority >= 0).
+    pub synchronous_delivery: bool,
+    /// Largest RTPS message Cyclone builds; larger samples are fragmented.
+    pub max_message_size: Option<u32>,
+}
+
+impl DomainConfig {
+    /// Loopback only, no multicast, peer 127.0.0.1: for tests and single-host benchmarks.
+    pub fn loopback(domain_id: u32) -> Self {
+        Self::on_interface(domain_id, Interface::Loopback, vec!["127.0.0.1".into()])
+    }
+
+    /// One named interface, no multicast, the given unicast peers.
+    pub fn on_interface(domain_id: u32, interface: Interface, peers: Vec<String>) -> Self {
+        DomainConfig {
+            domain_id,
+            source: Source::Built(NetworkSettings {
+                interface,
+                multicast: false,
+                peers,
+                max_participant_index: 20,
+                synchronous_delivery: true,
+                max_message_size: None,
+            }),
+        }
+    }
+
+    /// The configuration the supervisor handed to this process through `CYCLONEDDS_URI` (inside a partition),
+    /// with the domain from `PARTITA_DOMAIN`. `None` when not running under the supervisor.
+    pub fn from_environment() -> Option<Result<Self>> {
+        let uri = std::env::var("CYCLONEDDS_URI").ok()?;
+        let domain = std::env::var("PARTITA_DOMAIN").ok()?;
+        Some(match domain.parse::<u32>() {
+            Ok(domain_id) => Ok(DomainConfig { domain_id, source: Source::Uri(uri) }),
+            Err(_) => Err(DdsError::Config(format!(
+                "PARTITA_DOMAIN={domain:?} is not a domain id; the supervisor sets it to a number 0..=232"
+            ))),
+        })
+    }
+
+    /// The partition's configuration when under the supervisor, else loopback on `fallback_domain`.
+    pub fn from_environment_or_loopback(fallback_domain: u32) -> Result<Self> {
+        Self::from_environment().unwrap_or_else(|| Ok(Self::loopback(fallback_domain)))
+    }
+
+    /// Changes the network settings of a built configuration (no effect on a supervisor-provided one).
+    pub fn with(mut self, f: impl FnOnce(&mut NetworkSettings)) -> Self {
+        if let Source::Built(settings) = &mut self.source {
+            f(settings);
+        }
+        self
+    }
+
+    pub fn settings(&self) -> Option<&NetworkSettings> {
+        match &self.source {
+            Source::Built(s) => Some(s),
+            Source::Uri(_) => None,
+        }
+    }
+
+    /// The configuration string handed to `dds_create_domain`.
+    pub fn to_cyclone_config(&self) -> Result<String> {
+        match &self.source {
+            Source::Uri(uri) => Ok(uri.clone()),
+            Source::Built(s) => s.to_xml(),
+        }
+    }
+}
+
+impl NetworkSettings {
+    /// Cyclone DDS XML for these settings. Valid for any domain id (`Domain id="any"`): the domain id itself is
+    /// given to `dds_create_domain`.
+    pub fn to_xml(&self) -> Result<String> {
+        let iface = match &self.interface {
+            Interface::Loopback => "lo".to_string(),
+            Interface::Named(n) => {
+                if n.is_empty() || n.len() > 15 || !n.chars().all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c)) {
+                    return Err(DdsError::Config(format!(
+                        "interface name {n:?} is not a Linux interface name (1 to 15 of [A-Za-z0-9-_.@])"
+                    )));
+                }
+                n.clone()
+            }
+        };
+        for p in &self.peers {
+            if p.is_empty() || !p.chars().all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c)) {
+                return Err(DdsError::Config(format!("peer {p:?} is not an address or host name")));
+            }
+        }
+        if !self.multicast && self.peers.is_empty() {
+            return Err(DdsError::Config(
+                "multicast is off and there are no unicast peers: nothing could be discovered; add peers".into(),
+            ));
+        }
+        let mut x = String::new();
+        x.push_str("<CycloneDDS><Domain id=\"any\"><General><Interfaces>");
+        let _ = write!(x, "<NetworkInterface name=\"{iface}\" multicast=\"{}\"/>", self.multicast);
+        x.push_str("</Interfaces>");
+        let _ = write!(x, "<AllowMulticast>{}</AllowMulticast>", if self.multicast { "true" } else { "false" });
+        if let Some(m) = self.max_message_size {
+            let _ = write!(x, "<MaxMessageSize>{m}B</MaxMessageSize>");
+        }
+        x.push_str("</General><Discovery>");
+        if !self.multicast {
+            let _ = write!(
+                x,
+                "<ParticipantIndex>auto</ParticipantIndex><MaxAutoParticipantIndex>{}</MaxAutoParticipantIndex>",
+                self.max_participant_index
+            );
+        }
+        if !self.peers.is_empty() {
+            x.push_str("<Peers>");
+            for p in &self.peers {
+                let _ = write!(x, "<Peer address=\"{p}\"/>");
+            }
+            x.push_str("</Peers>");
+        }
+        x.push_str("</Discovery>");
+        // Cyclone delivers synchronously from the receive thread when a writer's transport priority is at
+        // least the threshold and its latency budget at most the bound; stating both keeps the choice explicit.
+        let threshold = if self.synchronous_delivery { 0 } else { i32::MAX };
+        let _ = write!(
+            x,
+            "<Internal><SynchronousDeliveryPriorityThreshold>{threshold}</SynchronousDeliveryPriorityThreshold>\
+             <SynchronousDeliveryLatencyBound>inf</SynchronousDeliveryLatencyBound></Internal>"
+        );
+        x.push_str("</Domain></CycloneDDS>");
+        Ok(x)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_config_names_lo_and_disables_multicast() {
+        let x = DomainConfig::loopback(7).to_cyclone_config().unwrap();
+        assert!(x.contains("<NetworkInterface name=\"lo\" multicast=\"false\"/>"), "{x}");
+        assert!(x.contains("<AllowMulticast>false</AllowMulticast>"), "{x}");
+        assert!(x.contains("<Peer address=\"127.0.0.1\"/>"), "{x}");
+    }
+
+    #[test]
+    fn bad_interface_and_peer_are_rejected() {
+        let bad = DomainConfig::on_interface(0, Interface::Named("a\"><x".into()), vec!["1.2.3.4".into()]);
+        assert!(bad.to_cyclone_config().is_err());
+        let bad = DomainConfig::on_interface(0, Interface::Loopback, vec!["<evil>".into()]);
+        assert!(bad.to_cyclone_config().is_err());
+        let nothing = DomainConfig::on_interface(0, Interface::Loopback, vec![]);
+        assert!(matches!(nothing.to_cyclone_config(), Err(DdsError::Config(_))));
+    }
+}

@@ -1,0 +1,484 @@
+//! Topics, writers and readers: typed (serde + XCDR1) and raw (serialized samples, for routing).
+use crate::error::{check, cstring, DdsError, Result};
+use crate::participant::{Participant, ParticipantInner};
+use crate::qos::Qos;
+use crate::types::{topic_descriptor, TopicType, TypeShape};
+use cyclors::*;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A Cyclone entity we created, deleted on drop, keeping its parent alive until then.
+struct Entity {
+    handle: dds_entity_t,
+    what: String,
+    _parent: Arc<dyn Send + Sync>,
+}
+
+impl Drop for Entity {
+    fn drop(&mut self) {
+        // SAFETY: we created this entity and delete it once; the parent is still alive (held in _parent).
+        unsafe {
+            dds_delete(self.handle);
+        }
+    }
+}
+
+/// A topic of a participant. `T` is the sample type for typed topics, `()` for raw ones.
+pub struct Topic<T = ()> {
+    entity: Arc<Entity>,
+    participant: Arc<ParticipantInner>,
+    name: String,
+    type_name: String,
+    keyed: bool,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for Topic<T> {
+    fn clone(&self) -> Self {
+        Topic {
+            entity: self.entity.clone(),
+            participant: self.participant.clone(),
+            name: self.name.clone(),
+            type_name: self.type_name.clone(),
+            keyed: self.keyed,
+            _t: PhantomData,
+        }
+    }
+}
+
+/// A topic whose samples are handled as serialized CDR, without a compiled-in type.
+pub type RawTopic = Topic<()>;
+
+impl<T> Topic<T> {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn type_name(&self) -> &str {
+        &self.type_name
+    }
+    pub fn is_keyed(&self) -> bool {
+        self.keyed
+    }
+}
+
+impl<T: TopicType> Topic<T> {
+    /// Creates the topic `name` for the Rust type `T`, declaring `T`'s structure and keys to Cyclone.
+    pub fn new(participant: &Participant, name: &str, qos: &Qos) -> Result<Self> {
+        let shape = TypeShape::of::<T>()?;
+        let desc = topic_descriptor(&shape, participant.handle())?;
+        let cname = cstring("topic name", name)?;
+        let raw_qos = qos.to_raw()?;
+        // SAFETY: desc is a valid descriptor from dds_create_topic_descriptor; Cyclone copies what it needs, so
+        // it is deleted right after.
+        let handle = unsafe {
+            let h = dds_create_topic(participant.handle(), desc, cname.as_ptr(), raw_qos.as_ptr(), std::ptr::null());
+            dds_delete_topic_descriptor(desc);
+            h
+        };
+        check(handle, "dds_create_topic", || format!("topic {name} ({})", shape.type_name))?;
+        Ok(Topic {
+            entity: Arc::new(Entity { handle, what: format!("topic {name}"), _parent: participant.inner.clone() }),
+            participant: participant.inner.clone(),
+            name: name.into(),
+            type_name: shape.type_name.clone(),
+            keyed: shape.is_keyed(),
+            _t: PhantomData,
+        })
+    }
+}
+
+impl RawTopic {
+    /// A keyless topic of opaque serialized samples with the given DDS type name. Samples written on it must be
+    /// complete CDR encodings (header included) of that type, as another DDS program expects them.
+    pub fn keyless(participant: &Participant, name: &str, type_name: &str) -> Result<Self> {
+        let cname = cstring("topic name", name)?;
+        let ctype = cstring("type name", type_name)?;
+        // SAFETY: both strings are valid for the call; the blob sertype copies them.
+        let handle = unsafe {
+            cdds_create_blob_topic(participant.handle(), cname.as_ptr() as *mut _, ctype.as_ptr() as *mut _, true)
+        };
+        check(handle, "cdds_create_blob_topic", || format!("topic {name} ({type_name})"))?;
+        Ok(Topic {
+            entity: Arc::new(Entity { handle, what: format!("topic {name}"), _parent: participant.inner.clone() }),
+            participant: participant.inner.clone(),
+            name: name.into(),
+            type_name: type_name.into(),
+            keyed: false,
+            _t: PhantomData,
+        })
+    }
+}
+
+impl<T: TopicType> Topic<T> {
+    /// The same topic handled as raw serialized samples (for tools that pass bytes through).
+    pub fn as_raw(&self) -> RawTopic {
+        Topic {
+            entity: self.entity.clone(),
+            participant: self.participant.clone(),
+            name: self.name.clone(),
+            type_name: self.type_name.clone(),
+            keyed: self.keyed,
+            _t: PhantomData,
+        }
+    }
+}
+
+/// Metadata of a received sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SampleInfo {
+    /// False for a dispose or unregister notification, which carries only the key.
+    pub valid_data: bool,
+    pub instance_state: InstanceState,
+    /// The writer's source timestamp, ns since the Unix epoch.
+    pub source_timestamp_ns: i64,
+    pub instance_handle: u64,
+    pub publication_handle: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InstanceState {
+    Alive,
+    Disposed,
+    NoWriters,
+}
+
+impl From<&dds_sample_info_t> for SampleInfo {
+    fn from(si: &dds_sample_info_t) -> Self {
+        SampleInfo {
+            valid_data: si.valid_data,
+            instance_state: if si.instance_state == dds_instance_state_DDS_IST_NOT_ALIVE_DISPOSED {
+                InstanceState::Disposed
+            } else if si.instance_state == dds_instance_state_DDS_IST_NOT_ALIVE_NO_WRITERS {
+                InstanceState::NoWriters
+            } else {
+                InstanceState::Alive
+            },
+            source_timestamp_ns: si.source_timestamp,
+            instance_handle: si.instance_handle,
+            publication_handle: si.publication_handle,
+        }
+    }
+}
+
+/// A received sample in serialized form (CDR with its 4-byte header). For invalid samples (dispose/unregister)
+/// the bytes hold the key fields only.
+#[derive(Debug, Clone)]
+pub struct RawSample {
+    pub data: Vec<u8>,
+    pub info: SampleInfo,
+}
+
+/// A received, decoded sample. `value` is `None` for dispose/unregister notifications.
+#[derive(Debug, Clone)]
+pub struct Sample<T> {
+    pub value: Option<T>,
+    pub info: SampleInfo,
+}
+
+/// What a raw write does to the instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteKind {
+    Write,
+    Dispose,
+    Unregister,
+}
+
+/// A writer of serialized samples.
+pub struct RawWriter {
+    entity: Entity,
+    sertype: *const ddsi_sertype,
+}
+
+// SAFETY: the sertype pointer is owned by Cyclone and lives as long as the writer's topic, which `entity` keeps
+// alive; Cyclone's API is thread-safe.
+unsafe impl Send for RawWriter {}
+unsafe impl Sync for RawWriter {}
+
+impl RawWriter {
+    pub fn new<T>(topic: &Topic<T>, qos: &Qos) -> Result<Self> {
+        let raw_qos = qos.to_raw()?;
+        // SAFETY: the participant and topic are alive (we hold them); default listener.
+        let handle = unsafe {
+            dds_create_writer(topic.participant.handle, topic.entity.handle, raw_qos.as_ptr(), std::ptr::null())
+        };
+        check(handle, "dds_create_writer", || format!("writer on topic {}", topic.name))?;
+        let entity = Entity { handle, what: format!("writer on topic {}", topic.name), _parent: topic.entity.clone() };
+        let mut sertype: *const ddsi_sertype = std::ptr::null();
+        // SAFETY: handle is a live writer; Cyclone stores a borrowed pointer to its sertype in `sertype`.
+        let r = unsafe { dds_get_entity_sertype(handle, &mut sertype) };
+        check(r, "dds_get_entity_sertype", || entity.what.clone())?;
+        Ok(RawWriter { entity, sertype })
+    }
+
+    /// Writes one sample given as complete CDR (header included).
+    pub fn write(&self, cdr: &[u8]) -> Result<()> {
+        self.write_kind(cdr, WriteKind::Write)
+    }
+
+    /// Writes, disposes or unregisters the instance of the given sample (for dispose/unregister, a full sample
+    /// or just its key fields).
+    pub fn write_kind(&self, cdr: &[u8], kind: WriteKind) -> Result<()> {
+        let sd = self.serdata(cdr, if kind == WriteKind::Write { ddsi_serdata_kind_SDK_DATA } else { ddsi_serdata_kind_SDK_KEY })?;
+        // SAFETY: sd is a fresh serdata of this writer's type; dds_writecdr/dds_forwardcdr take over our reference.
+        let r = unsafe {
+            match kind {
+                WriteKind::Write => dds_writecdr(self.entity.handle, sd),
+                WriteKind::Dispose | WriteKind::Unregister => {
+                    (*sd).statusinfo = if kind == WriteKind::Dispose { DDSI_STATUSINFO_DISPOSE } else { DDSI_STATUSINFO_UNREGISTER };
+                    (*sd).timestamp.v = dds_time();
+                    dds_forwardcdr(self.entity.handle, sd)
+                }
+            }
+        };
+        check(r, "dds_writecdr", || self.entity.what.clone()).map(drop)
+    }
+
+    fn serdata(&self, cdr: &[u8], kind: ddsi_serdata_kind) -> Result<*mut ddsi_serdata> {
+        let iov = ddsrt_iovec_t { iov_base: cdr.as_ptr() as *mut _, iov_len: cdr.len() as _ };
+        // SAFETY: iov points at `cdr`, valid for the call; Cyclone copies the bytes into the new serdata.
+        let sd = unsafe { ddsi_serdata_from_ser_iov(self.sertype, kind, 1, &iov, cdr.len()) };
+        if sd.is_null() {
+            return Err(DdsError::Call {
+                entity: self.entity.what.clone(),
+                call: "ddsi_serdata_from_ser_iov",
+                code: DDS_RETCODE_BAD_PARAMETER,
+                text: format!("{} bytes are not a valid serialized sample of this topic's type", cdr.len()),
+            });
+        }
+        Ok(sd)
+    }
+
+    /// Number of readers currently matched (discovered and compatible).
+    pub fn matched_readers(&self) -> Result<u32> {
+        let mut st: dds_publication_matched_status_t = unsafe { std::mem::zeroed() };
+        // SAFETY: st is a valid out-parameter for this live writer.
+        let r = unsafe { dds_get_publication_matched_status(self.entity.handle, &mut st) };
+        check(r, "dds_get_publication_matched_status", || self.entity.what.clone())?;
+        Ok(st.current_count)
+    }
+
+    /// Waits until at least `n` readers are matched.
+    pub fn wait_for_readers(&self, n: u32, timeout: Duration) -> Result<()> {
+        let end = std::time::Instant::now() + timeout;
+        while self.matched_readers()? < n {
+            if std::time::Instant::now() >= end {
+                return Err(DdsError::Timeout { what: format!("{} waiting for {n} reader(s)", self.entity.what), timeout });
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Ok(())
+    }
+}
+
+/// A typed writer: encodes `T` as XCDR1 and writes it.
+pub struct Writer<T> {
+    raw: RawWriter,
+    buf: std::sync::Mutex<Vec<u8>>,
+    _t: PhantomData<fn(T)>,
+}
+
+impl<T: TopicType> Writer<T> {
+    pub fn new(topic: &Topic<T>, qos: &Qos) -> Result<Self> {
+        Ok(Writer { raw: RawWriter::new(topic, qos)?, buf: std::sync::Mutex::new(Vec::new()), _t: PhantomData })
+    }
+    pub fn write(&self, value: &T) -> Result<()> {
+        self.write_kind(value, WriteKind::Write)
+    }
+    /// Disposes the instance whose key fields `value` carries.
+    pub fn dispose(&self, value: &T) -> Result<()> {
+        self.write_kind(value, WriteKind::Dispose)
+    }
+    /// Unregisters this writer from the instance whose key fields `value` carries.
+    pub fn unregister(&self, value: &T) -> Result<()> {
+        self.write_kind(value, WriteKind::Unregister)
+    }
+    fn write_kind(&self, value: &T, kind: WriteKind) -> Result<()> {
+        let mut buf = self.buf.lock().unwrap_or_else(|p| p.into_inner());
+        buf.clear();
+        if kind == WriteKind::Write {
+            crate::cdr::to_writer(&mut buf, value)?;
+        } else {
+            crate::cdr::key_to_writer(&mut buf, value, T::key_fields())?;
+        }
+        self.raw.write_kind(&buf, kind)
+    }
+    pub fn raw(&self) -> &RawWriter {
+        &self.raw
+    }
+    pub fn matched_readers(&self) -> Result<u32> {
+        self.raw.matched_readers()
+    }
+    pub fn wait_for_readers(&self, n: u32, timeout: Duration) -> Result<()> {
+        self.raw.wait_for_readers(n, timeout)
+    }
+}
+
+/// A reader of serialized samples, with its own waitset for blocking takes.
+pub struct RawReader {
+    entity: Entity,
+    waitset: dds_entity_t,
+}
+
+// SAFETY: handles are plain integers; Cyclone's API is thread-safe.
+unsafe impl Send for RawReader {}
+unsafe impl Sync for RawReader {}
+
+impl Drop for RawReader {
+    fn drop(&mut self) {
+        // SAFETY: the waitset is ours (its read condition is deleted with the reader).
+        unsafe {
+            dds_delete(self.waitset);
+        }
+    }
+}
+
+const TAKE_BATCH: usize = 64;
+
+impl RawReader {
+    pub fn new<T>(topic: &Topic<T>, qos: &Qos) -> Result<Self> {
+        let raw_qos = qos.to_raw()?;
+        // SAFETY: the participant and topic are alive; default listener (none).
+        let handle = unsafe {
+            dds_create_reader(topic.participant.handle, topic.entity.handle, raw_qos.as_ptr(), std::ptr::null())
+        };
+        check(handle, "dds_create_reader", || format!("reader on topic {}", topic.name))?;
+        let entity = Entity { handle, what: format!("reader on topic {}", topic.name), _parent: topic.entity.clone() };
+        // SAFETY: plain entity creation on live entities.
+        let waitset = unsafe { dds_create_waitset(topic.participant.handle) };
+        check(waitset, "dds_create_waitset", || entity.what.clone())?;
+        let reader = RawReader { entity, waitset };
+        // SAFETY: as above; the condition belongs to the reader and is attached to our waitset.
+        unsafe {
+            let cond = dds_create_readcondition(handle, DDS_ANY_STATE);
+            check(cond, "dds_create_readcondition", || reader.entity.what.clone())?;
+            check(dds_waitset_attach(waitset, cond, 0), "dds_waitset_attach", || reader.entity.what.clone())?;
+        }
+        Ok(reader)
+    }
+
+    /// Takes every available sample (non-blocking).
+    pub fn take(&self) -> Result<Vec<RawSample>> {
+        let mut out = Vec::new();
+        self.take_into(&mut out)?;
+        Ok(out)
+    }
+
+    /// Appends every available sample to `out`; returns how many were taken.
+    pub fn take_into(&self, out: &mut Vec<RawSample>) -> Result<usize> {
+        let mut total = 0;
+        loop {
+            let n = self.take_batch(|data, info| out.push(RawSample { data: data.to_vec(), info }))?;
+            total += n;
+            if n < TAKE_BATCH {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Takes up to one batch, handing each sample's bytes to `f` without copying them out of Cyclone.
+    pub fn take_batch(&self, mut f: impl FnMut(&[u8], SampleInfo)) -> Result<usize> {
+        let mut buf: [*mut ddsi_serdata; TAKE_BATCH] = [std::ptr::null_mut(); TAKE_BATCH];
+        // SAFETY: zeroed sample infos are plain data.
+        let mut infos: [dds_sample_info_t; TAKE_BATCH] = unsafe { std::mem::zeroed() };
+        // SAFETY: buf and infos have room for TAKE_BATCH entries; on success Cyclone hands us one reference per
+        // returned serdata, each released below.
+        let n = unsafe { dds_takecdr(self.entity.handle, buf.as_mut_ptr(), TAKE_BATCH as u32, infos.as_mut_ptr(), DDS_ANY_STATE) };
+        let n = check(n, "dds_takecdr", || self.entity.what.clone())? as usize;
+        for i in 0..n {
+            let sd = buf[i];
+            // SAFETY: sd is a live serdata we hold a reference to; the iovec ref is released before the serdata.
+            unsafe {
+                let size = ddsi_serdata_size(sd) as usize;
+                let mut iov = ddsrt_iovec_t { iov_base: std::ptr::null_mut(), iov_len: 0 };
+                let r = ddsi_serdata_to_ser_ref(sd, 0, size, &mut iov);
+                let bytes = std::slice::from_raw_parts(iov.iov_base as *const u8, iov.iov_len as usize);
+                f(bytes, SampleInfo::from(&infos[i]));
+                ddsi_serdata_to_ser_unref(r, &iov);
+                ddsi_serdata_unref(sd);
+            }
+        }
+        Ok(n)
+    }
+
+    /// Blocks until data is available or the timeout passes; true if data is available.
+    pub fn wait(&self, timeout: Duration) -> Result<bool> {
+        let t = i64::try_from(timeout.as_nanos()).unwrap_or(i64::MAX);
+        // SAFETY: waiting on our own waitset; no attach results requested.
+        let n = unsafe { dds_waitset_wait(self.waitset, std::ptr::null_mut(), 0, t) };
+        Ok(check(n, "dds_waitset_wait", || self.entity.what.clone())? > 0)
+    }
+
+    /// Number of writers currently matched.
+    pub fn matched_writers(&self) -> Result<u32> {
+        let mut st: dds_subscription_matched_status_t = unsafe { std::mem::zeroed() };
+        // SAFETY: st is a valid out-parameter for this live reader.
+        let r = unsafe { dds_get_subscription_matched_status(self.entity.handle, &mut st) };
+        check(r, "dds_get_subscription_matched_status", || self.entity.what.clone())?;
+        Ok(st.current_count)
+    }
+}
+
+/// A typed reader: takes samples and decodes them as `T`.
+pub struct Reader<T> {
+    raw: RawReader,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T: TopicType> Reader<T> {
+    /// Creates a reader. It accepts XCDR1 samples only (what [`crate::cdr`] decodes), which it states in its QoS
+    /// unless `qos` sets a data representation itself.
+    pub fn new(topic: &Topic<T>, qos: &Qos) -> Result<Self> {
+        let mut q = qos.clone();
+        if q.data_representation.is_none() {
+            q.data_representation = Some(vec![crate::qos::DataRepresentation::Xcdr1]);
+        }
+        Ok(Reader { raw: RawReader::new(topic, &q)?, _t: PhantomData })
+    }
+
+    /// Takes every available sample (non-blocking).
+    pub fn take(&self) -> Result<Vec<Sample<T>>> {
+        let mut out = Vec::new();
+        loop {
+            let mut err = None;
+            let n = self.raw.take_batch(|bytes, info| {
+                if !info.valid_data {
+                    out.push(Sample { value: None, info });
+                    return;
+                }
+                match crate::cdr::from_slice::<T>(bytes) {
+                    Ok(v) => out.push(Sample { value: Some(v), info }),
+                    Err(e) => err = Some(e),
+                }
+            })?;
+            if let Some(e) = err {
+                return Err(e.into());
+            }
+            if n < TAKE_BATCH {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// Waits up to `timeout` for data, then takes everything available (possibly nothing).
+    pub fn take_wait(&self, timeout: Duration) -> Result<Vec<Sample<T>>> {
+        let got = self.take()?;
+        if !got.is_empty() {
+            return Ok(got);
+        }
+        self.raw.wait(timeout)?;
+        self.take()
+    }
+
+    pub fn wait(&self, timeout: Duration) -> Result<bool> {
+        self.raw.wait(timeout)
+    }
+
+    pub fn raw(&self) -> &RawReader {
+        &self.raw
+    }
+
+    pub fn matched_writers(&self) -> Result<u32> {
+        self.raw.matched_writers()
+    }
+}

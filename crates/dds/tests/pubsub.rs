@@ -1,0 +1,149 @@
+//! Typed and raw topics through Cyclone DDS on loopback, in one process (two participants).
+use partita_dds::{qos::History, DomainConfig, InstanceState, Participant, Qos, RawReader, RawTopic, RawWriter, Reader, Topic, TopicType, Writer};
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+enum Mode {
+    Idle,
+    Recording,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Position {
+    x: f64,
+    y: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Camera {
+    id: u32,
+    name: String,
+    mode: Mode,
+    at: Position,
+    frame: Vec<u8>,
+    tags: Vec<String>,
+}
+
+impl TopicType for Camera {
+    fn type_name() -> &'static str {
+        "partita::test::Camera"
+    }
+    fn key_fields() -> &'static [&'static str] {
+        &["id"]
+    }
+}
+
+fn domain() -> u32 {
+    // Distinct per test process so concurrent runs do not meet.
+    100 + std::process::id() % 100
+}
+
+fn collect<T: TopicType>(r: &Reader<T>, want: usize, timeout: Duration) -> Vec<partita_dds::Sample<T>> {
+    let end = Instant::now() + timeout;
+    let mut got = Vec::new();
+    while got.len() < want && Instant::now() < end {
+        got.extend(r.take_wait(Duration::from_millis(100)).unwrap());
+    }
+    got
+}
+
+#[test]
+fn keyed_typed_topic_keeps_instances_and_dispose() {
+    let cfg = DomainConfig::loopback(domain());
+    let a = Participant::new(&cfg).unwrap();
+    let b = Participant::new(&cfg).unwrap();
+    let qos = Qos::reliable().history(History::KeepAll).transient_local();
+    let tw = Topic::<Camera>::new(&a, "cameras", &qos).unwrap();
+    let tr = Topic::<Camera>::new(&b, "cameras", &qos).unwrap();
+    assert!(tw.is_keyed());
+    let w = Writer::new(&tw, &qos).unwrap();
+    let r = Reader::new(&tr, &qos).unwrap();
+    w.wait_for_readers(1, Duration::from_secs(10)).unwrap();
+    let cams: Vec<Camera> = (0..3)
+        .map(|i| Camera {
+            id: i,
+            name: format!("cam-{i}"),
+            mode: if i % 2 == 0 { Mode::Idle } else { Mode::Recording },
+            at: Position { x: i as f64 * 1.5, y: -2.0 },
+            frame: vec![i as u8; 100 + i as usize],
+            tags: vec!["north".into(), format!("t{i}")],
+        })
+        .collect();
+    for c in &cams {
+        w.write(c).unwrap();
+    }
+    let got = collect(&r, 3, Duration::from_secs(10));
+    let values: Vec<Camera> = got.iter().filter_map(|s| s.value.clone()).collect();
+    assert_eq!(values, cams);
+    let handles: std::collections::HashSet<u64> = got.iter().map(|s| s.info.instance_handle).collect();
+    assert_eq!(handles.len(), 3, "three keys must be three instances");
+
+    w.dispose(&cams[1]).unwrap();
+    let got = collect(&r, 1, Duration::from_secs(10));
+    assert_eq!(got.len(), 1);
+    assert!(!got[0].info.valid_data);
+    assert_eq!(got[0].info.instance_state, InstanceState::Disposed);
+    let disposed = got[0].info.instance_handle;
+    assert!(handles.contains(&disposed));
+}
+
+#[test]
+fn raw_keyless_topic_round_trips_bytes() {
+    let cfg = DomainConfig::loopback(domain());
+    let a = Participant::new(&cfg).unwrap();
+    let b = Participant::new(&cfg).unwrap();
+    let qos = Qos::reliable().keep_last(16);
+    let ta = RawTopic::keyless(&a, "raw", "partita::test::Blob").unwrap();
+    let tb = RawTopic::keyless(&b, "raw", "partita::test::Blob").unwrap();
+    let w = RawWriter::new(&ta, &qos).unwrap();
+    let r = RawReader::new(&tb, &qos).unwrap();
+    w.wait_for_readers(1, Duration::from_secs(10)).unwrap();
+    let sample = partita_dds::cdr::to_vec(&(7u32, "hello".to_string())).unwrap();
+    w.write(&sample).unwrap();
+    assert!(r.wait(Duration::from_secs(10)).unwrap());
+    let got = r.take().unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].data, sample);
+    let (n, s): (u32, String) = partita_dds::cdr::from_slice(&got[0].data).unwrap();
+    assert_eq!((n, s.as_str()), (7, "hello"));
+}
+
+#[test]
+fn a_second_configuration_for_one_domain_is_refused() {
+    let d = domain() + 1;
+    let _a = Participant::new(&DomainConfig::loopback(d)).unwrap();
+    let other = DomainConfig::loopback(d).with(|s| s.max_participant_index = 3);
+    let err = Participant::new(&other).unwrap_err();
+    assert!(err.to_string().contains("another configuration"), "{err}");
+}
+
+#[test]
+fn unsupported_types_are_clear_errors() {
+    #[derive(Serialize, Deserialize)]
+    struct WithOption {
+        a: Option<u8>,
+    }
+    impl TopicType for WithOption {
+        fn type_name() -> &'static str {
+            "t::WithOption"
+        }
+    }
+    #[derive(Serialize, Deserialize)]
+    struct BadKey {
+        a: u8,
+    }
+    impl TopicType for BadKey {
+        fn type_name() -> &'static str {
+            "t::BadKey"
+        }
+        fn key_fields() -> &'static [&'static str] {
+            &["nope"]
+        }
+    }
+    let p = Participant::new(&DomainConfig::loopback(domain() + 2)).unwrap();
+    let e = Topic::<WithOption>::new(&p, "x", &Qos::new()).err().unwrap().to_string();
+    assert!(e.contains("WithOption"), "{e}");
+    let e = Topic::<BadKey>::new(&p, "y", &Qos::new()).err().unwrap().to_string();
+    assert!(e.contains("nope"), "{e}");
+}
