@@ -3,41 +3,8 @@ use partita_dds::{qos::History, DomainConfig, InstanceState, Participant, Qos, R
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-enum Mode {
-    Idle,
-    Recording,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct Position {
-    x: f64,
-    y: f64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct Camera {
-    id: u32,
-    name: String,
-    mode: Mode,
-    at: Position,
-    frame: Vec<u8>,
-    tags: Vec<String>,
-}
-
-impl TopicType for Camera {
-    fn type_name() -> &'static str {
-        "partita::test::Camera"
-    }
-    fn key_fields() -> &'static [&'static str] {
-        &["id"]
-    }
-}
-
-fn domain() -> u32 {
-    // Distinct per test process so concurrent runs do not meet.
-    100 + std::process::id() % 100
-}
+mod common;
+use common::{cameras, domain, Camera};
 
 fn collect<T: TopicType>(r: &Reader<T>, want: usize, timeout: Duration) -> Vec<partita_dds::Sample<T>> {
     let end = Instant::now() + timeout;
@@ -50,7 +17,7 @@ fn collect<T: TopicType>(r: &Reader<T>, want: usize, timeout: Duration) -> Vec<p
 
 #[test]
 fn keyed_typed_topic_keeps_instances_and_dispose() {
-    let cfg = DomainConfig::loopback(domain());
+    let cfg = DomainConfig::loopback(domain(0));
     let a = Participant::new(&cfg).unwrap();
     let b = Participant::new(&cfg).unwrap();
     let qos = Qos::reliable().history(History::KeepAll).transient_local();
@@ -60,16 +27,7 @@ fn keyed_typed_topic_keeps_instances_and_dispose() {
     let w = Writer::new(&tw, &qos).unwrap();
     let r = Reader::new(&tr, &qos).unwrap();
     w.wait_for_readers(1, Duration::from_secs(10)).unwrap();
-    let cams: Vec<Camera> = (0..3)
-        .map(|i| Camera {
-            id: i,
-            name: format!("cam-{i}"),
-            mode: if i % 2 == 0 { Mode::Idle } else { Mode::Recording },
-            at: Position { x: i as f64 * 1.5, y: -2.0 },
-            frame: vec![i as u8; 100 + i as usize],
-            tags: vec!["north".into(), format!("t{i}")],
-        })
-        .collect();
+    let cams = cameras("cam");
     for c in &cams {
         w.write(c).unwrap();
     }
@@ -90,7 +48,7 @@ fn keyed_typed_topic_keeps_instances_and_dispose() {
 
 #[test]
 fn raw_keyless_topic_round_trips_bytes() {
-    let cfg = DomainConfig::loopback(domain());
+    let cfg = DomainConfig::loopback(domain(0));
     let a = Participant::new(&cfg).unwrap();
     let b = Participant::new(&cfg).unwrap();
     let qos = Qos::reliable().keep_last(16);
@@ -111,7 +69,7 @@ fn raw_keyless_topic_round_trips_bytes() {
 
 #[test]
 fn a_second_configuration_for_one_domain_is_refused() {
-    let d = domain() + 1;
+    let d = domain(1);
     let _a = Participant::new(&DomainConfig::loopback(d)).unwrap();
     let other = DomainConfig::loopback(d).with(|s| s.max_participant_index = 3);
     let err = Participant::new(&other).unwrap_err();
@@ -141,7 +99,7 @@ fn unsupported_types_are_clear_errors() {
             &["nope"]
         }
     }
-    let p = Participant::new(&DomainConfig::loopback(domain() + 2)).unwrap();
+    let p = Participant::new(&DomainConfig::loopback(domain(2))).unwrap();
     let e = Topic::<WithOption>::new(&p, "x", &Qos::new()).err().unwrap().to_string();
     assert!(e.contains("WithOption"), "{e}");
     let e = Topic::<BadKey>::new(&p, "y", &Qos::new()).err().unwrap().to_string();

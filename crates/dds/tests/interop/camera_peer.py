@@ -1,0 +1,84 @@
+"""An independent DDS peer for partita's interoperability test: Cyclone DDS's Python binding, with the
+Camera type declared in Python. Configuration (loopback only, no multicast) comes from CYCLONEDDS_URI.
+
+    camera_peer.py pub DOMAIN   write three cameras, then dispose camera 1
+    camera_peer.py sub DOMAIN   print three cameras and the dispose of camera 1 as JSON lines
+"""
+import json
+import sys
+import time
+from dataclasses import dataclass
+
+from cyclonedds.core import Qos, Policy
+from cyclonedds.domain import DomainParticipant
+from cyclonedds.idl import IdlEnum, IdlStruct
+from cyclonedds.idl.annotations import key
+import cyclonedds.idl.types as t
+from cyclonedds.pub import DataWriter
+from cyclonedds.sub import DataReader
+from cyclonedds.topic import Topic
+from cyclonedds.core import InstanceState
+
+
+class Mode(IdlEnum, typename="partita::test::Mode"):
+    Idle = 0
+    Recording = 1
+
+
+@dataclass
+class Position(IdlStruct, typename="partita::test::Position"):
+    x: t.float64
+    y: t.float64
+
+
+@dataclass
+class Camera(IdlStruct, typename="partita::test::Camera"):
+    id: t.uint32
+    key("id")
+    name: str
+    mode: Mode
+    at: Position
+    frame: t.sequence[t.byte]
+    tags: t.sequence[str]
+
+
+def main():
+    role, domain = sys.argv[1], int(sys.argv[2])
+    qos = Qos(Policy.Reliability.Reliable(max_blocking_time=1_000_000_000), Policy.History.KeepAll,
+              Policy.Durability.TransientLocal)
+    dp = DomainParticipant(domain)
+    topic = Topic(dp, "cameras", Camera, qos=qos)
+    deadline = time.time() + 20
+    if role == "pub":
+        w = DataWriter(dp, topic, qos=qos)
+        while w.get_matched_subscriptions() == [] and time.time() < deadline:
+            time.sleep(0.01)
+        cams = [Camera(id=i, name=f"py-{i}", mode=Mode.Recording if i % 2 else Mode.Idle,
+                       at=Position(x=i * 0.5, y=7.25), frame=bytes([i]) * (10 + i), tags=["py", f"n{i}"])
+                for i in range(3)]
+        for c in cams:
+            w.write(c)
+        w.dispose(cams[1])
+        # Stay until the reader has it all (it exits when done; we see it unmatch).
+        while w.get_matched_subscriptions() != [] and time.time() < deadline:
+            time.sleep(0.01)
+    else:
+        r = DataReader(dp, topic, qos=qos)
+        seen, disposed = 0, False
+        while (seen < 3 or not disposed) and time.time() < deadline:
+            for s in r.take(N=16):
+                info = s.sample_info
+                if info.valid_data:
+                    seen += 1
+                    print(json.dumps({"id": s.id, "name": s.name, "mode": s.mode.name, "x": s.at.x, "y": s.at.y,
+                                      "frame": list(s.frame), "tags": list(s.tags)}), flush=True)
+                if info.instance_state == InstanceState.NotAliveDisposed:
+                    disposed = True
+                    print(json.dumps({"disposed": s.id if info.valid_data else "key-only",
+                                      "handle": info.instance_handle}), flush=True)
+            time.sleep(0.005)
+        sys.exit(0 if seen >= 3 and disposed else 1)
+
+
+if __name__ == "__main__":
+    main()
