@@ -14,6 +14,7 @@ mod endpoint;
 mod error;
 mod participant;
 pub mod qos;
+pub mod sandbox;
 pub mod types;
 
 pub use config::{DomainConfig, Interface, NetworkSettings};
