@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// A Cyclone entity we created, deleted on drop, keeping its parent alive until then.
-struct Entity {
-    handle: dds_entity_t,
-    what: String,
-    _parent: Arc<dyn Send + Sync>,
+pub(crate) struct Entity {
+    pub(crate) handle: dds_entity_t,
+    pub(crate) what: String,
+    pub(crate) _parent: Arc<dyn Send + Sync>,
 }
 
 impl Drop for Entity {
@@ -110,6 +110,19 @@ impl RawTopic {
     }
 }
 
+impl RawTopic {
+    pub(crate) fn from_parts(participant: &Participant, handle: dds_entity_t, name: &str, type_name: &str, keyed: bool) -> Self {
+        Topic {
+            entity: Arc::new(Entity { handle, what: format!("topic {name}"), _parent: participant.inner.clone() }),
+            participant: participant.inner.clone(),
+            name: name.into(),
+            type_name: type_name.into(),
+            keyed,
+            _t: PhantomData,
+        }
+    }
+}
+
 impl<T: TopicType> Topic<T> {
     /// The same topic handled as raw serialized samples (for tools that pass bytes through).
     pub fn as_raw(&self) -> RawTopic {
@@ -180,8 +193,22 @@ pub struct Sample<T> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteKind {
     Write,
+    /// Dispose, given the key fields only.
     Dispose,
+    /// Unregister, given the key fields only.
     Unregister,
+    /// Write a full sample and dispose its instance in one message.
+    WriteDispose,
+}
+
+/// How a taken sample is re-published: see [`RawWriter::forward_samples`].
+pub fn forward_kind(info: &SampleInfo, last_of_instance: bool) -> WriteKind {
+    match (info.valid_data, info.instance_state) {
+        (true, InstanceState::Disposed) if last_of_instance => WriteKind::WriteDispose,
+        (true, _) => WriteKind::Write,
+        (false, InstanceState::Disposed) => WriteKind::Dispose,
+        (false, _) => WriteKind::Unregister,
+    }
 }
 
 /// A writer of serialized samples.
@@ -216,22 +243,48 @@ impl RawWriter {
         self.write_kind(cdr, WriteKind::Write)
     }
 
-    /// Writes, disposes or unregisters the instance of the given sample (for dispose/unregister, a full sample
-    /// or just its key fields).
+    /// Writes, disposes or unregisters the instance of the given sample (for dispose/unregister, its key fields
+    /// only, as a key-only CDR encoding).
     pub fn write_kind(&self, cdr: &[u8], kind: WriteKind) -> Result<()> {
-        let sd = self.serdata(cdr, if kind == WriteKind::Write { ddsi_serdata_kind_SDK_DATA } else { ddsi_serdata_kind_SDK_KEY })?;
+        self.forward(cdr, kind, None)
+    }
+
+    /// Like [`RawWriter::write_kind`], keeping a given source timestamp (ns since the Unix epoch) instead of
+    /// stamping the sample now: what a forwarding service does so readers see the original writer's time.
+    pub fn forward(&self, cdr: &[u8], kind: WriteKind, source_timestamp_ns: Option<i64>) -> Result<()> {
+        let full = matches!(kind, WriteKind::Write | WriteKind::WriteDispose);
+        let sd = self.serdata(cdr, if full { ddsi_serdata_kind_SDK_DATA } else { ddsi_serdata_kind_SDK_KEY })?;
         // SAFETY: sd is a fresh serdata of this writer's type; dds_writecdr/dds_forwardcdr take over our reference.
         let r = unsafe {
-            match kind {
-                WriteKind::Write => dds_writecdr(self.entity.handle, sd),
-                WriteKind::Dispose | WriteKind::Unregister => {
-                    (*sd).statusinfo = if kind == WriteKind::Dispose { DDSI_STATUSINFO_DISPOSE } else { DDSI_STATUSINFO_UNREGISTER };
-                    (*sd).timestamp.v = dds_time();
-                    dds_forwardcdr(self.entity.handle, sd)
-                }
+            if kind == WriteKind::Write && source_timestamp_ns.is_none() {
+                dds_writecdr(self.entity.handle, sd)
+            } else {
+                (*sd).statusinfo = match kind {
+                    WriteKind::Write => 0,
+                    WriteKind::Dispose | WriteKind::WriteDispose => DDSI_STATUSINFO_DISPOSE,
+                    WriteKind::Unregister => DDSI_STATUSINFO_UNREGISTER,
+                };
+                (*sd).timestamp.v = source_timestamp_ns.unwrap_or_else(|| dds_time());
+                dds_forwardcdr(self.entity.handle, sd)
             }
         };
         check(r, "dds_writecdr", || self.entity.what.clone()).map(drop)
+    }
+
+    /// Forwards samples taken from a reader of the same type (on another domain), keeping their source
+    /// timestamps and their instance life cycle: a dispose or unregister notification is forwarded as such, and
+    /// when the reader folded a dispose into the last data sample of an instance (its instance state is already
+    /// disposed), that sample goes out as write-and-dispose. Returns the number of messages written.
+    pub fn forward_samples(&self, samples: &[RawSample]) -> Result<usize> {
+        let mut last_of_instance = std::collections::HashMap::new();
+        for (i, s) in samples.iter().enumerate() {
+            last_of_instance.insert(s.info.instance_handle, i);
+        }
+        for (i, s) in samples.iter().enumerate() {
+            let last = last_of_instance.get(&s.info.instance_handle) == Some(&i);
+            self.forward(&s.data, forward_kind(&s.info, last), Some(s.info.source_timestamp_ns))?;
+        }
+        Ok(samples.len())
     }
 
     fn serdata(&self, cdr: &[u8], kind: ddsi_serdata_kind) -> Result<*mut ddsi_serdata> {

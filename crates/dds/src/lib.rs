@@ -10,6 +10,7 @@
 //! - blocking takes through a waitset, no listeners on the hot path.
 pub mod cdr;
 pub mod config;
+pub mod discovery;
 mod endpoint;
 mod error;
 mod participant;
@@ -17,9 +18,10 @@ pub mod qos;
 pub mod sandbox;
 pub mod types;
 
+pub use discovery::{DiscoveredEndpoint, EndpointKind, EndpointWatcher, Guid, TopicDescriptor};
 pub use config::{DomainConfig, Interface, NetworkSettings};
 pub use endpoint::{
-    InstanceState, RawReader, RawSample, RawTopic, RawWriter, Reader, Sample, SampleInfo, Topic, WriteKind, Writer,
+    forward_kind, InstanceState, RawReader, RawSample, RawTopic, RawWriter, Reader, Sample, SampleInfo, Topic, WriteKind, Writer,
 };
 pub use error::{DdsError, Result};
 pub use participant::Participant;

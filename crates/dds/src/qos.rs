@@ -238,3 +238,103 @@ impl Qos {
         }
     }
 }
+
+/// A copy of a `dds_qos_t` received from discovery; it also carries the endpoint's type information.
+pub(crate) struct OwnedQos(pub(crate) *mut cyclors::dds_qos_t);
+
+// SAFETY: the QoS object is exclusively owned and only read after creation.
+unsafe impl Send for OwnedQos {}
+unsafe impl Sync for OwnedQos {}
+
+impl Drop for OwnedQos {
+    fn drop(&mut self) {
+        // SAFETY: created by dds_create_qos in OwnedQos::copy_of, deleted once.
+        unsafe { cyclors::dds_delete_qos(self.0) }
+    }
+}
+
+impl OwnedQos {
+    /// Copies `src`; `src` must be a valid QoS object for the duration of the call.
+    pub(crate) unsafe fn copy_of(src: *const cyclors::dds_qos_t) -> Self {
+        let q = cyclors::dds_create_qos();
+        cyclors::dds_copy_qos(q, src);
+        OwnedQos(q)
+    }
+}
+
+fn duration(ns: i64) -> Duration {
+    Duration::from_nanos(ns.max(0) as u64)
+}
+
+impl Qos {
+    /// Reads the policies partita knows from a Cyclone QoS object (e.g. a discovered endpoint's).
+    ///
+    /// # Safety
+    /// `q` must point to a valid `dds_qos_t` for the duration of the call.
+    pub(crate) unsafe fn from_raw(q: *const cyclors::dds_qos_t) -> Self {
+        use cyclors::*;
+        let mut out = Qos::new();
+        let (mut k, mut d, mut n) = (0u32, 0i64, 0i32);
+        if dds_qget_reliability(q, &mut k, &mut d) {
+            out.reliability = Some(if k == dds_reliability_kind_DDS_RELIABILITY_RELIABLE {
+                Reliability::Reliable { max_blocking: duration(d) }
+            } else {
+                Reliability::BestEffort
+            });
+        }
+        if dds_qget_history(q, &mut k, &mut n) {
+            out.history = Some(if k == dds_history_kind_DDS_HISTORY_KEEP_ALL {
+                History::KeepAll
+            } else {
+                History::KeepLast(n.max(1) as u32)
+            });
+        }
+        if dds_qget_durability(q, &mut k) {
+            out.durability = Some(if k == dds_durability_kind_DDS_DURABILITY_VOLATILE {
+                Durability::Volatile
+            } else {
+                // TRANSIENT and PERSISTENT need a durability service, which partita does not run; the nearest
+                // it can honour is TRANSIENT_LOCAL.
+                Durability::TransientLocal
+            });
+        }
+        if dds_qget_deadline(q, &mut d) && d != i64::MAX {
+            out.deadline = Some(duration(d));
+        }
+        if dds_qget_latency_budget(q, &mut d) && d != 0 {
+            out.latency_budget = Some(duration(d));
+        }
+        if dds_qget_lifespan(q, &mut d) && d != i64::MAX {
+            out.lifespan = Some(duration(d));
+        }
+        if dds_qget_transport_priority(q, &mut n) && n != 0 {
+            out.transport_priority = Some(n);
+        }
+        if dds_qget_ownership(q, &mut k) {
+            if k == dds_ownership_kind_DDS_OWNERSHIP_EXCLUSIVE {
+                let mut s = 0;
+                dds_qget_ownership_strength(q, &mut s);
+                out.ownership = Some(Ownership::Exclusive { strength: s });
+            } else {
+                out.ownership = Some(Ownership::Shared);
+            }
+        }
+        let mut np = 0u32;
+        let mut ps: *mut *mut std::os::raw::c_char = std::ptr::null_mut();
+        if dds_qget_partition(q, &mut np, &mut ps) && np > 0 && !ps.is_null() {
+            let mut names = Vec::new();
+            for i in 0..np as usize {
+                let p = *ps.add(i);
+                names.push(std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned());
+                dds_free(p as *mut _);
+            }
+            dds_free(ps as *mut _);
+            out.partitions = Some(names);
+        }
+        let (mut a, mut b, mut c) = (0i32, 0i32, 0i32);
+        if dds_qget_resource_limits(q, &mut a, &mut b, &mut c) && (a, b, c) != (-1, -1, -1) {
+            out.resource_limits = Some(ResourceLimits { max_samples: a, max_instances: b, max_samples_per_instance: c });
+        }
+        out
+    }
+}

@@ -1,0 +1,243 @@
+//! Discovery: the built-in publication and subscription topics, and topics built from discovered types.
+//!
+//! A routing service learns here which writers and readers exist on a domain, with their topic, type name, QoS
+//! and XTypes type information, and creates matching topics without any compiled-in type: Cyclone resolves
+//! the type from the remote participant (type lookup) and derives a full topic descriptor, keys included.
+use crate::endpoint::{Entity, RawTopic};
+use crate::error::{check, cstring, DdsError, Result};
+use crate::participant::Participant;
+use crate::qos::{OwnedQos, Qos};
+use cyclors::*;
+use std::ffi::CStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Which built-in topic to watch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EndpointKind {
+    /// Writers (DCPSPublication).
+    Publication,
+    /// Readers (DCPSSubscription).
+    Subscription,
+}
+
+/// A DDS GUID: 12 bytes of participant prefix, 4 of entity id.
+pub type Guid = [u8; 16];
+
+/// A writer or reader seen through discovery (including the local process's own).
+#[derive(Clone)]
+pub struct DiscoveredEndpoint {
+    pub kind: EndpointKind,
+    pub key: Guid,
+    pub participant_key: Guid,
+    pub topic_name: String,
+    pub type_name: String,
+    pub qos: Qos,
+    /// False when the endpoint has gone away (only `key` is meaningful then).
+    pub alive: bool,
+    raw_qos: Option<Arc<OwnedQos>>,
+}
+
+impl std::fmt::Debug for DiscoveredEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DiscoveredEndpoint")
+            .field("kind", &self.kind)
+            .field("topic", &self.topic_name)
+            .field("type", &self.type_name)
+            .field("alive", &self.alive)
+            .field("has_type_info", &self.has_type_info())
+            .finish()
+    }
+}
+
+impl DiscoveredEndpoint {
+    /// Whether the endpoint announced XTypes type information (needed to build a keyed topic without its type).
+    pub fn has_type_info(&self) -> bool {
+        self.type_info_ptr().is_some()
+    }
+
+    /// The endpoint's participant prefix (first 12 bytes of its GUID).
+    pub fn participant_prefix(&self) -> [u8; 12] {
+        let mut p = [0u8; 12];
+        p.copy_from_slice(&self.participant_key[..12]);
+        p
+    }
+
+    fn type_info_ptr(&self) -> Option<*const dds_typeinfo_t> {
+        let q = self.raw_qos.as_ref()?;
+        let mut ep: dds_builtintopic_endpoint_t = unsafe { std::mem::zeroed() };
+        ep.qos = q.0;
+        let mut ti: *const dds_typeinfo_t = std::ptr::null();
+        // SAFETY: the call only reads ep.qos (alive in raw_qos) and returns a pointer into it.
+        let r = unsafe { dds_builtintopic_get_endpoint_type_info(&mut ep, &mut ti) };
+        (r == 0 && !ti.is_null()).then_some(ti)
+    }
+}
+
+/// Watches one built-in endpoint topic of a participant.
+pub struct EndpointWatcher {
+    kind: EndpointKind,
+    reader: Entity,
+    waitset: dds_entity_t,
+}
+
+// SAFETY: plain handles; Cyclone's API is thread-safe.
+unsafe impl Send for EndpointWatcher {}
+unsafe impl Sync for EndpointWatcher {}
+
+impl Drop for EndpointWatcher {
+    fn drop(&mut self) {
+        // SAFETY: our waitset, deleted once.
+        unsafe {
+            dds_delete(self.waitset);
+        }
+    }
+}
+
+const BATCH: usize = 32;
+
+impl EndpointWatcher {
+    pub fn new(participant: &Participant, kind: EndpointKind) -> Result<Self> {
+        let topic = match kind {
+            EndpointKind::Publication => DDS_BUILTIN_TOPIC_DCPSPUBLICATION,
+            EndpointKind::Subscription => DDS_BUILTIN_TOPIC_DCPSSUBSCRIPTION,
+        };
+        let what = format!("built-in {kind:?} reader");
+        // SAFETY: creating a reader on a built-in pseudo topic of a live participant.
+        let h = unsafe { dds_create_reader(participant.handle(), topic, std::ptr::null(), std::ptr::null()) };
+        check(h, "dds_create_reader", || what.clone())?;
+        let reader = Entity { handle: h, what: what.clone(), _parent: participant.inner.clone() };
+        // SAFETY: as in RawReader::new.
+        let waitset = unsafe { dds_create_waitset(participant.handle()) };
+        check(waitset, "dds_create_waitset", || what.clone())?;
+        let w = EndpointWatcher { kind, reader, waitset };
+        unsafe {
+            let cond = dds_create_readcondition(h, DDS_ANY_STATE);
+            check(cond, "dds_create_readcondition", || what.clone())?;
+            check(dds_waitset_attach(waitset, cond, 0), "dds_waitset_attach", || what.clone())?;
+        }
+        Ok(w)
+    }
+
+    /// Waits up to `timeout` for news.
+    pub fn wait(&self, timeout: Duration) -> Result<bool> {
+        let t = i64::try_from(timeout.as_nanos()).unwrap_or(i64::MAX);
+        // SAFETY: our own waitset.
+        let n = unsafe { dds_waitset_wait(self.waitset, std::ptr::null_mut(), 0, t) };
+        Ok(check(n, "dds_waitset_wait", || self.reader.what.clone())? > 0)
+    }
+
+    /// Takes every endpoint that appeared or went away since the last call.
+    pub fn take(&self) -> Result<Vec<DiscoveredEndpoint>> {
+        let mut out = Vec::new();
+        loop {
+            let mut buf: [*mut std::ffi::c_void; BATCH] = [std::ptr::null_mut(); BATCH];
+            let mut si: [dds_sample_info_t; BATCH] = unsafe { std::mem::zeroed() };
+            // SAFETY: null buffer entries ask Cyclone to loan its samples; the loan is returned below.
+            let n = unsafe { dds_take(self.reader.handle, buf.as_mut_ptr(), si.as_mut_ptr(), BATCH, BATCH as u32) };
+            let n = check(n, "dds_take", || self.reader.what.clone())? as usize;
+            for i in 0..n {
+                // SAFETY: loaned samples of the built-in endpoint topic are dds_builtintopic_endpoint_t; strings
+                // and QoS are valid while the loan lasts and are copied out here.
+                unsafe {
+                    let ep = &*(buf[i] as *const dds_builtintopic_endpoint_t);
+                    let alive = si[i].valid_data && si[i].instance_state == dds_instance_state_DDS_IST_ALIVE;
+                    let s = |p: *mut std::os::raw::c_char| {
+                        if p.is_null() { String::new() } else { CStr::from_ptr(p).to_string_lossy().into_owned() }
+                    };
+                    let (qos, raw_qos) = if si[i].valid_data && !ep.qos.is_null() {
+                        (Qos::from_raw(ep.qos), Some(Arc::new(OwnedQos::copy_of(ep.qos))))
+                    } else {
+                        (Qos::new(), None)
+                    };
+                    out.push(DiscoveredEndpoint {
+                        kind: self.kind,
+                        key: ep.key.v,
+                        participant_key: ep.participant_key.v,
+                        topic_name: if si[i].valid_data { s(ep.topic_name) } else { String::new() },
+                        type_name: if si[i].valid_data { s(ep.type_name) } else { String::new() },
+                        qos,
+                        alive,
+                        raw_qos,
+                    });
+                }
+            }
+            if n > 0 {
+                // SAFETY: returning exactly the loan taken above.
+                let r = unsafe { dds_return_loan(self.reader.handle, buf.as_mut_ptr(), n as i32) };
+                check(r, "dds_return_loan", || self.reader.what.clone())?;
+            }
+            if n < BATCH {
+                return Ok(out);
+            }
+        }
+    }
+}
+
+impl Participant {
+    /// This participant's GUID.
+    pub fn guid(&self) -> Result<Guid> {
+        let mut g: dds_guid_t = unsafe { std::mem::zeroed() };
+        // SAFETY: g is a valid out-parameter.
+        let r = unsafe { dds_get_guid(self.handle(), &mut g) };
+        check(r, "dds_get_guid", || format!("{self:?}"))?;
+        Ok(g.v)
+    }
+}
+
+/// A topic descriptor Cyclone derived from a discovered type: the type's layout, keys included, usable to
+/// create the topic on any participant of this process (for example on both sides of a route).
+pub struct TopicDescriptor {
+    ptr: *mut dds_topic_descriptor_t,
+    pub type_name: String,
+}
+
+// SAFETY: the descriptor is immutable after creation and exclusively owned.
+unsafe impl Send for TopicDescriptor {}
+unsafe impl Sync for TopicDescriptor {}
+
+impl Drop for TopicDescriptor {
+    fn drop(&mut self) {
+        // SAFETY: created by dds_create_topic_descriptor, deleted once.
+        unsafe {
+            dds_delete_topic_descriptor(self.ptr);
+        }
+    }
+}
+
+impl TopicDescriptor {
+    /// Resolves the type a discovered endpoint announced, through `participant` (which must be on the endpoint's
+    /// domain; Cyclone asks the endpoint's owner for the full type if it does not know it yet), waiting up to
+    /// `timeout`.
+    pub fn resolve(participant: &Participant, ep: &DiscoveredEndpoint, timeout: Duration) -> Result<Self> {
+        let ti = ep.type_info_ptr().ok_or_else(|| DdsError::Type {
+            type_name: ep.type_name.clone(),
+            reason: format!("the endpoint on topic {} announced no type information", ep.topic_name),
+        })?;
+        let mut ptr: *mut dds_topic_descriptor_t = std::ptr::null_mut();
+        let t = i64::try_from(timeout.as_nanos()).unwrap_or(i64::MAX);
+        // SAFETY: ti points into ep's QoS copy, alive for the call; Cyclone allocates the descriptor.
+        let r = unsafe { dds_create_topic_descriptor(dds_find_scope_DDS_FIND_SCOPE_GLOBAL, participant.handle(), ti, t, &mut ptr) };
+        check(r, "dds_create_topic_descriptor", || format!("type {} of topic {}", ep.type_name, ep.topic_name))?;
+        Ok(TopicDescriptor { ptr, type_name: ep.type_name.clone() })
+    }
+
+    /// Number of key fields of the type (0 for a keyless type).
+    pub fn key_count(&self) -> u32 {
+        // SAFETY: ptr is a valid descriptor for our lifetime.
+        unsafe { (*self.ptr).m_nkeys }
+    }
+}
+
+impl RawTopic {
+    /// Creates topic `name` on `participant` with a resolved type. Keys of the type are honoured: instances stay
+    /// instances when samples pass through raw readers and writers.
+    pub fn with_descriptor(participant: &Participant, name: &str, desc: &TopicDescriptor, qos: &Qos) -> Result<Self> {
+        let cname = cstring("topic name", name)?;
+        let raw_qos = qos.to_raw()?;
+        // SAFETY: desc is valid for our borrow; Cyclone copies what it keeps.
+        let handle = unsafe { dds_create_topic(participant.handle(), desc.ptr, cname.as_ptr(), raw_qos.as_ptr(), std::ptr::null()) };
+        check(handle, "dds_create_topic", || format!("topic {name} ({})", desc.type_name))?;
+        Ok(RawTopic::from_parts(participant, handle, name, &desc.type_name, desc.key_count() > 0))
+    }
+}
