@@ -33,8 +33,11 @@ pub struct DiscoveredEndpoint {
     pub topic_name: String,
     pub type_name: String,
     pub qos: Qos,
-    /// False when the endpoint has gone away (only `key` is meaningful then).
+    /// False when the endpoint has gone away (only `key` and `instance_handle` are meaningful then).
     pub alive: bool,
+    /// The endpoint's instance handle in this participant's domain: for a writer, the `publication_handle` its
+    /// samples carry in [`crate::SampleInfo`].
+    pub instance_handle: u64,
     raw_qos: Option<Arc<OwnedQos>>,
 }
 
@@ -158,6 +161,7 @@ impl EndpointWatcher {
                         type_name: if si[i].valid_data { s(ep.type_name) } else { String::new() },
                         qos,
                         alive,
+                        instance_handle: si[i].instance_handle,
                         raw_qos,
                     });
                 }

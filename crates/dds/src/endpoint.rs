@@ -462,6 +462,18 @@ impl RawReader {
         Ok(check(n, "dds_waitset_wait", || self.entity.what.clone())? > 0)
     }
 
+    /// Samples lost in transport and samples rejected for lack of room, since the reader was created.
+    pub fn lost_and_rejected(&self) -> Result<(u64, u64)> {
+        let mut lost: dds_sample_lost_status_t = unsafe { std::mem::zeroed() };
+        let mut rej: dds_sample_rejected_status_t = unsafe { std::mem::zeroed() };
+        // SAFETY: valid out-parameters for this live reader.
+        unsafe {
+            check(dds_get_sample_lost_status(self.entity.handle, &mut lost), "dds_get_sample_lost_status", || self.entity.what.clone())?;
+            check(dds_get_sample_rejected_status(self.entity.handle, &mut rej), "dds_get_sample_rejected_status", || self.entity.what.clone())?;
+        }
+        Ok((lost.total_count as u64, rej.total_count as u64))
+    }
+
     /// Number of writers currently matched.
     pub fn matched_writers(&self) -> Result<u32> {
         let mut st: dds_subscription_matched_status_t = unsafe { std::mem::zeroed() };

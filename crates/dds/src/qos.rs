@@ -57,6 +57,8 @@ pub struct Qos {
     pub data_representation: Option<Vec<DataRepresentation>>,
     /// Do not deliver samples of writers in the same participant / process (`dds_qset_ignorelocal`).
     pub ignore_local: Option<IgnoreLocal>,
+    /// Opaque bytes announced with the entity in discovery (USER_DATA).
+    pub user_data: Option<Vec<u8>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,6 +134,10 @@ impl Qos {
     }
     pub fn ignore_local(mut self, i: IgnoreLocal) -> Self {
         self.ignore_local = Some(i);
+        self
+    }
+    pub fn user_data(mut self, bytes: impl Into<Vec<u8>>) -> Self {
+        self.user_data = Some(bytes.into());
         self
     }
 }
@@ -225,6 +231,9 @@ impl Qos {
                     })
                     .collect();
                 dds_qset_data_representation(p, v.len() as u32, v.as_ptr());
+            }
+            if let Some(u) = &self.user_data {
+                dds_qset_userdata(p, u.as_ptr() as *const _, u.len());
             }
             if let Some(i) = self.ignore_local {
                 let k = match i {
@@ -330,6 +339,30 @@ impl Qos {
             }
             dds_free(ps as *mut _);
             out.partitions = Some(names);
+        }
+        let mut nr = 0u32;
+        let mut reps: *mut i16 = std::ptr::null_mut();
+        if dds_qget_data_representation(q, &mut nr, &mut reps) && !reps.is_null() {
+            let v: Vec<DataRepresentation> = std::slice::from_raw_parts(reps, nr as usize)
+                .iter()
+                .filter_map(|r| match *r as u32 {
+                    DDS_DATA_REPRESENTATION_XCDR1 => Some(DataRepresentation::Xcdr1),
+                    DDS_DATA_REPRESENTATION_XCDR2 => Some(DataRepresentation::Xcdr2),
+                    _ => None,
+                })
+                .collect();
+            dds_free(reps as *mut _);
+            if !v.is_empty() {
+                out.data_representation = Some(v);
+            }
+        }
+        let mut ud: *mut std::ffi::c_void = std::ptr::null_mut();
+        let mut udn = 0usize;
+        if dds_qget_userdata(q, &mut ud, &mut udn) && !ud.is_null() {
+            if udn > 0 {
+                out.user_data = Some(std::slice::from_raw_parts(ud as *const u8, udn).to_vec());
+            }
+            dds_free(ud);
         }
         let (mut a, mut b, mut c) = (0i32, 0i32, 0i32);
         if dds_qget_resource_limits(q, &mut a, &mut b, &mut c) && (a, b, c) != (-1, -1, -1) {

@@ -1,8 +1,11 @@
 """An independent DDS peer for partita's interoperability test: Cyclone DDS's Python binding, with the
 Camera type declared in Python. Configuration (loopback only, no multicast) comes from CYCLONEDDS_URI.
 
-    camera_peer.py pub DOMAIN   write three cameras, then dispose camera 1
-    camera_peer.py sub DOMAIN   print three cameras and the dispose of camera 1 as JSON lines
+    camera_peer.py pub DOMAIN [SECONDS]  write three cameras, then dispose camera 1; stay until the reader
+                                         leaves (or SECONDS pass)
+    camera_peer.py sub DOMAIN [SECONDS]  print what arrives as JSON lines: three cameras and the dispose of
+                                         camera 1 (exit 0), or whatever came within SECONDS (exit 1)
+    A fourth argument `nodispose` leaves camera 1 alive (pub) or does not wait for its dispose (sub).
 """
 import json
 import sys
@@ -44,11 +47,12 @@ class Camera(IdlStruct, typename="partita::test::Camera"):
 
 def main():
     role, domain = sys.argv[1], int(sys.argv[2])
+    dispose = not (len(sys.argv) > 4 and sys.argv[4] == "nodispose")
     qos = Qos(Policy.Reliability.Reliable(max_blocking_time=1_000_000_000), Policy.History.KeepAll,
               Policy.Durability.TransientLocal)
     dp = DomainParticipant(domain)
     topic = Topic(dp, "cameras", Camera, qos=qos)
-    deadline = time.time() + 20
+    deadline = time.time() + (float(sys.argv[3]) if len(sys.argv) > 3 else 20)
     if role == "pub":
         w = DataWriter(dp, topic, qos=qos)
         while w.get_matched_subscriptions() == [] and time.time() < deadline:
@@ -58,13 +62,14 @@ def main():
                 for i in range(3)]
         for c in cams:
             w.write(c)
-        w.dispose(cams[1])
+        if dispose:
+            w.dispose(cams[1])
         # Stay until the reader has it all (it exits when done; we see it unmatch).
         while w.get_matched_subscriptions() != [] and time.time() < deadline:
             time.sleep(0.01)
     else:
         r = DataReader(dp, topic, qos=qos)
-        seen, disposed = 0, False
+        seen, disposed = 0, not dispose
         while (seen < 3 or not disposed) and time.time() < deadline:
             for s in r.take(N=16):
                 info = s.sample_info

@@ -1,0 +1,379 @@
+//! The routing service's configuration, in TOML, validated with errors that name the file, the field and the fix.
+//!
+//! ```toml
+//! name = "io"                 # announced in statistics
+//! max_topics = 64             # routed topics at most, over all routes (protection of the partitioned side)
+//! stats_period = "1s"         # how often statistics are published and printed
+//! stats_side = "network"      # side whose domain carries the statistics topic (default: the first side)
+//!
+//! [[side]]                    # one DDS participant per side
+//! name = "module"
+//! domain = 1
+//! interface = "lo"            # the network interface the participant binds to
+//! peers = ["127.0.0.1"]       # unicast discovery peers (multicast stays off unless `multicast = true`)
+//!
+//! [[side]]
+//! name = "network"
+//! domain = 2
+//!
+//! [[route]]
+//! from = "module"
+//! to = "network"
+//! both_ways = true
+//! allow = ["*"]               # topic-name patterns, or "type:PATTERN" for type names
+//! block = ["secret/*"]        # the blocklist wins over the allowlist
+//! partitions = ["*"]          # DDS partition patterns a writer must be in
+//! trigger = "writer-and-reader"   # or "writer" (a writer on the source side is enough), "reader" (a reader
+//!                                 # on the destination side is enough), "either"
+//!
+//! [[route.topic]]             # per-topic overrides (first matching pattern wins)
+//! name = "video/*"
+//! max_rate = 30.0             # samples/s forwarded at most; the rest is dropped and counted
+//! downsample = 2              # forward one sample in N
+//! history = 8                 # bounded queue per route (keep-last N on the router's reader)
+//! reliability = "best-effort" # or "reliable"; default: the discovered writer's
+//! durability = "volatile"     # or "transient-local"; default: the discovered writer's
+//! ```
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A configuration problem: where, what, and what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}{line}: {field}: {problem}; {fix}", line = .line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct ConfigError {
+    pub file: String,
+    pub line: Option<usize>,
+    pub field: String,
+    pub problem: String,
+    pub fix: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Trigger {
+    /// A route appears when a writer exists on the source side and a reader on the destination side.
+    #[default]
+    WriterAndReader,
+    /// A route appears as soon as a writer exists on the source side.
+    Writer,
+    /// A route appears as soon as a reader exists on the destination side: the router's reader on the source
+    /// side then stands for it, which is what applications need that create their writers only once they see
+    /// a reader (request/reply tools such as ddsperf do).
+    Reader,
+    /// Either a writer on the source side or a reader on the destination side.
+    Either,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReliabilityOverride {
+    BestEffort,
+    Reliable,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DurabilityOverride {
+    Volatile,
+    TransientLocal,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SideConfig {
+    pub name: String,
+    pub domain: u32,
+    #[serde(default = "default_interface")]
+    pub interface: String,
+    #[serde(default = "default_peers")]
+    pub peers: Vec<String>,
+    #[serde(default)]
+    pub multicast: bool,
+}
+
+fn default_interface() -> String {
+    "lo".into()
+}
+fn default_peers() -> Vec<String> {
+    vec!["127.0.0.1".into()]
+}
+fn default_allow() -> Vec<String> {
+    vec!["*".into()]
+}
+fn default_max_topics() -> usize {
+    64
+}
+fn default_stats_period() -> String {
+    "1s".into()
+}
+fn default_name() -> String {
+    "router".into()
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct TopicOverride {
+    pub name: String,
+    pub max_rate: Option<f64>,
+    pub downsample: Option<u32>,
+    pub history: Option<u32>,
+    pub reliability: Option<ReliabilityOverride>,
+    pub durability: Option<DurabilityOverride>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteConfig {
+    pub from: String,
+    pub to: String,
+    #[serde(default)]
+    pub both_ways: bool,
+    #[serde(default = "default_allow")]
+    pub allow: Vec<String>,
+    #[serde(default)]
+    pub block: Vec<String>,
+    #[serde(default = "default_allow")]
+    pub partitions: Vec<String>,
+    #[serde(default)]
+    pub trigger: Trigger,
+    #[serde(default, rename = "topic")]
+    pub topics: Vec<TopicOverride>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouterConfig {
+    #[serde(default = "default_name")]
+    pub name: String,
+    #[serde(default = "default_max_topics")]
+    pub max_topics: usize,
+    #[serde(default = "default_stats_period")]
+    pub stats_period: String,
+    pub stats_side: Option<String>,
+    #[serde(rename = "side")]
+    pub sides: Vec<SideConfig>,
+    #[serde(rename = "route")]
+    pub routes: Vec<RouteConfig>,
+}
+
+/// Parses a duration with a unit: `500us`, `20ms`, `1.5s`.
+pub fn parse_duration(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    let split = s.find(|c: char| c.is_ascii_alphabetic())?;
+    let (num, unit) = s.split_at(split);
+    let v: f64 = num.trim().parse().ok()?;
+    if !v.is_finite() || v < 0.0 {
+        return None;
+    }
+    let scale = match unit {
+        "ns" => 1e-9,
+        "us" | "µs" => 1e-6,
+        "ms" => 1e-3,
+        "s" => 1.0,
+        _ => return None,
+    };
+    Some(Duration::from_secs_f64(v * scale))
+}
+
+impl RouterConfig {
+    /// Reads and validates a configuration file.
+    pub fn load(path: &Path) -> Result<Self, Vec<ConfigError>> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            vec![ConfigError {
+                file: path.display().to_string(),
+                line: None,
+                field: "(file)".into(),
+                problem: format!("cannot read: {e}"),
+                fix: "give the path of a readable TOML file".into(),
+            }]
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses and validates configuration text; `path` names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, Vec<ConfigError>> {
+        let file = path.display().to_string();
+        let cfg: RouterConfig = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|sp| text[..sp.start.min(text.len())].matches('\n').count() + 1);
+            vec![ConfigError {
+                file: file.clone(),
+                line,
+                field: "(syntax)".into(),
+                problem: e.message().to_string(),
+                fix: "see the configuration reference in docs/router.md".into(),
+            }]
+        })?;
+        let errors = cfg.validate(&file, text);
+        if errors.is_empty() {
+            Ok(cfg)
+        } else {
+            Err(errors)
+        }
+    }
+
+    pub fn stats_period(&self) -> Duration {
+        parse_duration(&self.stats_period).unwrap_or(Duration::from_secs(1))
+    }
+
+    fn validate(&self, file: &str, text: &str) -> Vec<ConfigError> {
+        let mut errs = Vec::new();
+        // Line of the first occurrence of `needle` after the `n`-th occurrence of `table` (best effort).
+        let line_of = |table: &str, n: usize, needle: &str| -> Option<usize> {
+            let mut start = 0;
+            for _ in 0..=n {
+                let i = text[start..].find(table)?;
+                start += i + table.len();
+            }
+            let at = text[start..].find(needle).map(|i| start + i).unwrap_or(start);
+            Some(text[..at].matches('\n').count() + 1)
+        };
+        let mut err = |line: Option<usize>, field: String, problem: String, fix: &str| {
+            errs.push(ConfigError { file: file.into(), line, field, problem, fix: fix.into() })
+        };
+        if parse_duration(&self.stats_period).map_or(true, |d| d.is_zero()) {
+            err(line_of("", 0, "stats_period"), "stats_period".into(), format!("{:?} is not a duration", self.stats_period), "write a positive duration with a unit, e.g. \"1s\" or \"500ms\"");
+        }
+        if self.max_topics == 0 {
+            err(line_of("", 0, "max_topics"), "max_topics".into(), "0 would route nothing".into(), "set max_topics to at least 1");
+        }
+        if self.sides.len() < 2 {
+            err(None, "side".into(), format!("{} side(s) defined", self.sides.len()), "define at least two [[side]] tables (the domains to connect)");
+        }
+        let mut names = std::collections::HashSet::new();
+        let mut domains = std::collections::HashMap::new();
+        for (i, s) in self.sides.iter().enumerate() {
+            let f = |k: &str| format!("side[{i}].{k}");
+            let l = |k: &str| line_of("[[side]]", i, k);
+            if s.name.is_empty() || !names.insert(s.name.clone()) {
+                err(l("name"), f("name"), format!("side name {:?} is empty or used twice", s.name), "give every side a unique name");
+            }
+            if s.domain > 232 {
+                err(l("domain"), f("domain"), format!("domain {} is out of range", s.domain), "use a DDS domain id from 0 to 232");
+            }
+            if let Some(other) = domains.insert(s.domain, s.name.clone()) {
+                err(l("domain"), f("domain"), format!("domain {} is also side {other:?}'s", s.domain), "give each side its own domain id (one process holds one configuration per domain)");
+            }
+            let valid_if = !s.interface.is_empty()
+                && s.interface.len() <= 15
+                && s.interface.chars().all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c));
+            if !valid_if {
+                err(l("interface"), f("interface"), format!("{:?} is not a network interface name", s.interface), "name an interface of this network namespace, e.g. \"lo\" or a V-NIC");
+            }
+            if !s.multicast && s.peers.is_empty() {
+                err(l("peers"), f("peers"), "no unicast peers and multicast off: nothing would be discovered".into(), "list the peers' addresses, e.g. peers = [\"127.0.0.1\"]");
+            }
+        }
+        if let Some(ss) = &self.stats_side {
+            if !self.sides.iter().any(|s| &s.name == ss) {
+                err(line_of("", 0, "stats_side"), "stats_side".into(), format!("no side named {ss:?}"), "name one of the [[side]] tables");
+            }
+        }
+        if self.routes.is_empty() {
+            err(None, "route".into(), "no routes defined".into(), "add a [[route]] table with from and to");
+        }
+        for (i, r) in self.routes.iter().enumerate() {
+            let f = |k: &str| format!("route[{i}].{k}");
+            let l = |k: &str| line_of("[[route]]", i, k);
+            for (key, side) in [("from", &r.from), ("to", &r.to)] {
+                if !self.sides.iter().any(|s| &s.name == side) {
+                    err(l(key), f(key), format!("no side named {side:?}"), "name one of the [[side]] tables");
+                }
+            }
+            if r.from == r.to {
+                err(l("to"), f("to"), format!("route from {:?} to itself", r.from), "route between two different sides");
+            }
+            if r.allow.is_empty() {
+                err(l("allow"), f("allow"), "an empty allowlist routes nothing".into(), "allow at least one pattern, e.g. [\"*\"]");
+            }
+            for (j, t) in r.topics.iter().enumerate() {
+                let f = |k: &str| format!("route[{i}].topic[{j}].{k}");
+                let l = |k: &str| line_of("[[route.topic]]", j, k);
+                if t.max_rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
+                    err(l("max_rate"), f("max_rate"), format!("{:?} is not a positive rate", t.max_rate.unwrap()), "give samples per second above 0, or remove the key");
+                }
+                if t.downsample == Some(0) {
+                    err(l("downsample"), f("downsample"), "0".into(), "forward one sample in N with N >= 1");
+                }
+                if t.history == Some(0) {
+                    err(l("history"), f("history"), "0".into(), "keep at least 1 sample per route");
+                }
+            }
+        }
+        errs
+    }
+}
+
+/// Where a configuration came from, for messages.
+pub fn describe(path: Option<&PathBuf>) -> String {
+    path.map(|p| p.display().to_string()).unwrap_or_else(|| "(built-in)".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[[side]]
+name = "module"
+domain = 1
+
+[[side]]
+name = "network"
+domain = 2
+
+[[route]]
+from = "module"
+to = "network"
+both_ways = true
+block = ["secret/*"]
+
+[[route.topic]]
+name = "video/*"
+max_rate = 30.0
+"#;
+
+    fn errs(text: &str) -> Vec<ConfigError> {
+        RouterConfig::parse(text, Path::new("r.toml")).err().unwrap_or_default()
+    }
+
+    #[test]
+    fn good_config_parses() {
+        let c = RouterConfig::parse(GOOD, Path::new("r.toml")).unwrap();
+        assert_eq!(c.sides.len(), 2);
+        assert_eq!(c.routes[0].topics[0].max_rate, Some(30.0));
+        assert_eq!(c.routes[0].allow, vec!["*"]);
+        assert_eq!(c.stats_period(), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn unknown_key_names_file_and_line() {
+        let e = errs(&GOOD.replace("both_ways = true", "both_way = true"));
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].line, Some(13), "{e:?}");
+        assert!(e[0].to_string().starts_with("r.toml:13:"), "{}", e[0]);
+        assert!(e[0].problem.contains("both_way"), "{}", e[0]);
+    }
+
+    #[test]
+    fn semantic_errors_are_all_reported() {
+        let bad = GOOD.replace("domain = 2", "domain = 1").replace("to = \"network\"", "to = \"nowhere\"").replace("max_rate = 30.0", "max_rate = -1.0");
+        let e = errs(&bad);
+        let fields: Vec<&str> = e.iter().map(|e| e.field.as_str()).collect();
+        assert!(fields.contains(&"side[1].domain"), "{e:?}");
+        assert!(fields.contains(&"route[0].to"), "{e:?}");
+        assert!(fields.contains(&"route[0].topic[0].max_rate"), "{e:?}");
+        let dom = e.iter().find(|e| e.field == "side[1].domain").unwrap();
+        assert_eq!(dom.line, Some(8));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500us"), Some(Duration::from_micros(500)));
+        assert_eq!(parse_duration("1.5ms"), Some(Duration::from_micros(1500)));
+        assert_eq!(parse_duration("2s"), Some(Duration::from_secs(2)));
+        assert_eq!(parse_duration("2"), None);
+        assert_eq!(parse_duration("-1s"), None);
+        assert_eq!(parse_duration("3 parsecs"), None);
+    }
+}

@@ -1,0 +1,558 @@
+//! The routing engine: one participant per side, a discovery manager that keeps the set of routed topics in
+//! step with the writers and readers it sees, and one forwarding thread per routed topic and direction.
+use crate::config::{DurabilityOverride, ReliabilityOverride, RouteConfig, RouterConfig, TopicOverride, Trigger};
+use crate::pattern::matches;
+use crate::stats::{ForwardStats, RouteStats};
+use partita_dds::qos::{DataRepresentation, Durability, IgnoreLocal, Reliability};
+use partita_dds::{
+    DiscoveredEndpoint, DomainConfig, EndpointKind, EndpointWatcher, Guid, Interface, Participant, Qos, RawReader, RawSample,
+    RawTopic, RawWriter, TopicDescriptor, Writer,
+};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// USER_DATA every router endpoint announces, so routers never take each other's endpoints for applications
+/// and never forward samples another router wrote (no loops, also with several routers in a ring).
+pub const ROUTER_TAG: &[u8] = b"partita-router";
+
+/// Engine failures.
+#[derive(Debug, thiserror::Error)]
+pub enum RouterError {
+    #[error("side {side}: {source}")]
+    Side { side: String, source: partita_dds::DdsError },
+    #[error("statistics topic: {0}")]
+    Stats(partita_dds::DdsError),
+}
+
+/// One end of the router: a participant on a domain, watching its writers and readers.
+struct Side {
+    name: String,
+    participant: Participant,
+    prefix: [u8; 12],
+    publications: EndpointWatcher,
+    subscriptions: EndpointWatcher,
+    writers: HashMap<Guid, DiscoveredEndpoint>,
+    readers: HashMap<Guid, DiscoveredEndpoint>,
+    /// Publication handles of router writers on this side: their samples are never forwarded.
+    router_writers: Arc<RwLock<HashSet<u64>>>,
+}
+
+fn is_router(ep: &DiscoveredEndpoint) -> bool {
+    ep.qos.user_data.as_deref() == Some(ROUTER_TAG)
+}
+
+/// Cyclone's built-in topic readers (DCPSPublication & co.) show up in discovery; they are never routed.
+fn is_builtin(ep: &DiscoveredEndpoint) -> bool {
+    ep.qos.partitions.as_ref().is_some_and(|p| p.iter().any(|n| n == "__BUILT-IN PARTITION__"))
+}
+
+impl Side {
+    fn open(cfg: &crate::config::SideConfig) -> Result<Side, RouterError> {
+        let e = |source| RouterError::Side { side: cfg.name.clone(), source };
+        let iface = if cfg.interface == "lo" { Interface::Loopback } else { Interface::Named(cfg.interface.clone()) };
+        let dc = DomainConfig::on_interface(cfg.domain, iface, cfg.peers.clone()).with(|s| s.multicast = cfg.multicast);
+        let participant = Participant::new(&dc).map_err(e)?;
+        let guid = participant.guid().map_err(e)?;
+        let mut prefix = [0u8; 12];
+        prefix.copy_from_slice(&guid[..12]);
+        Ok(Side {
+            name: cfg.name.clone(),
+            publications: EndpointWatcher::new(&participant, EndpointKind::Publication).map_err(e)?,
+            subscriptions: EndpointWatcher::new(&participant, EndpointKind::Subscription).map_err(e)?,
+            participant,
+            prefix,
+            writers: HashMap::new(),
+            readers: HashMap::new(),
+            router_writers: Arc::new(RwLock::new(HashSet::new())),
+        })
+    }
+
+    /// Applies discovery news; true if anything changed.
+    fn poll(&mut self) -> bool {
+        let mut changed = false;
+        for (watcher, map) in [(&self.publications, &mut self.writers), (&self.subscriptions, &mut self.readers)] {
+            let news = match watcher.take() {
+                Ok(n) => n,
+                Err(e) => {
+                    eprintln!("router: side {}: discovery: {e}", self.name);
+                    continue;
+                }
+            };
+            for ep in news {
+                changed = true;
+                if std::env::var_os("PARTITA_ROUTER_DEBUG").is_some() {
+                    eprintln!("router: side {}: {:?} {} {} alive={} router={} typeinfo={} parts={:?}", self.name, ep.kind, ep.topic_name, ep.type_name, ep.alive, is_router(&ep), ep.has_type_info(), ep.qos.partitions);
+                }
+                if ep.alive {
+                    if ep.kind == EndpointKind::Publication && is_router(&ep) {
+                        self.router_writers.write().unwrap_or_else(|p| p.into_inner()).insert(ep.instance_handle);
+                    }
+                    map.insert(ep.key, ep);
+                } else if let Some(old) = map.remove(&ep.key) {
+                    if old.kind == EndpointKind::Publication {
+                        self.router_writers.write().unwrap_or_else(|p| p.into_inner()).remove(&old.instance_handle);
+                    }
+                }
+            }
+        }
+        changed
+    }
+
+    /// Application endpoints: alive, not a router's, not this router's own participant.
+    fn applications<'a>(&self, map: &'a HashMap<Guid, DiscoveredEndpoint>) -> impl Iterator<Item = &'a DiscoveredEndpoint> {
+        let own = self.prefix;
+        map.values().filter(move |e| e.alive && !is_router(e) && e.key[..12] != own && !is_builtin(e))
+    }
+}
+
+/// What one forwarder routes: a topic with one type and one set of partitions, in one direction of one route.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ForwardKey {
+    pub route: usize,
+    pub from: usize,
+    pub to: usize,
+    pub topic: String,
+    pub type_name: String,
+    pub partitions: Vec<String>,
+}
+
+struct Forwarder {
+    label: String,
+    stats: Arc<ForwardStats>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for Forwarder {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+struct Shared {
+    name: String,
+    side_names: Vec<String>,
+    forwarders: Mutex<BTreeMap<ForwardKey, Forwarder>>,
+    refused_topics: Mutex<HashSet<String>>,
+    /// Final figures of routes that ended, newest last (bounded).
+    retired: Mutex<Vec<RouteStats>>,
+}
+
+const RETIRED_KEPT: usize = 256;
+
+/// A running router. Dropping it (or calling [`Router::stop`]) stops every thread and deletes every entity.
+pub struct Router {
+    shared: Arc<Shared>,
+    stop: Arc<AtomicBool>,
+    manager: Option<JoinHandle<()>>,
+    stats_thread: Option<JoinHandle<()>>,
+}
+
+impl Router {
+    /// Opens every side and starts discovery and forwarding.
+    pub fn start(config: RouterConfig) -> Result<Router, RouterError> {
+        let sides: Vec<Side> = config.sides.iter().map(Side::open).collect::<Result<_, _>>()?;
+        let shared = Arc::new(Shared {
+            name: config.name.clone(),
+            side_names: sides.iter().map(|s| s.name.clone()).collect(),
+            forwarders: Mutex::new(BTreeMap::new()),
+            refused_topics: Mutex::new(HashSet::new()),
+            retired: Mutex::new(Vec::new()),
+        });
+        let stop = Arc::new(AtomicBool::new(false));
+        let stats_idx = config
+            .stats_side
+            .as_ref()
+            .and_then(|n| sides.iter().position(|s| &s.name == n))
+            .unwrap_or(0);
+        let stats_writer = {
+            let p = &sides[stats_idx].participant;
+            let q = Qos::reliable().keep_last(1).transient_local().user_data(ROUTER_TAG);
+            let t = partita_dds::Topic::<RouteStats>::new(p, "partita/router/stats", &q).map_err(RouterError::Stats)?;
+            Writer::new(&t, &q).map_err(RouterError::Stats)?
+        };
+        let period = config.stats_period();
+        let stats_thread = {
+            let (shared, stop) = (shared.clone(), stop.clone());
+            std::thread::Builder::new()
+                .name("router-stats".into())
+                .spawn(move || {
+                    while sleep_unless_stopped(&stop, period) {
+                        for row in snapshot(&shared) {
+                            if let Err(e) = stats_writer.write(&row) {
+                                eprintln!("router: publishing statistics: {e}");
+                            }
+                        }
+                    }
+                })
+                .expect("spawn statistics thread")
+        };
+        let manager = {
+            let (shared, stop) = (shared.clone(), stop.clone());
+            std::thread::Builder::new()
+                .name("router-discovery".into())
+                .spawn(move || manage(config, sides, shared, stop))
+                .expect("spawn discovery thread")
+        };
+        Ok(Router { shared, stop, manager: Some(manager), stats_thread: Some(stats_thread) })
+    }
+
+    /// Current statistics of every routed topic, then the final figures of routes that have ended.
+    pub fn stats(&self) -> Vec<RouteStats> {
+        let mut rows = snapshot(&self.shared);
+        rows.extend(self.shared.retired.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned());
+        rows
+    }
+
+    /// Topics that matched a route but were refused because `max_topics` was reached.
+    pub fn refused_topics(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.shared.refused_topics.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// The keys of the routes currently forwarding.
+    pub fn active(&self) -> Vec<ForwardKey> {
+        self.shared.forwarders.lock().unwrap_or_else(|p| p.into_inner()).keys().cloned().collect()
+    }
+
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.manager.take() {
+            let _ = t.join();
+        }
+        if let Some(t) = self.stats_thread.take() {
+            let _ = t.join();
+        }
+        self.shared.forwarders.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+}
+
+impl Drop for Router {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn sleep_unless_stopped(stop: &AtomicBool, d: Duration) -> bool {
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20).min(d));
+    }
+    !stop.load(Ordering::Relaxed)
+}
+
+fn snapshot(shared: &Shared) -> Vec<RouteStats> {
+    let f = shared.forwarders.lock().unwrap_or_else(|p| p.into_inner());
+    f.iter()
+        .map(|(k, fw)| {
+            let route = format!("{}->{}", shared.side_names[k.from], shared.side_names[k.to]);
+            let _ = &fw.label;
+            fw.stats.snapshot(&shared.name, &route, &k.topic, &k.type_name)
+        })
+        .collect()
+}
+
+fn allowed(route: &RouteConfig, ep: &DiscoveredEndpoint) -> bool {
+    let hit = |p: &String| match p.strip_prefix("type:") {
+        Some(tp) => matches(tp, &ep.type_name),
+        None => matches(p, &ep.topic_name),
+    };
+    if route.block.iter().any(hit) || !route.allow.iter().any(hit) {
+        return false;
+    }
+    let parts = ep.qos.partitions.clone().unwrap_or_default();
+    let parts = if parts.is_empty() { vec![String::new()] } else { parts };
+    parts.iter().any(|p| route.partitions.iter().any(|pat| matches(pat, p)))
+}
+
+fn directions(routes: &[RouteConfig], sides: &[Side]) -> Vec<(usize, usize, usize)> {
+    let idx = |n: &str| sides.iter().position(|s| s.name == n).expect("validated side name");
+    let mut d = Vec::new();
+    for (i, r) in routes.iter().enumerate() {
+        let (a, b) = (idx(&r.from), idx(&r.to));
+        d.push((i, a, b));
+        if r.both_ways {
+            d.push((i, b, a));
+        }
+    }
+    d
+}
+
+fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Shared>, stop: Arc<AtomicBool>) {
+    let dirs = directions(&config.routes, &sides);
+    let mut failed: HashMap<ForwardKey, Instant> = HashMap::new();
+    let mut dirty = true;
+    while !stop.load(Ordering::Relaxed) {
+        for s in sides.iter_mut() {
+            dirty |= s.poll();
+        }
+        if !dirty {
+            // Wait on the first side's publications for news, briefly; the other sides are polled next round.
+            let _ = sides[0].publications.wait(Duration::from_millis(20));
+            continue;
+        }
+        dirty = false;
+        // The wanted set: every (route, direction, topic, type, partitions) with an application writer on the
+        // source side and, unless the trigger says otherwise, an application reader on the destination side.
+        // Each wanted route keeps the endpoint that asked for it and the side it was discovered on (where its
+        // type can be resolved).
+        let mut wanted: BTreeMap<ForwardKey, (DiscoveredEndpoint, usize)> = BTreeMap::new();
+        for &(ri, from, to) in &dirs {
+            let route = &config.routes[ri];
+            let mut want = |ep: &DiscoveredEndpoint, seen_on: usize| {
+                let mut partitions = ep.qos.partitions.clone().unwrap_or_default();
+                partitions.sort();
+                let key = ForwardKey { route: ri, from, to, topic: ep.topic_name.clone(), type_name: ep.type_name.clone(), partitions };
+                wanted.entry(key).or_insert_with(|| (ep.clone(), seen_on));
+            };
+            for w in sides[from].applications(&sides[from].writers) {
+                if !allowed(route, w) {
+                    continue;
+                }
+                let enough = matches!(route.trigger, Trigger::Writer | Trigger::Either)
+                    || (route.trigger == Trigger::WriterAndReader
+                        && sides[to].applications(&sides[to].readers).any(|r| r.topic_name == w.topic_name && r.type_name == w.type_name));
+                if enough {
+                    want(w, from);
+                }
+            }
+            if matches!(route.trigger, Trigger::Reader | Trigger::Either) {
+                for r in sides[to].applications(&sides[to].readers) {
+                    if allowed(route, r) {
+                        want(r, to);
+                    }
+                }
+            }
+        }
+        if std::env::var_os("PARTITA_ROUTER_DEBUG").is_some() {
+            for (k, (_, seen)) in &wanted {
+                eprintln!("router: wanted {k:?} (seen on {seen})");
+            }
+        }
+        let mut fw = shared.forwarders.lock().unwrap_or_else(|p| p.into_inner());
+        let ended: Vec<ForwardKey> = fw.keys().filter(|k| !wanted.contains_key(*k)).cloned().collect();
+        for k in ended {
+            if let Some(f) = fw.remove(&k) {
+                let route = format!("{}->{}", shared.side_names[k.from], shared.side_names[k.to]);
+                let mut row = f.stats.snapshot(&shared.name, &route, &k.topic, &k.type_name);
+                row.active = false;
+                drop(f); // stops and joins the forwarding thread
+                let mut retired = shared.retired.lock().unwrap_or_else(|p| p.into_inner());
+                retired.push(row);
+                if retired.len() > RETIRED_KEPT {
+                    retired.remove(0);
+                }
+            }
+        }
+        let topics_in_use: HashSet<String> = fw.keys().map(|k| k.topic.clone()).collect();
+        let mut count = topics_in_use.len();
+        let mut refused = shared.refused_topics.lock().unwrap_or_else(|p| p.into_inner());
+        refused.clear();
+        let mut new_topics: HashSet<String> = HashSet::new();
+        for (key, (ep, seen_on)) in wanted {
+            if fw.contains_key(&key) {
+                continue;
+            }
+            if !topics_in_use.contains(&key.topic) && !new_topics.contains(&key.topic) {
+                if count >= config.max_topics {
+                    refused.insert(key.topic.clone());
+                    continue;
+                }
+                count += 1;
+                new_topics.insert(key.topic.clone());
+            }
+            if failed.get(&key).is_some_and(|t| t.elapsed() < Duration::from_secs(1)) {
+                dirty = true; // try again soon
+                continue;
+            }
+            let route = &config.routes[key.route];
+            let ov = route.topics.iter().find(|t| matches(&t.name, &key.topic)).cloned().unwrap_or_default();
+            match Forwarder::start(&sides, seen_on, &ep, &ov, &key, &shared.side_names) {
+                Ok(f) => {
+                    failed.remove(&key);
+                    fw.insert(key, f);
+                }
+                Err(e) => {
+                    eprintln!("router: cannot route topic {} ({}): {e}", key.topic, key.type_name);
+                    failed.insert(key, Instant::now());
+                    dirty = true;
+                }
+            }
+        }
+    }
+}
+
+fn reader_and_writer_qos(ep: &DiscoveredEndpoint, ov: &TopicOverride) -> (Qos, Qos) {
+    let mut base = ep.qos.clone();
+    base.user_data = Some(ROUTER_TAG.to_vec());
+    if let Some(r) = ov.reliability {
+        base.reliability = Some(match r {
+            ReliabilityOverride::BestEffort => Reliability::BestEffort,
+            ReliabilityOverride::Reliable => Reliability::Reliable { max_blocking: Duration::from_millis(100) },
+        });
+    }
+    if let Some(d) = ov.durability {
+        base.durability = Some(match d {
+            DurabilityOverride::Volatile => Durability::Volatile,
+            DurabilityOverride::TransientLocal => Durability::TransientLocal,
+        });
+    }
+    let mut reader = base.clone();
+    // Accept whatever encoding the source writer uses; the writer re-publishes in the same encoding.
+    reader.data_representation = Some(vec![DataRepresentation::Xcdr1, DataRepresentation::Xcdr2]);
+    // Samples this router writes on a side are never delivered to its own readers there.
+    reader.ignore_local = Some(IgnoreLocal::Participant);
+    if let Some(n) = ov.history {
+        reader.history = Some(partita_dds::qos::History::KeepLast(n));
+    }
+    (reader, base)
+}
+
+impl Forwarder {
+    fn start(sides: &[Side], seen_on: usize, ep: &DiscoveredEndpoint, ov: &TopicOverride, key: &ForwardKey, names: &[String]) -> partita_dds::Result<Forwarder> {
+        let (src, dst) = (&sides[key.from], &sides[key.to]);
+        let (rq, wq) = reader_and_writer_qos(ep, ov);
+        let (src_topic, dst_topic) = if ep.has_type_info() {
+            // The type is known where the endpoint was discovered (its owner answers type look-ups there).
+            let desc = TopicDescriptor::resolve(&sides[seen_on].participant, ep, Duration::from_secs(2))?;
+            (
+                RawTopic::with_descriptor(&src.participant, &ep.topic_name, &desc, &wq)?,
+                RawTopic::with_descriptor(&dst.participant, &ep.topic_name, &desc, &wq)?,
+            )
+        } else {
+            // Without type information the key layout is unknown: forwarded as keyless, every sample is kept but
+            // instances of a keyed type collapse into one on the far side.
+            eprintln!("router: topic {} ({}) announced no type information; forwarding it as keyless", ep.topic_name, ep.type_name);
+            (
+                RawTopic::keyless(&src.participant, &ep.topic_name, &ep.type_name)?,
+                RawTopic::keyless(&dst.participant, &ep.topic_name, &ep.type_name)?,
+            )
+        };
+        let writer = RawWriter::new(&dst_topic, &wq)?;
+        let reader = RawReader::new(&src_topic, &rq)?;
+        let stats = Arc::new(ForwardStats::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let label = format!("{}->{} {}", names[key.from], names[key.to], key.topic);
+        let limiter = Limiter::new(ov);
+        let thread = {
+            let (stats, stop, routers) = (stats.clone(), stop.clone(), src.router_writers.clone());
+            let label = label.clone();
+            std::thread::Builder::new()
+                .name(format!("fwd {}", key.topic).chars().take(15).collect())
+                .spawn(move || forward_loop(reader, writer, stats, stop, routers, limiter, label))
+                .expect("spawn forwarding thread")
+        };
+        Ok(Forwarder { label, stats, stop, thread: Some(thread) })
+    }
+}
+
+/// Rate limit (token bucket) and downsampling of valid data samples; life-cycle notifications always pass.
+struct Limiter {
+    rate: Option<f64>,
+    tokens: f64,
+    burst: f64,
+    last: Instant,
+    downsample: u32,
+    seen: u64,
+}
+
+impl Limiter {
+    fn new(ov: &TopicOverride) -> Self {
+        let burst = ov.max_rate.map(|r| (r / 10.0).max(1.0)).unwrap_or(0.0);
+        Limiter { rate: ov.max_rate, tokens: burst, burst, last: Instant::now(), downsample: ov.downsample.unwrap_or(1).max(1), seen: 0 }
+    }
+
+    fn admit(&mut self) -> bool {
+        self.seen += 1;
+        if (self.seen - 1) % self.downsample as u64 != 0 {
+            return false;
+        }
+        if let Some(rate) = self.rate {
+            let now = Instant::now();
+            self.tokens = (self.tokens + now.duration_since(self.last).as_secs_f64() * rate).min(self.burst);
+            self.last = now;
+            if self.tokens < 1.0 {
+                return false;
+            }
+            self.tokens -= 1.0;
+        }
+        true
+    }
+}
+
+fn now_ns() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
+}
+
+fn forward_loop(
+    reader: RawReader,
+    writer: RawWriter,
+    stats: Arc<ForwardStats>,
+    stop: Arc<AtomicBool>,
+    routers: Arc<RwLock<HashSet<u64>>>,
+    mut limiter: Limiter,
+    label: String,
+) {
+    let mut batch: Vec<RawSample> = Vec::new();
+    let mut pass: Vec<RawSample> = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        match reader.wait(Duration::from_millis(50)) {
+            Ok(false) => continue,
+            Ok(true) => {}
+            Err(e) => {
+                eprintln!("router: {label}: {e}");
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
+        }
+        batch.clear();
+        if let Err(e) = reader.take_into(&mut batch) {
+            eprintln!("router: {label}: {e}");
+            continue;
+        }
+        pass.clear();
+        {
+            let routers = routers.read().unwrap_or_else(|p| p.into_inner());
+            for s in batch.drain(..) {
+                stats.received.fetch_add(1, Ordering::Relaxed);
+                if routers.contains(&s.info.publication_handle) {
+                    stats.suppressed_loop.fetch_add(1, Ordering::Relaxed);
+                } else if s.info.valid_data && !limiter.admit() {
+                    stats.dropped_rate.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    pass.push(s);
+                }
+            }
+        }
+        match writer.forward_samples(&pass) {
+            Ok(n) => {
+                stats.forwarded.fetch_add(n as u64, Ordering::Relaxed);
+                let now = now_ns();
+                for s in &pass {
+                    stats.record_latency_ns(now - s.info.source_timestamp_ns);
+                }
+            }
+            Err(e) => {
+                stats.errors.fetch_add(1, Ordering::Relaxed);
+                eprintln!("router: {label}: {e}");
+            }
+        }
+        if let Ok((lost, rejected)) = reader.lost_and_rejected() {
+            stats.dropped_queue.store(lost + rejected, Ordering::Relaxed);
+        }
+    }
+}

@@ -1,0 +1,17 @@
+//! partita-router: the DDS routing service of an I/O partition.
+//!
+//! It connects two or more DDS domains (one participant per side, each on an explicit network interface) and
+//! forwards topics between them along configured routes, for any data type: samples travel as serialized CDR,
+//! topics are built from the type information discovery announces, so keys, instances, dispose/unregister and
+//! source timestamps survive. Routes appear and disappear with the applications' writers and readers.
+//! Protection of the partitioned side: per-topic rate limits and downsampling, bounded queues and a cap on the
+//! number of routed topics, with every dropped sample counted. Statistics are printed and published on the DDS
+//! topic `partita/router/stats`.
+pub mod config;
+mod engine;
+pub mod pattern;
+pub mod stats;
+
+pub use config::{ConfigError, RouterConfig};
+pub use engine::{ForwardKey, Router, RouterError, ROUTER_TAG};
+pub use stats::RouteStats;

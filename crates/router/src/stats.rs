@@ -1,0 +1,108 @@
+//! Per-route, per-topic counters and the forwarding-latency histogram.
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// Live counters of one forwarder, shared between its thread and readers of statistics.
+pub struct ForwardStats {
+    pub received: AtomicU64,
+    pub forwarded: AtomicU64,
+    /// Dropped by the rate limit or downsampling.
+    pub dropped_rate: AtomicU64,
+    /// Lost in transport or rejected for lack of room in the bounded queue (reader statuses).
+    pub dropped_queue: AtomicU64,
+    /// Samples written by routers (this one or another), not forwarded again.
+    pub suppressed_loop: AtomicU64,
+    /// Forwarding errors (a sample Cyclone refused to re-publish).
+    pub errors: AtomicU64,
+    /// Age of each forwarded sample when it left the router: now − its source timestamp, in ns.
+    latency: Mutex<Histogram<u64>>,
+}
+
+impl Default for ForwardStats {
+    fn default() -> Self {
+        ForwardStats {
+            received: AtomicU64::new(0),
+            forwarded: AtomicU64::new(0),
+            dropped_rate: AtomicU64::new(0),
+            dropped_queue: AtomicU64::new(0),
+            suppressed_loop: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            latency: Mutex::new(Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds")),
+        }
+    }
+}
+
+impl ForwardStats {
+    pub fn record_latency_ns(&self, ns: i64) {
+        let mut h = self.latency.lock().unwrap_or_else(|p| p.into_inner());
+        h.saturating_record(ns.max(1) as u64);
+    }
+
+    pub fn snapshot(&self, router: &str, route: &str, topic: &str, type_name: &str) -> RouteStats {
+        let h = self.latency.lock().unwrap_or_else(|p| p.into_inner());
+        let us = |v: u64| v as f64 / 1000.0;
+        let empty = h.is_empty();
+        RouteStats {
+            active: true,
+            router: router.into(),
+            route: route.into(),
+            topic: topic.into(),
+            type_name: type_name.into(),
+            received: self.received.load(Ordering::Relaxed),
+            forwarded: self.forwarded.load(Ordering::Relaxed),
+            dropped_rate: self.dropped_rate.load(Ordering::Relaxed),
+            dropped_queue: self.dropped_queue.load(Ordering::Relaxed),
+            suppressed_loop: self.suppressed_loop.load(Ordering::Relaxed),
+            errors: self.errors.load(Ordering::Relaxed),
+            latency_p50_us: if empty { 0.0 } else { us(h.value_at_quantile(0.5)) },
+            latency_p99_us: if empty { 0.0 } else { us(h.value_at_quantile(0.99)) },
+            latency_max_us: if empty { 0.0 } else { us(h.max()) },
+        }
+    }
+}
+
+/// A statistics record, as printed and as published on the DDS topic `partita/router/stats`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RouteStats {
+    /// False for a route that has ended (its last figures are kept).
+    pub active: bool,
+    pub router: String,
+    pub route: String,
+    pub topic: String,
+    pub type_name: String,
+    pub received: u64,
+    pub forwarded: u64,
+    pub dropped_rate: u64,
+    pub dropped_queue: u64,
+    pub suppressed_loop: u64,
+    pub errors: u64,
+    pub latency_p50_us: f64,
+    pub latency_p99_us: f64,
+    pub latency_max_us: f64,
+}
+
+impl partita_dds::TopicType for RouteStats {
+    fn type_name() -> &'static str {
+        "partita::router::RouteStats"
+    }
+    fn key_fields() -> &'static [&'static str] {
+        &["router", "route", "topic"]
+    }
+}
+
+/// The statistics as a plain-text table.
+pub fn table(rows: &[RouteStats]) -> String {
+    let mut s = format!(
+        "{:<22} {:<28} {:>10} {:>10} {:>8} {:>8} {:>8} {:>10} {:>10}\n",
+        "ROUTE", "TOPIC", "RECEIVED", "FORWARDED", "DROP-RT", "DROP-Q", "LOOP", "P50(us)", "P99(us)"
+    );
+    for r in rows {
+        s.push_str(&format!(
+            "{:<22} {:<28} {:>10} {:>10} {:>8} {:>8} {:>8} {:>10.1} {:>10.1}\n",
+            r.route, r.topic, r.received, r.forwarded, r.dropped_rate, r.dropped_queue, r.suppressed_loop, r.latency_p50_us, r.latency_p99_us
+        ));
+    }
+    s
+}

@@ -1,0 +1,72 @@
+//! Shared helpers of the router's integration tests.
+#![allow(dead_code)]
+use partita_dds::DomainConfig;
+use partita_router::RouterConfig;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+/// Domain ids distinct per test process (0..=232).
+pub fn domain(offset: u32) -> u32 {
+    assert!(offset < 25);
+    (std::process::id() % 9) * 25 + offset
+}
+
+pub fn loopback_uri(domain: u32) -> String {
+    DomainConfig::loopback(domain).to_cyclone_config().unwrap()
+}
+
+pub fn config(text: &str) -> RouterConfig {
+    RouterConfig::parse(text, Path::new("test.toml")).unwrap_or_else(|e| panic!("{e:?}"))
+}
+
+/// A two-sided router configuration on loopback.
+pub fn two_sides(a: u32, b: u32, route: &str) -> RouterConfig {
+    config(&format!(
+        "stats_period = \"200ms\"\n[[side]]\nname = \"a\"\ndomain = {a}\n[[side]]\nname = \"b\"\ndomain = {b}\n[[route]]\nfrom = \"a\"\nto = \"b\"\n{route}\n"
+    ))
+}
+
+pub fn python() -> PathBuf {
+    let p = std::env::var_os("PARTITA_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/pyenv/bin/python"));
+    assert!(p.exists(), "{} not found: run scripts/setup.sh", p.display());
+    p
+}
+
+/// The Python camera peer of the DDS layer's interoperability test (an independent DDS program).
+pub fn camera_peer(role: &str, domain: u32, extra: &[&str]) -> Child {
+    Command::new(python())
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../dds/tests/interop/camera_peer.py"))
+        .args([role, &domain.to_string()])
+        .args(extra)
+        .env("CYCLONEDDS_URI", loopback_uri(domain))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start the Python DDS peer")
+}
+
+/// Cyclone's ddsperf (Debian cyclonedds-tools), on loopback only.
+pub fn ddsperf(domain: u32, args: &[&str]) -> Child {
+    Command::new("ddsperf")
+        .args(["-i", &domain.to_string()])
+        .args(args)
+        .env("CYCLONEDDS_URI", loopback_uri(domain))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start ddsperf (install cyclonedds-tools: scripts/setup.sh)")
+}
+
+/// Kills a child we started (by its pid) and reaps it, on drop.
+pub struct Reap(pub Option<Child>);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! The router between two domains, with DDS programs partita did not write (Cyclone's Python binding) on both
+//! sides: keyed instances with dispose cross as instances; a TRANSIENT_LOCAL writer's history reaches a reader
+//! that starts after it; a blocked topic never crosses.
+mod common;
+use common::*;
+use partita_router::Router;
+use std::io::Read;
+use std::time::Duration;
+
+fn lines(child: std::process::Child) -> (bool, Vec<serde_json::Value>, String) {
+    let mut child = child;
+    let mut out = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    let ok = child.wait().unwrap().success();
+    (ok, out.lines().filter_map(|l| serde_json::from_str(l).ok()).collect(), out)
+}
+
+#[test]
+fn keyed_instances_and_dispose_cross_the_router() {
+    let (a, b) = (domain(0), domain(1));
+    let router = Router::start(two_sides(a, b, "")).unwrap();
+    let sub = camera_peer("sub", b, &["20"]);
+    let _publisher = Reap(Some(camera_peer("pub", a, &["20"])));
+    let (ok, got, out) = lines(sub);
+    let stats = router.stats();
+    assert!(ok, "the reader on the far domain did not get 3 cameras and a dispose:\n{out}\n{stats:#?}");
+    let ids: Vec<u64> = got.iter().filter_map(|v| v.get("id")?.as_u64()).collect();
+    assert_eq!(ids, vec![0, 1, 2], "{out}");
+    let two = got.iter().find(|v| v.get("id").and_then(|i| i.as_u64()) == Some(2)).unwrap();
+    assert_eq!(two["name"], "py-2");
+    assert_eq!(two["frame"].as_array().unwrap().len(), 12);
+    assert!(got.iter().any(|v| v.get("disposed").is_some()), "{out}");
+    let row = stats.iter().find(|r| r.topic == "cameras").expect("a route for cameras");
+    assert!(row.forwarded >= 3, "{row:?}");
+}
+
+#[test]
+fn transient_local_history_reaches_a_late_reader() {
+    let (a, b) = (domain(2), domain(3));
+    // Trigger on the writer alone: the route exists before any reader on the far side.
+    let router = Router::start(two_sides(a, b, "trigger = \"writer\"")).unwrap();
+    let _publisher = Reap(Some(camera_peer("pub", a, &["20", "nodispose"])));
+    // Wait until the router has taken the writer's samples, then start the reader.
+    let end = std::time::Instant::now() + Duration::from_secs(20);
+    while router.stats().iter().map(|r| r.forwarded).sum::<u64>() < 3 && std::time::Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(router.stats().iter().map(|r| r.forwarded).sum::<u64>() >= 3, "{:#?}", router.stats());
+    std::thread::sleep(Duration::from_millis(300));
+    let (ok, got, out) = lines(camera_peer("sub", b, &["20", "nodispose"]));
+    assert!(ok, "the late reader did not get the history:\n{out}");
+    let ids: Vec<u64> = got.iter().filter_map(|v| v.get("id")?.as_u64()).collect();
+    assert_eq!(ids, vec![0, 1, 2], "{out}");
+}
+
+#[test]
+fn a_blocked_topic_never_crosses() {
+    let (a, b) = (domain(4), domain(5));
+    let router = Router::start(two_sides(a, b, "trigger = \"either\"\nblock = [\"cam*\"]")).unwrap();
+    let _publisher = Reap(Some(camera_peer("pub", a, &["6"])));
+    let (ok, got, out) = lines(camera_peer("sub", b, &["4"]));
+    assert!(!ok && got.is_empty(), "a blocked topic crossed:\n{out}");
+    assert!(router.stats().iter().all(|r| r.topic != "cameras"), "{:#?}", router.stats());
+}
