@@ -1,6 +1,8 @@
-//! The `partita` binary.
+//! The `partita` binary: every role in one executable.
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
+
+mod route;
 
 #[derive(Parser)]
 #[command(name = "partita", version, about = "Time-and-space partitioned DDS for mixed-criticality Linux machines")]
@@ -10,9 +12,14 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
-enum Command {}
+enum Command {
+    /// Run the DDS routing service between domains.
+    Route(route::RouteArgs),
+}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {}
+    match cli.command {
+        Command::Route(a) => route::run(a),
+    }
 }

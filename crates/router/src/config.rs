@@ -151,9 +151,9 @@ pub struct RouterConfig {
     #[serde(default = "default_stats_period")]
     pub stats_period: String,
     pub stats_side: Option<String>,
-    #[serde(rename = "side")]
+    #[serde(rename = "side", default)]
     pub sides: Vec<SideConfig>,
-    #[serde(rename = "route")]
+    #[serde(rename = "route", default)]
     pub routes: Vec<RouteConfig>,
 }
 
