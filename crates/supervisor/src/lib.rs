@@ -1,1 +1,10 @@
-//! partita-supervisor (to be written)
+//! The partita supervisor: builds a system on Linux (cgroups, namespaces, virtual networks), runs the plan
+//! by freezing and thawing partitions, and watches their health.
+pub mod cgroup;
+pub mod clock;
+pub mod command;
+pub mod error;
+pub mod freeze;
+pub mod launch;
+
+pub use error::{Result, SupervisorError};

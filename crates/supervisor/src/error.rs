@@ -1,0 +1,37 @@
+//! Errors of the supervisor, one enum, each variant saying which path, call or command failed and why.
+use std::io;
+use std::path::PathBuf;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum SupervisorError {
+    /// A file operation on a cgroup, netns or state file failed.
+    #[error("{op} {path}: {source}")]
+    Path { op: &'static str, path: PathBuf, #[source] source: io::Error },
+    /// A system call failed (the io::Error carries the errno).
+    #[error("{call} ({context}): {source}")]
+    Sys { call: &'static str, context: String, #[source] source: io::Error },
+    /// An external command (iproute2) failed.
+    #[error("`{command}` failed ({status}): {stderr}")]
+    Command { command: String, status: String, stderr: String },
+    /// No usable cgroup hierarchy was found for a controller partita needs.
+    #[error("cgroup layout: {0}")]
+    Layout(String),
+    /// A value given to the supervisor cannot be used (name too long, address outside 198.18.0.0/15, ...).
+    #[error("invalid: {0}")]
+    Invalid(String),
+    /// The partition's process could not be started; the error comes from the child before exec.
+    #[error("launch of partition {partition}: {step} failed: {source}")]
+    Launch { partition: String, step: &'static str, #[source] source: io::Error },
+}
+
+pub type Result<T, E = SupervisorError> = std::result::Result<T, E>;
+
+pub(crate) fn path_err(op: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> SupervisorError {
+    let path = path.into();
+    move |source| SupervisorError::Path { op, path, source }
+}
+
+pub(crate) fn sys_err(call: &'static str, context: impl Into<String>) -> SupervisorError {
+    SupervisorError::Sys { call, context: context.into(), source: io::Error::last_os_error() }
+}

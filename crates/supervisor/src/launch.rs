@@ -1,0 +1,252 @@
+//! Starting a partition's process tree in its own namespaces and cgroups.
+//!
+//! The partition's first process is created by `clone(2)` with new PID, mount, UTS and IPC namespaces, so it
+//! is PID 1 of its namespace and a direct child of the supervisor (which reaps it). Before it executes the
+//! partition's program it writes itself into every cgroup of the partition and joins the partition's named
+//! network namespace: every descendant is confined from its first instruction. It then mounts a fresh
+//! `/proc` (so `ps` sees only the partition's tree) and sets its host name.
+//!
+//! Between `clone` and `execve` the child runs in a copy of a multi-threaded process, so it only makes raw
+//! system calls on memory prepared by the parent (no allocation, no locks).
+use crate::error::{path_err, Result, SupervisorError};
+use std::ffi::CString;
+use std::fs::{File, OpenOptions};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// What to start for a partition, and where.
+#[derive(Debug, Clone)]
+pub struct LaunchSpec {
+    pub partition: String,
+    pub module: String,
+    pub domain: u32,
+    /// The program (a path, or a name looked up in PATH by the supervisor) and its arguments.
+    pub program: String,
+    pub args: Vec<String>,
+    /// Extra environment on top of the supervisor's own and the `PARTITA_*` variables.
+    pub env: Vec<(String, String)>,
+    /// The `cgroup.procs` files of the partition's cgroups.
+    pub cgroup_procs: Vec<PathBuf>,
+    /// `/run/netns/<name>` of the partition's network namespace; `None` keeps the supervisor's (tests only).
+    pub netns: Option<PathBuf>,
+    /// Value of `CYCLONEDDS_URI` (`file://...` of the generated configuration).
+    pub cyclonedds_uri: Option<String>,
+    /// File receiving the partition's stdout and stderr (appended); `None` inherits the supervisor's.
+    pub output: Option<PathBuf>,
+}
+
+/// A started partition: the PID (in the supervisor's namespace) of its PID-namespace root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Started {
+    pub pid: i32,
+}
+
+/// Steps of the child, reported back through the error pipe.
+const STEPS: [&str; 8] = ["join cgroup", "join network namespace", "make mounts private", "mount /proc", "set host name", "execve", "reset signals", "redirect output"];
+
+/// Looks `program` up in PATH unless it contains a slash.
+pub fn resolve_program(program: &str) -> Result<PathBuf> {
+    if program.contains('/') {
+        return Ok(PathBuf::from(program));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    for dir in std::env::split_paths(&path) {
+        let p = dir.join(program);
+        if p.is_file() {
+            return Ok(p);
+        }
+    }
+    Err(SupervisorError::Invalid(format!("program {program:?} not found in PATH")))
+}
+
+fn cstring(what: &str, s: &[u8]) -> Result<CString> {
+    CString::new(s).map_err(|_| SupervisorError::Invalid(format!("{what} contains a NUL byte")))
+}
+
+/// Starts the partition. Returns once the program has been executed (or with the step that failed).
+pub fn launch(spec: &LaunchSpec) -> Result<Started> {
+    // Everything the child needs is prepared here: it must not allocate.
+    let program = resolve_program(&spec.program)?;
+    let c_program = cstring("program", program.as_os_str().as_bytes())?;
+    let mut c_args = vec![cstring("program", spec.program.as_bytes())?];
+    for a in &spec.args {
+        c_args.push(cstring("argument", a.as_bytes())?);
+    }
+    let mut env: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, _)| !k.starts_with("PARTITA_") && k != "CYCLONEDDS_URI")
+        .collect();
+    env.push(("PARTITA_PARTITION".into(), spec.partition.clone()));
+    env.push(("PARTITA_MODULE".into(), spec.module.clone()));
+    env.push(("PARTITA_DOMAIN".into(), spec.domain.to_string()));
+    if let Some(uri) = &spec.cyclonedds_uri {
+        env.push(("CYCLONEDDS_URI".into(), uri.clone()));
+    }
+    env.extend(spec.env.iter().cloned());
+    let c_env: Vec<CString> =
+        env.iter().map(|(k, v)| cstring("environment", format!("{k}={v}").as_bytes())).collect::<Result<_>>()?;
+    let argv: Vec<*const libc::c_char> = c_args.iter().map(|c| c.as_ptr()).chain([std::ptr::null()]).collect();
+    let envp: Vec<*const libc::c_char> = c_env.iter().map(|c| c.as_ptr()).chain([std::ptr::null()]).collect();
+    let hostname = spec.partition.as_bytes().to_vec();
+    let procs: Vec<File> = spec
+        .cgroup_procs
+        .iter()
+        .map(|p| OpenOptions::new().write(true).open(p).map_err(path_err("open", p)))
+        .collect::<Result<_>>()?;
+    let netns: Option<File> = match &spec.netns {
+        Some(p) => Some(File::open(p).map_err(path_err("open", p))?),
+        None => None,
+    };
+    let output: Option<File> = match &spec.output {
+        Some(p) => Some(OpenOptions::new().create(true).append(true).open(p).map_err(path_err("open", p))?),
+        None => None,
+    };
+    let (err_read, err_write) = cloexec_pipe()?;
+    let proc_src = c"proc";
+    let proc_dir = c"/proc";
+    let root = c"/";
+
+    let flags = libc::CLONE_NEWPID | libc::CLONE_NEWNS | libc::CLONE_NEWUTS | libc::CLONE_NEWIPC | libc::SIGCHLD;
+    // SAFETY: a clone without CLONE_VM and with a null stack behaves like fork(2): the child gets a copy of
+    // the address space and continues here. It only runs `child` below, which uses raw system calls on
+    // memory prepared above and ends in execve or _exit.
+    let pid = unsafe { libc::syscall(libc::SYS_clone, flags as libc::c_ulong, 0usize, 0usize, 0usize, 0usize) };
+    if pid < 0 {
+        return Err(SupervisorError::Sys {
+            call: "clone",
+            context: format!("partition {}", spec.partition),
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    if pid == 0 {
+        let fail = |step: u32| -> ! {
+            // SAFETY: only async-signal-safe calls on the child's own copies: errno, write to the pipe, _exit.
+            unsafe {
+                let errno = *libc::__errno_location();
+                let msg: [u8; 8] = {
+                    let mut m = [0u8; 8];
+                    m[..4].copy_from_slice(&step.to_ne_bytes());
+                    m[4..].copy_from_slice(&errno.to_ne_bytes());
+                    m
+                };
+                libc::write(err_write.as_raw_fd(), msg.as_ptr().cast(), 8);
+                libc::_exit(127)
+            }
+        };
+        // SAFETY (whole block): raw system calls with pointers into buffers that live in this copy of the
+        // parent's memory until execve; no allocation, no locks taken.
+        unsafe {
+            // Rust ignores SIGPIPE and the supervisor may block signals; a partition starts with defaults.
+            let mut empty: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut empty);
+            if libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) != 0 {
+                fail(6);
+            }
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            // The partition dies with the supervisor thread that started it, never left unsupervised.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            for f in &procs {
+                // "0" is the writing process itself.
+                if libc::write(f.as_raw_fd(), b"0".as_ptr().cast(), 1) != 1 {
+                    fail(0);
+                }
+            }
+            if let Some(ns) = &netns {
+                if libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) != 0 {
+                    fail(1);
+                }
+            }
+            if libc::mount(std::ptr::null(), root.as_ptr(), std::ptr::null(), libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) != 0 {
+                fail(2);
+            }
+            let pflags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+            if libc::mount(proc_src.as_ptr(), proc_dir.as_ptr(), proc_src.as_ptr(), pflags, std::ptr::null()) != 0 {
+                fail(3);
+            }
+            if libc::sethostname(hostname.as_ptr().cast(), hostname.len()) != 0 {
+                fail(4);
+            }
+            if let Some(out) = &output {
+                if libc::dup2(out.as_raw_fd(), 1) < 0 || libc::dup2(out.as_raw_fd(), 2) < 0 {
+                    fail(7);
+                }
+            }
+            libc::execve(c_program.as_ptr(), argv.as_ptr(), envp.as_ptr());
+            fail(5);
+        }
+    }
+    let pid = pid as i32;
+    drop(err_write);
+    drop(procs);
+    let mut msg = [0u8; 8];
+    let mut got = 0;
+    while got < 8 {
+        // SAFETY: reading into a local buffer from our end of the pipe.
+        let n = unsafe { libc::read(err_read.as_raw_fd(), msg[got..].as_mut_ptr().cast(), 8 - got) };
+        if n == 0 {
+            break;
+        }
+        if n < 0 {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            break;
+        }
+        got += n as usize;
+    }
+    if got == 0 {
+        return Ok(Started { pid });
+    }
+    let step = u32::from_ne_bytes(msg[..4].try_into().unwrap()) as usize;
+    let errno = i32::from_ne_bytes(msg[4..].try_into().unwrap());
+    let mut status = 0;
+    // SAFETY: reaping our own child, which has exited or is about to.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    Err(SupervisorError::Launch {
+        partition: spec.partition.clone(),
+        step: STEPS.get(step).copied().unwrap_or("unknown step"),
+        source: std::io::Error::from_raw_os_error(errno),
+    })
+}
+
+fn cloexec_pipe() -> Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(crate::error::sys_err("pipe2", "launch error pipe"));
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Waits (blocking) for a started partition to end; returns the raw wait status.
+pub fn wait_blocking(pid: i32) -> Result<i32> {
+    let mut status = 0;
+    loop {
+        // SAFETY: waiting for our own child into a local int.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid {
+            return Ok(status);
+        }
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return Err(crate::error::sys_err("waitpid", format!("pid {pid}")));
+        }
+    }
+}
+
+/// Non-blocking reap; `Some(status)` once the partition's root process has ended.
+pub fn try_wait(pid: i32) -> Result<Option<i32>> {
+    let mut status = 0;
+    // SAFETY: waiting for our own child into a local int.
+    let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+    match r {
+        0 => Ok(None),
+        r if r == pid => Ok(Some(status)),
+        _ => Err(crate::error::sys_err("waitpid", format!("pid {pid}"))),
+    }
+}
+
+/// Path of a named network namespace made by `ip netns add`.
+pub fn netns_path(name: &str) -> PathBuf {
+    Path::new("/run/netns").join(name)
+}
