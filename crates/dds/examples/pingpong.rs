@@ -6,7 +6,8 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let cfg = DomainConfig::loopback(42);
     let p = Participant::new(&cfg).unwrap();
-    let qos = Qos::reliable().keep_last(1);
+    let qos = if std::env::var_os("PP_BE").is_some() { Qos::best_effort().keep_last(1) } else { Qos::reliable().keep_last(1) };
+    let spin_pong = std::env::var_os("PP_SPIN_PONG").is_some();
     let req = RawTopic::keyless(&p, "probe_req", "probe::Msg").unwrap();
     let rep = RawTopic::keyless(&p, "probe_rep", "probe::Msg").unwrap();
     if args[1] == "pong" {
@@ -14,9 +15,11 @@ fn main() {
         let w = RawWriter::new(&rep, &qos).unwrap();
         let mut buf = Vec::new();
         loop {
-            r.wait(Duration::from_secs(30)).unwrap();
+            if !spin_pong {
+                r.wait(Duration::from_secs(30)).unwrap();
+            }
             buf.clear();
-            r.take_batch(|b, _| buf.push(b.to_vec())).unwrap();
+            r.take_batch(|b, info| if info.valid_data { buf.push(b.to_vec()) }).unwrap();
             for b in &buf {
                 w.write(b).unwrap();
             }

@@ -215,6 +215,7 @@ pub fn forward_kind(info: &SampleInfo, last_of_instance: bool) -> WriteKind {
 pub struct RawWriter {
     entity: Entity,
     sertype: *const ddsi_sertype,
+    keyed: bool,
 }
 
 // SAFETY: the sertype pointer is owned by Cyclone and lives as long as the writer's topic, which `entity` keeps
@@ -235,7 +236,7 @@ impl RawWriter {
         // SAFETY: handle is a live writer; Cyclone stores a borrowed pointer to its sertype in `sertype`.
         let r = unsafe { dds_get_entity_sertype(handle, &mut sertype) };
         check(r, "dds_get_entity_sertype", || entity.what.clone())?;
-        Ok(RawWriter { entity, sertype })
+        Ok(RawWriter { entity, sertype, keyed: topic.keyed })
     }
 
     /// Writes one sample given as complete CDR (header included).
@@ -280,11 +281,17 @@ impl RawWriter {
         for (i, s) in samples.iter().enumerate() {
             last_of_instance.insert(s.info.instance_handle, i);
         }
+        let mut written = 0;
         for (i, s) in samples.iter().enumerate() {
+            if !s.info.valid_data && !self.keyed {
+                // A keyless topic has one instance and no key to name in a dispose or unregister.
+                continue;
+            }
             let last = last_of_instance.get(&s.info.instance_handle) == Some(&i);
             self.forward(&s.data, forward_kind(&s.info, last), Some(s.info.source_timestamp_ns))?;
+            written += 1;
         }
-        Ok(samples.len())
+        Ok(written)
     }
 
     fn serdata(&self, cdr: &[u8], kind: ddsi_serdata_kind) -> Result<*mut ddsi_serdata> {
@@ -371,6 +378,7 @@ impl<T: TopicType> Writer<T> {
 pub struct RawReader {
     entity: Entity,
     waitset: dds_entity_t,
+    keyed: bool,
 }
 
 // SAFETY: handles are plain integers; Cyclone's API is thread-safe.
@@ -400,7 +408,7 @@ impl RawReader {
         // SAFETY: plain entity creation on live entities.
         let waitset = unsafe { dds_create_waitset(topic.participant.handle) };
         check(waitset, "dds_create_waitset", || entity.what.clone())?;
-        let reader = RawReader { entity, waitset };
+        let reader = RawReader { entity, waitset, keyed: topic.keyed };
         // SAFETY: as above; the condition belongs to the reader and is attached to our waitset.
         unsafe {
             let cond = dds_create_readcondition(handle, DDS_ANY_STATE);
@@ -440,14 +448,26 @@ impl RawReader {
         let n = check(n, "dds_takecdr", || self.entity.what.clone())? as usize;
         for i in 0..n {
             let sd = buf[i];
+            let info = SampleInfo::from(&infos[i]);
             // SAFETY: sd is a live serdata we hold a reference to; the iovec ref is released before the serdata.
             unsafe {
-                let size = ddsi_serdata_size(sd) as usize;
-                let mut iov = ddsrt_iovec_t { iov_base: std::ptr::null_mut(), iov_len: 0 };
-                let r = ddsi_serdata_to_ser_ref(sd, 0, size, &mut iov);
-                let bytes = std::slice::from_raw_parts(iov.iov_base as *const u8, iov.iov_len as usize);
-                f(bytes, SampleInfo::from(&infos[i]));
-                ddsi_serdata_to_ser_unref(r, &iov);
+                if !info.valid_data && !self.keyed {
+                    // An invalid sample of a keyless topic carries no key, and the opaque-type serdata behind
+                    // raw keyless topics leaves its payload unset for it: hand over no bytes.
+                    f(&[], info);
+                } else {
+                    let size = ddsi_serdata_size(sd) as usize;
+                    let mut iov = ddsrt_iovec_t { iov_base: std::ptr::null_mut(), iov_len: 0 };
+                    let r = ddsi_serdata_to_ser_ref(sd, 0, size, &mut iov);
+                    if iov.iov_base.is_null() || r.is_null() {
+                        f(&[], info);
+                    } else {
+                        f(std::slice::from_raw_parts(iov.iov_base as *const u8, iov.iov_len as usize), info);
+                    }
+                    if !r.is_null() {
+                        ddsi_serdata_to_ser_unref(r, &iov);
+                    }
+                }
                 ddsi_serdata_unref(sd);
             }
         }

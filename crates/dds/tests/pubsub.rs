@@ -65,6 +65,18 @@ fn raw_keyless_topic_round_trips_bytes() {
     assert_eq!(got[0].data, sample);
     let (n, s): (u32, String) = partita_dds::cdr::from_slice(&got[0].data).unwrap();
     assert_eq!((n, s.as_str()), (7, "hello"));
+
+    // The writer leaving produces an invalid (no-writers) sample; on a keyless raw topic it carries no bytes.
+    drop(w);
+    let end = Instant::now() + Duration::from_secs(10);
+    let mut gone = Vec::new();
+    while gone.is_empty() && Instant::now() < end {
+        r.wait(Duration::from_millis(100)).unwrap();
+        gone = r.take().unwrap();
+    }
+    assert_eq!(gone.len(), 1, "expected the no-writers notification");
+    assert!(!gone[0].info.valid_data);
+    assert!(gone[0].data.is_empty());
 }
 
 #[test]
