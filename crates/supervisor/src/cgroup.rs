@@ -344,6 +344,12 @@ impl PartitionCgroup {
         }
     }
 
+    /// How many forks the pids limit refused (`pids.events` `max`).
+    pub fn pids_limit_hits(&self) -> Result<u64> {
+        let d = self.controller_dir(Role::Pids).expect("pids directory exists");
+        Ok(key_value(&read(&d.join("pids.events"))?, "max").unwrap_or(0))
+    }
+
     /// CPU time consumed by the partition's processes.
     pub fn cpu_usage(&self) -> Result<Duration> {
         if let Some(d) = self.dir(Role::Cpuacct) {

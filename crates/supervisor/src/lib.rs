@@ -8,3 +8,9 @@ pub mod freeze;
 pub mod launch;
 
 pub use error::{Result, SupervisorError};
+pub mod dds_config;
+pub mod executor;
+pub mod vnet;
+pub mod cleanup;
+pub mod health;
+pub mod probe;

@@ -1,0 +1,76 @@
+//! The Cyclone DDS configuration of one partition, written to a file and handed over as `CYCLONEDDS_URI`.
+use crate::error::{path_err, Result, SupervisorError};
+use std::fmt::Write as _;
+use std::net::Ipv4Addr;
+use std::path::Path;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CycloneConfig {
+    /// The V-NIC's name inside the partition's namespace.
+    pub interface: String,
+    pub domain_id: u32,
+    /// Unicast discovery peers: the other members of the network.
+    pub peers: Vec<Ipv4Addr>,
+    /// Multicast stays on the partition's own bridge when enabled; off by default.
+    pub multicast: bool,
+    pub max_participant_index: u32,
+}
+
+impl CycloneConfig {
+    pub fn new(interface: &str, domain_id: u32, peers: Vec<Ipv4Addr>) -> Self {
+        CycloneConfig { interface: interface.into(), domain_id, peers, multicast: false, max_participant_index: 20 }
+    }
+
+    pub fn to_xml(&self) -> Result<String> {
+        if self.interface.is_empty() || self.interface.len() > 15 || !self.interface.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+            return Err(SupervisorError::Invalid(format!("interface {:?} is not a Linux interface name", self.interface)));
+        }
+        if let Some(p) = self.peers.iter().find(|p| !crate::vnet::is_project_address(**p)) {
+            return Err(SupervisorError::Invalid(format!("peer {p} is outside 198.18.0.0/15")));
+        }
+        let mut x = String::new();
+        let _ = write!(x, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CycloneDDS xmlns=\"https://cdds.io/config\">\n");
+        let _ = writeln!(x, "  <Domain id=\"{}\">", self.domain_id);
+        x.push_str("    <General>\n      <Interfaces>\n");
+        let _ = writeln!(x, "        <NetworkInterface name=\"{}\" multicast=\"{}\"/>", self.interface, self.multicast);
+        x.push_str("      </Interfaces>\n");
+        let _ = writeln!(x, "      <AllowMulticast>{}</AllowMulticast>", if self.multicast { "spdp" } else { "false" });
+        x.push_str("    </General>\n    <Discovery>\n");
+        x.push_str("      <ParticipantIndex>auto</ParticipantIndex>\n");
+        let _ = writeln!(x, "      <MaxAutoParticipantIndex>{}</MaxAutoParticipantIndex>", self.max_participant_index);
+        x.push_str("      <Peers>\n");
+        for p in &self.peers {
+            let _ = writeln!(x, "        <Peer address=\"{p}\"/>");
+        }
+        x.push_str("      </Peers>\n    </Discovery>\n  </Domain>\n</CycloneDDS>\n");
+        Ok(x)
+    }
+
+    /// Writes the XML to `path` and returns the `CYCLONEDDS_URI` value naming it.
+    pub fn write_to(&self, path: &Path) -> Result<String> {
+        std::fs::write(path, self.to_xml()?).map_err(path_err("write", path))?;
+        Ok(format!("file://{}", path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xml_names_interface_domain_and_peers() {
+        let c = CycloneConfig::new("vnic0", 7, vec![Ipv4Addr::new(198, 18, 1, 2), Ipv4Addr::new(198, 18, 1, 3)]);
+        let x = c.to_xml().unwrap();
+        assert!(x.contains("<Domain id=\"7\">"));
+        assert!(x.contains("name=\"vnic0\""));
+        assert!(x.contains("<AllowMulticast>false</AllowMulticast>"));
+        assert!(x.contains("<Peer address=\"198.18.1.3\"/>"));
+        assert!(x.contains("<ParticipantIndex>auto</ParticipantIndex>"));
+    }
+
+    #[test]
+    fn peers_outside_the_project_range_are_refused() {
+        let c = CycloneConfig::new("vnic0", 0, vec![Ipv4Addr::new(10, 0, 0, 1)]);
+        assert!(c.to_xml().is_err());
+    }
+}

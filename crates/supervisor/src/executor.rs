@@ -1,0 +1,430 @@
+//! The plan executor: a SCHED_FIFO thread that sleeps to absolute CLOCK_MONOTONIC times and, at every window
+//! boundary, freezes the partitions whose window ended and thaws the ones whose window starts.
+use crate::clock::{monotonic_ns, sleep_until_ns};
+use crate::error::{sys_err, Result, SupervisorError};
+use crate::freeze::Freezer;
+use serde::Serialize;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// A window of the plan: `partition` (an index into the executor's freezers) runs from `offset` for
+/// `duration` in every major frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub partition: usize,
+    pub offset: Duration,
+    pub duration: Duration,
+}
+
+/// A cyclic plan, checked: windows sorted, not overlapping, inside the frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schedule {
+    major_frame: Duration,
+    windows: Vec<Window>,
+}
+
+/// One point of the frame where the set of running partitions changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Boundary {
+    offset_ns: u64,
+    freeze: Vec<usize>,
+    thaw: Vec<usize>,
+    /// Index of the window starting here, if one does.
+    window: Option<usize>,
+}
+
+impl Schedule {
+    pub fn new(major_frame: Duration, mut windows: Vec<Window>) -> Result<Schedule> {
+        windows.sort_by_key(|w| w.offset);
+        if major_frame.is_zero() || windows.is_empty() {
+            return Err(SupervisorError::Invalid("a plan needs a major frame > 0 and at least one window".into()));
+        }
+        for (i, w) in windows.iter().enumerate() {
+            if w.duration.is_zero() || w.offset + w.duration > major_frame {
+                return Err(SupervisorError::Invalid(format!(
+                    "window {i} ({:?} + {:?}) is empty or ends after the major frame {major_frame:?}",
+                    w.offset, w.duration
+                )));
+            }
+            if let Some(next) = windows.get(i + 1) {
+                if w.offset + w.duration > next.offset {
+                    return Err(SupervisorError::Invalid(format!("windows {i} and {} overlap", i + 1)));
+                }
+            }
+        }
+        Ok(Schedule { major_frame, windows })
+    }
+
+    pub fn major_frame(&self) -> Duration {
+        self.major_frame
+    }
+    pub fn windows(&self) -> &[Window] {
+        &self.windows
+    }
+
+    fn boundaries(&self) -> Vec<Boundary> {
+        let frame = self.major_frame.as_nanos() as u64;
+        let mut b: Vec<Boundary> = Vec::new();
+        let mut at = |offset_ns: u64| -> usize {
+            let offset_ns = offset_ns % frame;
+            match b.iter().position(|x| x.offset_ns == offset_ns) {
+                Some(i) => i,
+                None => {
+                    b.push(Boundary { offset_ns, freeze: vec![], thaw: vec![], window: None });
+                    b.len() - 1
+                }
+            }
+        };
+        let mut starts = Vec::new();
+        let mut ends = Vec::new();
+        for (i, w) in self.windows.iter().enumerate() {
+            starts.push((at(w.offset.as_nanos() as u64), i, w.partition));
+            ends.push((at((w.offset + w.duration).as_nanos() as u64), w.partition));
+        }
+        for (k, p) in ends {
+            b[k].freeze.push(p);
+        }
+        for (k, i, p) in starts {
+            b[k].thaw.push(p);
+            b[k].window = Some(i);
+            // A partition owning two adjacent windows is not frozen in between.
+            b[k].freeze.retain(|x| *x != p);
+        }
+        b.sort_by_key(|x| x.offset_ns);
+        b
+    }
+}
+
+/// What happened at one window start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct WindowStart {
+    pub frame: u64,
+    pub window: usize,
+    pub partition: usize,
+    /// Planned start, CLOCK_MONOTONIC ns.
+    pub planned_ns: u64,
+    /// When the executor woke for it.
+    pub woke_ns: u64,
+    /// When the freezes and thaws of this boundary were issued (the partition may run from here).
+    pub switched_ns: u64,
+}
+
+impl WindowStart {
+    pub fn lateness_ns(&self) -> u64 {
+        self.woke_ns.saturating_sub(self.planned_ns)
+    }
+    pub fn switch_ns(&self) -> u64 {
+        self.switched_ns.saturating_sub(self.woke_ns)
+    }
+}
+
+/// A boundary where only freezes happen (a window ends with no other starting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct WindowEnd {
+    pub planned_ns: u64,
+    pub woke_ns: u64,
+    pub switched_ns: u64,
+}
+
+/// p50 / p99 / max in ns over a set of samples.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    pub count: u64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub max_ns: u64,
+}
+
+impl Summary {
+    pub fn of(samples: &mut [u64]) -> Summary {
+        if samples.is_empty() {
+            return Summary::default();
+        }
+        samples.sort_unstable();
+        let q = |p: f64| samples[(((samples.len() - 1) as f64) * p).round() as usize];
+        Summary { count: samples.len() as u64, p50_ns: q(0.5), p99_ns: q(0.99), max_ns: *samples.last().unwrap() }
+    }
+}
+
+/// The executor's record: the last `capacity` window starts, and all-time maxima.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExecutorLog {
+    pub capacity: usize,
+    pub starts: VecDeque<WindowStart>,
+    pub ends: VecDeque<WindowEnd>,
+    pub windows_started: u64,
+    pub max_lateness_ns: u64,
+    pub max_switch_ns: u64,
+    pub switch_errors: u64,
+    /// Whether SCHED_FIFO and the CPU pinning were obtained.
+    pub realtime: bool,
+    pub pinned: bool,
+}
+
+impl ExecutorLog {
+    fn new(capacity: usize) -> Self {
+        ExecutorLog {
+            capacity,
+            starts: VecDeque::with_capacity(capacity),
+            ends: VecDeque::with_capacity(capacity),
+            windows_started: 0,
+            max_lateness_ns: 0,
+            max_switch_ns: 0,
+            switch_errors: 0,
+            realtime: false,
+            pinned: false,
+        }
+    }
+
+    pub fn lateness(&self) -> Summary {
+        Summary::of(&mut self.starts.iter().map(|s| s.lateness_ns()).collect::<Vec<_>>())
+    }
+
+    pub fn switch_cost(&self) -> Summary {
+        Summary::of(&mut self.starts.iter().map(|s| s.switch_ns()).collect::<Vec<_>>())
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ExecutorConfig {
+    /// CPU the executor thread is pinned to.
+    pub cpu: Option<usize>,
+    /// SCHED_FIFO priority (1..=99); `None` keeps the normal policy.
+    pub priority: Option<i32>,
+    /// Stop after this many major frames (else when `stop` is set).
+    pub frames: Option<u64>,
+    pub log_capacity: usize,
+    /// Fail instead of running with a normal policy when SCHED_FIFO cannot be set.
+    pub require_realtime: bool,
+}
+
+impl Default for ExecutorConfig {
+    fn default() -> Self {
+        ExecutorConfig { cpu: None, priority: Some(90), frames: None, log_capacity: 100_000, require_realtime: false }
+    }
+}
+
+/// A running executor.
+pub struct Executor {
+    handle: JoinHandle<Result<ExecutorLog>>,
+    stop: Arc<AtomicBool>,
+    /// Last frame's snapshot for status readers (updated with try_lock, never blocking the executor).
+    pub progress: Arc<Mutex<Progress>>,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Progress {
+    pub frames: u64,
+    pub max_lateness_ns: u64,
+    pub max_switch_ns: u64,
+}
+
+impl Executor {
+    /// Starts the plan: all partitions are frozen first, the first frame begins 2 ms later.
+    pub fn start(schedule: Schedule, freezers: Vec<Freezer>, config: ExecutorConfig) -> Result<Executor> {
+        if let Some(w) = schedule.windows.iter().find(|w| w.partition >= freezers.len()) {
+            return Err(SupervisorError::Invalid(format!("window for partition {} but only {} freezers", w.partition, freezers.len())));
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let progress = Arc::new(Mutex::new(Progress::default()));
+        let (stop2, progress2) = (stop.clone(), progress.clone());
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let handle = std::thread::Builder::new()
+            .name("partita-plan".into())
+            .spawn(move || {
+                let mut log = ExecutorLog::new(config.log_capacity);
+                let setup = prepare_thread(&config, &mut log);
+                let failed = setup.as_ref().err().map(|e| e.to_string());
+                let _ = ready_tx.send(failed);
+                setup?;
+                run(&schedule, &freezers, &config, &stop2, &progress2, &mut log);
+                Ok(log)
+            })
+            .map_err(|e| SupervisorError::Sys { call: "pthread_create", context: "plan executor".into(), source: e })?;
+        match ready_rx.recv() {
+            Ok(None) => Ok(Executor { handle, stop, progress }),
+            _ => match handle.join() {
+                Ok(Err(e)) => Err(e),
+                _ => Err(SupervisorError::Invalid("plan executor thread failed to start".into())),
+            },
+        }
+    }
+
+    /// Asks the executor to stop at the next boundary.
+    pub fn request_stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.handle.is_finished()
+    }
+
+    /// Stops (if still running) and returns the log. Partitions are left frozen.
+    pub fn stop(self) -> Result<ExecutorLog> {
+        self.request_stop();
+        self.join()
+    }
+
+    /// Waits for the executor to end by itself (`frames` reached or stop requested elsewhere).
+    pub fn join(self) -> Result<ExecutorLog> {
+        self.handle.join().unwrap_or_else(|_| Err(SupervisorError::Invalid("plan executor panicked".into())))
+    }
+
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        self.stop.clone()
+    }
+}
+
+fn prepare_thread(config: &ExecutorConfig, log: &mut ExecutorLog) -> Result<()> {
+    if let Some(cpu) = config.cpu {
+        // SAFETY: `set` is a zeroed cpu_set_t manipulated only by the libc macros; pid 0 is this thread.
+        let r = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+        };
+        if r != 0 {
+            return Err(sys_err("sched_setaffinity", format!("plan executor on CPU {cpu}")));
+        }
+        log.pinned = true;
+    }
+    if let Some(prio) = config.priority {
+        let param = libc::sched_param { sched_priority: prio };
+        // SAFETY: `param` is a valid sched_param; pid 0 is this thread.
+        let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+        if r != 0 {
+            if config.require_realtime {
+                return Err(sys_err("sched_setscheduler", format!("SCHED_FIFO {prio} for the plan executor")));
+            }
+        } else {
+            log.realtime = true;
+        }
+    }
+    // Page faults in the loop would show as lateness.
+    // SAFETY: mlockall takes flags only.
+    unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) };
+    Ok(())
+}
+
+fn run(
+    schedule: &Schedule,
+    freezers: &[Freezer],
+    config: &ExecutorConfig,
+    stop: &AtomicBool,
+    progress: &Mutex<Progress>,
+    log: &mut ExecutorLog,
+) {
+    let boundaries = schedule.boundaries();
+    let frame_ns = schedule.major_frame.as_nanos() as u64;
+    for f in freezers {
+        if f.freeze().is_err() {
+            log.switch_errors += 1;
+        }
+    }
+    let origin = monotonic_ns() + 2_000_000;
+    let mut frame = 0u64;
+    'frames: loop {
+        if config.frames.is_some_and(|n| frame >= n) {
+            break;
+        }
+        let base = origin + frame * frame_ns;
+        for b in &boundaries {
+            if stop.load(Ordering::Relaxed) {
+                break 'frames;
+            }
+            let planned = base + b.offset_ns;
+            sleep_until_ns(planned);
+            let woke = monotonic_ns();
+            // Freeze before thaw: two partitions never run at once on the module's CPU.
+            for &p in &b.freeze {
+                if freezers[p].freeze().is_err() {
+                    log.switch_errors += 1;
+                }
+            }
+            for &p in &b.thaw {
+                if freezers[p].thaw().is_err() {
+                    log.switch_errors += 1;
+                }
+            }
+            let switched = monotonic_ns();
+            let lateness = woke.saturating_sub(planned);
+            let cost = switched - woke;
+            match b.window {
+                Some(window) => {
+                    if log.starts.len() == log.capacity {
+                        log.starts.pop_front();
+                    }
+                    let partition = schedule.windows[window].partition;
+                    log.starts.push_back(WindowStart { frame, window, partition, planned_ns: planned, woke_ns: woke, switched_ns: switched });
+                    log.windows_started += 1;
+                    log.max_lateness_ns = log.max_lateness_ns.max(lateness);
+                    log.max_switch_ns = log.max_switch_ns.max(cost);
+                }
+                None => {
+                    if log.ends.len() == log.capacity {
+                        log.ends.pop_front();
+                    }
+                    log.ends.push_back(WindowEnd { planned_ns: planned, woke_ns: woke, switched_ns: switched });
+                }
+            }
+        }
+        frame += 1;
+        if let Ok(mut p) = progress.try_lock() {
+            *p = Progress { frames: frame, max_lateness_ns: log.max_lateness_ns, max_switch_ns: log.max_switch_ns };
+        }
+    }
+    // The last window ends with the executor: nothing runs outside the plan.
+    for f in freezers {
+        let _ = f.freeze();
+    }
+    if let Ok(mut p) = progress.lock() {
+        *p = Progress { frames: frame, max_lateness_ns: log.max_lateness_ns, max_switch_ns: log.max_switch_ns };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    const US: fn(u64) -> Duration = Duration::from_micros;
+
+    #[test]
+    fn back_to_back_windows_share_a_boundary() {
+        let s = Schedule::new(US(1500), vec![
+            Window { partition: 0, offset: US(0), duration: US(800) },
+            Window { partition: 1, offset: US(800), duration: US(700) },
+        ])
+        .unwrap();
+        let b = s.boundaries();
+        assert_eq!(b.len(), 2);
+        assert_eq!((b[0].offset_ns, b[0].freeze.clone(), b[0].thaw.clone()), (0, vec![1], vec![0]));
+        assert_eq!((b[1].offset_ns, b[1].freeze.clone(), b[1].thaw.clone()), (800_000, vec![0], vec![1]));
+    }
+
+    #[test]
+    fn a_gap_gets_a_freeze_only_boundary() {
+        let s = Schedule::new(US(1000), vec![Window { partition: 0, offset: US(100), duration: US(300) }]).unwrap();
+        let b = s.boundaries();
+        assert_eq!(b.len(), 2);
+        assert_eq!(b[0].window, Some(0));
+        assert_eq!((b[1].offset_ns, b[1].freeze.clone(), b[1].window), (400_000, vec![0], None));
+    }
+
+    #[test]
+    fn overlapping_windows_are_refused() {
+        let r = Schedule::new(US(1000), vec![
+            Window { partition: 0, offset: US(0), duration: US(600) },
+            Window { partition: 1, offset: US(500), duration: US(100) },
+        ]);
+        assert!(r.is_err());
+    }
+
+    #[test]
+    fn summary_percentiles() {
+        let mut v: Vec<u64> = (1..=100).collect();
+        let s = Summary::of(&mut v);
+        assert_eq!((s.count, s.p50_ns, s.p99_ns, s.max_ns), (100, 51, 99, 100));
+    }
+}

@@ -1,0 +1,258 @@
+//! The health monitor: reaps every partition's root process, classifies how it ended (exit status, signal,
+//! OOM kill from the cgroup's counter), applies the partition's action and logs every event as a JSON line.
+use crate::cgroup::PartitionCgroup;
+use crate::clock::{monotonic_ns, unix_ms};
+use crate::error::Result;
+use crate::launch::try_wait;
+use serde::Serialize;
+use std::collections::VecDeque;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What the supervisor does when a partition ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Cold start again, at most `max` times in any `within` interval; beyond that the partition is stopped.
+    Restart { max: u32, within: Duration },
+    /// Leave it stopped (its cgroup is emptied).
+    Stop,
+    /// Log it and do nothing else.
+    Ignore,
+}
+
+/// How a partition's root process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ExitKind {
+    Exited { code: i32 },
+    Signaled { signal: i32 },
+    /// Killed by the kernel's OOM killer (its cgroup's OOM-kill counter rose).
+    OomKilled,
+}
+
+impl ExitKind {
+    pub fn classify(status: i32, oom_kills_during_run: u64) -> ExitKind {
+        if libc::WIFEXITED(status) {
+            ExitKind::Exited { code: libc::WEXITSTATUS(status) }
+        } else if libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL && oom_kills_during_run > 0 {
+            ExitKind::OomKilled
+        } else {
+            ExitKind::Signaled { signal: libc::WTERMSIG(status) }
+        }
+    }
+}
+
+/// One line of the event log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Event {
+    pub unix_ms: u64,
+    pub monotonic_ns: u64,
+    pub partition: String,
+    pub event: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit: Option<ExitKind>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// Where events go: a JSON-lines writer, and a copy kept in memory for status and tests.
+#[derive(Clone)]
+pub struct EventLog {
+    inner: Arc<Mutex<(Option<Box<dyn Write + Send>>, Vec<Event>)>>,
+}
+
+impl EventLog {
+    pub fn new(writer: Option<Box<dyn Write + Send>>) -> Self {
+        EventLog { inner: Arc::new(Mutex::new((writer, Vec::new()))) }
+    }
+
+    pub fn record(&self, partition: &str, event: &'static str, pid: Option<i32>, exit: Option<ExitKind>, detail: Option<String>) {
+        let e = Event { unix_ms: unix_ms(), monotonic_ns: monotonic_ns(), partition: partition.into(), event, pid, exit, detail };
+        let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(w) = g.0.as_mut() {
+            if let Ok(line) = serde_json::to_string(&e) {
+                let _ = writeln!(w, "{line}");
+                let _ = w.flush();
+            }
+        }
+        if g.1.len() < 100_000 {
+            g.1.push(e);
+        }
+    }
+
+    pub fn events(&self) -> Vec<Event> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).1.clone()
+    }
+}
+
+/// Starts a partition (again): returns the pid of its new root process.
+pub type Starter = Box<dyn FnMut() -> Result<i32> + Send>;
+
+/// A partition under watch.
+pub struct Watched {
+    pub name: String,
+    pub action: Action,
+    pub cgroup: Arc<PartitionCgroup>,
+    starter: Starter,
+    pid: Option<i32>,
+    oom_kills_at_start: u64,
+    oom_kills_seen: u64,
+    restarts: VecDeque<Instant>,
+}
+
+pub struct HealthMonitor {
+    partitions: Vec<Watched>,
+    log: EventLog,
+}
+
+impl HealthMonitor {
+    pub fn new(log: EventLog) -> Self {
+        HealthMonitor { partitions: Vec::new(), log }
+    }
+
+    pub fn log(&self) -> &EventLog {
+        &self.log
+    }
+
+    /// Starts the partition with `starter` and watches it.
+    pub fn start(&mut self, name: &str, action: Action, cgroup: Arc<PartitionCgroup>, mut starter: Starter) -> Result<()> {
+        let oom = cgroup.oom_kills()?;
+        let pid = starter()?;
+        self.log.record(name, "start", Some(pid), None, None);
+        self.partitions.push(Watched {
+            name: name.into(),
+            action,
+            cgroup,
+            starter,
+            pid: Some(pid),
+            oom_kills_at_start: oom,
+            oom_kills_seen: oom,
+            restarts: VecDeque::new(),
+        });
+        Ok(())
+    }
+
+    /// The current root pid of each partition (`None` when stopped).
+    pub fn pids(&self) -> Vec<(String, Option<i32>)> {
+        self.partitions.iter().map(|w| (w.name.clone(), w.pid)).collect()
+    }
+
+    /// Reaps and acts once; returns how many partitions ended in this call.
+    pub fn poll(&mut self) -> usize {
+        let mut ended = 0;
+        for w in &mut self.partitions {
+            if let Ok(now) = w.cgroup.oom_kills() {
+                if now > w.oom_kills_seen {
+                    // An OOM kill inside the partition, maybe of a child, maybe of its root.
+                    self.log.record(&w.name, "oom", w.pid, None, Some(format!("oom_kill counter {now}")));
+                    w.oom_kills_seen = now;
+                }
+            }
+            let Some(pid) = w.pid else { continue };
+            let status = match try_wait(pid) {
+                Ok(Some(s)) => s,
+                Ok(None) => continue,
+                Err(e) => {
+                    self.log.record(&w.name, "error", Some(pid), None, Some(e.to_string()));
+                    w.pid = None;
+                    continue;
+                }
+            };
+            ended += 1;
+            let oom_now = w.cgroup.oom_kills().unwrap_or(w.oom_kills_seen);
+            w.oom_kills_seen = oom_now;
+            let exit = ExitKind::classify(status, oom_now.saturating_sub(w.oom_kills_at_start));
+            self.log.record(&w.name, "exit", Some(pid), Some(exit), None);
+            w.pid = None;
+            // The PID namespace dies with its root; what the kernel has not yet reaped is killed here.
+            if let Err(e) = w.cgroup.kill_all() {
+                self.log.record(&w.name, "error", None, None, Some(e.to_string()));
+            }
+            match w.action {
+                Action::Ignore => {}
+                Action::Stop => self.log.record(&w.name, "stopped", None, None, None),
+                Action::Restart { max, within } => {
+                    let now = Instant::now();
+                    while w.restarts.front().is_some_and(|t| now.duration_since(*t) > within) {
+                        w.restarts.pop_front();
+                    }
+                    if w.restarts.len() as u32 >= max {
+                        self.log.record(&w.name, "restart_limit", None, None, Some(format!("{max} restarts within {within:?}")));
+                        continue;
+                    }
+                    w.restarts.push_back(now);
+                    w.oom_kills_at_start = oom_now;
+                    match (w.starter)() {
+                        Ok(pid) => {
+                            w.pid = Some(pid);
+                            self.log.record(&w.name, "restart", Some(pid), None, None);
+                        }
+                        Err(e) => self.log.record(&w.name, "restart_failed", None, None, Some(e.to_string())),
+                    }
+                }
+            }
+        }
+        ended
+    }
+
+    /// Whether any partition still has a live root process.
+    pub fn any_running(&self) -> bool {
+        self.partitions.iter().any(|w| w.pid.is_some())
+    }
+
+    /// Kills every partition (SIGKILL to each cgroup) and reaps the roots.
+    pub fn kill_all(&mut self) {
+        for w in &mut self.partitions {
+            let _ = w.cgroup.kill_all();
+            if let Some(pid) = w.pid.take() {
+                let status = crate::launch::wait_blocking(pid).unwrap_or(0);
+                self.log.record(&w.name, "killed", Some(pid), Some(ExitKind::classify(status, 0)), None);
+            }
+        }
+    }
+}
+
+impl Drop for HealthMonitor {
+    fn drop(&mut self) {
+        self.kill_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classify_exit_signal_and_oom() {
+        assert_eq!(ExitKind::classify(3 << 8, 0), ExitKind::Exited { code: 3 });
+        assert_eq!(ExitKind::classify(libc::SIGTERM, 0), ExitKind::Signaled { signal: libc::SIGTERM });
+        assert_eq!(ExitKind::classify(libc::SIGKILL, 0), ExitKind::Signaled { signal: libc::SIGKILL });
+        assert_eq!(ExitKind::classify(libc::SIGKILL, 1), ExitKind::OomKilled);
+    }
+
+    #[test]
+    fn events_are_json_lines() {
+        let buf = Arc::new(Mutex::new(Vec::<u8>::new()));
+        struct W(Arc<Mutex<Vec<u8>>>);
+        impl Write for W {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let log = EventLog::new(Some(Box::new(W(buf.clone()))));
+        log.record("recorder", "exit", Some(12), Some(ExitKind::OomKilled), None);
+        let text = String::from_utf8(buf.lock().unwrap().clone()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+        assert_eq!(v["partition"], "recorder");
+        assert_eq!(v["event"], "exit");
+        assert_eq!(v["exit"]["kind"], "oom_killed");
+        assert!(v["monotonic_ns"].as_u64().unwrap() > 0);
+    }
+}

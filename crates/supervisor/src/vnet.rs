@@ -1,0 +1,198 @@
+//! Virtual networks: a named network namespace per partition, a bridge per module network (V-NETWORK),
+//! a veth pair per partition and network (V-NIC).
+//!
+//! Built with iproute2 commands rather than netlink messages: they run only while a system is built or torn
+//! down (never in a window switch), each one is the command an operator would type to inspect or repeat the
+//! step, and failures come back with iproute2's own explanation. Bridges are never attached to a host
+//! interface and get no address on the host: only partition namespaces hold addresses, all in 198.18.0.0/15.
+use crate::command::ip;
+use crate::error::{Result, SupervisorError};
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+/// Prefix of every interface partita creates in the host namespace.
+pub const LINK_PREFIX: &str = "pt";
+/// Prefix of every named network namespace partita creates.
+pub const NETNS_PREFIX: &str = "partita-";
+
+pub fn check_link_name(name: &str) -> Result<()> {
+    if !name.starts_with(LINK_PREFIX)
+        || name.len() > 15
+        || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+    {
+        return Err(SupervisorError::Invalid(format!(
+            "interface name {name:?} must start with {LINK_PREFIX:?}, be at most 15 characters of [A-Za-z0-9._-]"
+        )));
+    }
+    Ok(())
+}
+
+/// Whether `a` is in 198.18.0.0/15, the only range partita uses.
+pub fn is_project_address(a: Ipv4Addr) -> bool {
+    let o = a.octets();
+    o[0] == 198 && (o[1] == 18 || o[1] == 19)
+}
+
+/// A named network namespace (`/run/netns/partita-...`). Deleted on drop.
+#[derive(Debug)]
+pub struct NetNamespace {
+    name: String,
+    deleted: bool,
+}
+
+impl NetNamespace {
+    /// Creates the namespace with its loopback up.
+    pub fn create(name: &str) -> Result<NetNamespace> {
+        if !name.starts_with(NETNS_PREFIX) || name.len() > 200 || name.contains('/') {
+            return Err(SupervisorError::Invalid(format!("network namespace name {name:?} must start with {NETNS_PREFIX:?}")));
+        }
+        ip(&["netns", "add", name])?;
+        let ns = NetNamespace { name: name.to_string(), deleted: false };
+        ip(&["-n", name, "link", "set", "lo", "up"])?;
+        Ok(ns)
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `/run/netns/<name>`, to `setns` into.
+    pub fn path(&self) -> PathBuf {
+        crate::launch::netns_path(&self.name)
+    }
+
+    pub fn delete(mut self) -> Result<()> {
+        self.deleted = true;
+        ip(&["netns", "del", &self.name]).map(|_| ())
+    }
+}
+
+impl Drop for NetNamespace {
+    fn drop(&mut self) {
+        if !self.deleted {
+            if let Err(e) = ip(&["netns", "del", &self.name]) {
+                eprintln!("partita: {e}");
+            }
+        }
+    }
+}
+
+/// A Linux bridge in the host namespace, up, with no address and no host interface attached.
+#[derive(Debug)]
+pub struct Bridge {
+    name: String,
+    deleted: bool,
+}
+
+impl Bridge {
+    pub fn create(name: &str) -> Result<Bridge> {
+        check_link_name(name)?;
+        ip(&["link", "add", name, "type", "bridge"])?;
+        let b = Bridge { name: name.to_string(), deleted: false };
+        // No IPv6 link-local address or router solicitations from the host side of a partition network.
+        let _ = ip(&["link", "set", name, "addrgenmode", "none"]);
+        ip(&["link", "set", name, "up"])?;
+        Ok(b)
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Drop for Bridge {
+    fn drop(&mut self) {
+        if !self.deleted {
+            self.deleted = true;
+            if let Err(e) = ip(&["link", "del", &self.name]) {
+                eprintln!("partita: {e}");
+            }
+        }
+    }
+}
+
+/// A V-NIC: a veth pair with `host_name` on `bridge` and `inner_name` in the partition's namespace holding
+/// `address/prefix`. Dropping it deletes the pair (both ends).
+#[derive(Debug)]
+pub struct VirtualNic {
+    host_name: String,
+    inner_name: String,
+    namespace: String,
+    address: Ipv4Addr,
+    deleted: bool,
+}
+
+impl VirtualNic {
+    pub fn create(
+        host_name: &str,
+        inner_name: &str,
+        namespace: &NetNamespace,
+        bridge: &Bridge,
+        address: Ipv4Addr,
+        prefix: u8,
+    ) -> Result<VirtualNic> {
+        check_link_name(host_name)?;
+        if inner_name.is_empty() || inner_name.len() > 15 {
+            return Err(SupervisorError::Invalid(format!("inner interface name {inner_name:?} must be 1 to 15 characters")));
+        }
+        if !is_project_address(address) || !(15..=30).contains(&prefix) {
+            return Err(SupervisorError::Invalid(format!(
+                "address {address}/{prefix} is outside 198.18.0.0/15 (partita uses only that range)"
+            )));
+        }
+        let ns = namespace.name();
+        ip(&["link", "add", host_name, "type", "veth", "peer", "name", inner_name, "netns", ns])?;
+        let nic = VirtualNic {
+            host_name: host_name.into(),
+            inner_name: inner_name.into(),
+            namespace: ns.into(),
+            address,
+            deleted: false,
+        };
+        let _ = ip(&["link", "set", host_name, "addrgenmode", "none"]);
+        ip(&["link", "set", host_name, "master", bridge.name(), "up"])?;
+        ip(&["-n", ns, "addr", "add", &format!("{address}/{prefix}"), "dev", inner_name])?;
+        ip(&["-n", ns, "link", "set", inner_name, "up"])?;
+        Ok(nic)
+    }
+
+    pub fn host_name(&self) -> &str {
+        &self.host_name
+    }
+    pub fn inner_name(&self) -> &str {
+        &self.inner_name
+    }
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+    pub fn address(&self) -> Ipv4Addr {
+        self.address
+    }
+}
+
+impl Drop for VirtualNic {
+    fn drop(&mut self) {
+        if !self.deleted {
+            self.deleted = true;
+            // Gone already when its namespace was deleted first: not an error.
+            let _ = ip(&["link", "del", &self.host_name]);
+        }
+    }
+}
+
+/// Runs `f` on a new thread that has joined the named network namespace at `path` (sockets it opens live
+/// there), and returns its result. The calling thread's namespace is unchanged.
+pub fn run_in_netns<T: Send + 'static>(path: &std::path::Path, f: impl FnOnce() -> T + Send + 'static) -> Result<T> {
+    let file = std::fs::File::open(path).map_err(crate::error::path_err("open", path))?;
+    let shown = path.display().to_string();
+    std::thread::spawn(move || {
+        use std::os::fd::AsRawFd;
+        // SAFETY: setns on a descriptor we own; CLONE_NEWNET changes only this thread's network namespace.
+        if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+            return Err(crate::error::sys_err("setns", shown));
+        }
+        Ok(f())
+    })
+    .join()
+    .map_err(|_| SupervisorError::Invalid("thread inside the network namespace panicked".into()))?
+}

@@ -1,0 +1,52 @@
+//! Helpers for the supervisor's integration tests: unique names and the final check that nothing is left.
+#![allow(dead_code)]
+use partita_supervisor::cleanup;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+static N: AtomicU32 = AtomicU32::new(0);
+
+/// A system name unique to this test run and call.
+pub fn system_name(tag: &str) -> String {
+    format!("t{}{}{}", std::process::id(), tag, N.fetch_add(1, Ordering::Relaxed))
+}
+
+/// An interface-name stem (`pt` + 6 characters) unique to this test process and call.
+pub fn link_stem() -> String {
+    format!("pt{:05x}{}", std::process::id() & 0xfffff, N.fetch_add(1, Ordering::Relaxed) % 10)
+}
+
+/// Asserts that no namespace, cgroup or link of `system` (links: starting with `stem`) is left.
+pub fn assert_nothing_left(system: &str, stem: Option<&str>) {
+    let left = cleanup::find(Some(system)).expect("listing leftovers");
+    assert!(left.netns.is_empty(), "namespaces left: {:?}", left.netns);
+    assert!(left.cgroups.is_empty(), "cgroups left: {:?}", left.cgroups);
+    if let Some(stem) = stem {
+        let links = cleanup::links_with_prefix(stem).expect("listing links");
+        assert!(links.is_empty(), "links left: {links:?}");
+    }
+}
+
+pub fn tempdir(tag: &str) -> TempDir {
+    let p = std::env::temp_dir().join(format!("partita-test-{}-{tag}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    std::fs::create_dir_all(&p).unwrap();
+    TempDir(p)
+}
+
+pub struct TempDir(pub std::path::PathBuf);
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Waits up to 10 s for `pid` (a child) to end; returns its wait status.
+pub fn wait_for(pid: i32) -> i32 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        if let Some(s) = partita_supervisor::launch::try_wait(pid).unwrap() {
+            return s;
+        }
+        assert!(std::time::Instant::now() < deadline, "pid {pid} did not end within 10 s");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
