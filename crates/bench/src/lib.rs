@@ -1,1 +1,21 @@
-//! partita-bench (to be written)
+//! partita-bench: the request/response benchmark (`partita bench rr`).
+//!
+//! A client process sends requests (a sequence number and N payload bytes) to a server process, which answers
+//! each with a reply of the same size carrying the same sequence number; the client records every round trip
+//! with `CLOCK_MONOTONIC` (`std::time::Instant`). Transports plug in through the [`driver`] traits; the
+//! registry of transports is [`driver::registry`]. Cyclone's own `ddsperf` runs as a reference in the same
+//! benchmark ([`ddsperf`]).
+pub mod ddsperf;
+pub mod driver;
+pub mod error;
+pub mod machine;
+pub mod report;
+pub mod rr;
+pub mod size;
+pub mod stats;
+pub mod udp;
+
+pub use error::{BenchError, DriverError};
+pub use rr::{RrConfig, ServerConfig};
+pub use size::parse_size;
+pub use stats::Stats;

@@ -2,6 +2,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod bench;
 mod route;
 
 #[derive(Parser)]
@@ -15,11 +16,14 @@ struct Cli {
 enum Command {
     /// Run the DDS routing service between domains.
     Route(route::RouteArgs),
+    /// Run benchmarks (request/response round trips: `bench rr`).
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Route(a) => route::run(a),
+        Command::Bench(a) => bench::run(a),
     }
 }

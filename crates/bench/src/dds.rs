@@ -1,0 +1,214 @@
+//! DDS through partita's own layer (`partita-dds`, Cyclone DDS 11.0.1): a request topic and a reply topic.
+//!
+//! Requests and replies are typed topics (`partita::bench::Request` / `Reply`: a sequence number and an octet
+//! sequence), reliable, keep-all, volatile, encoded as XCDR1. Both processes create their participant on
+//! loopback only; the domain id and topic names come from the run's session string, so parallel runs do not
+//! meet. The server's address line is `domain=N topic=PREFIX`.
+use crate::driver::{ClientEndpoint, ReplyReceiver, RequestSender, ServerEndpoint, Transport, Wait};
+use crate::error::DriverError;
+use partita_dds::{DomainConfig, Participant, Qos, Reader, Topic, TopicType, Writer};
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Request {
+    pub seq: u64,
+    pub payload: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Reply {
+    pub seq: u64,
+    pub payload: Vec<u8>,
+}
+
+impl TopicType for Request {
+    fn type_name() -> &'static str {
+        "partita::bench::Request"
+    }
+}
+
+impl TopicType for Reply {
+    fn type_name() -> &'static str {
+        "partita::bench::Reply"
+    }
+}
+
+/// The largest payload accepted (Cyclone fragments large samples; 8 MiB keeps memory use sane).
+pub const MAX_PAYLOAD: usize = 8 << 20;
+
+/// How long both ends wait for each other to be discovered.
+const MATCH_TIMEOUT: Duration = Duration::from_secs(20);
+
+pub struct Dds;
+
+fn err(what: &str) -> impl FnOnce(partita_dds::DdsError) -> DriverError + '_ {
+    move |e| DriverError::Other(format!("{what}: {e}"))
+}
+
+/// A domain id in 0..=232 and a topic prefix derived from the session, identical in both processes.
+fn session_domain(session: &str) -> u32 {
+    let h = session.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
+    (h % 233) as u32
+}
+
+fn qos() -> Qos {
+    Qos::reliable().keep_all()
+}
+
+struct Ends {
+    // Kept so the participant outlives both endpoints explicitly (they also hold it).
+    _participant: Participant,
+    requests: Topic<Request>,
+    replies: Topic<Reply>,
+}
+
+fn open(domain: u32, prefix: &str) -> Result<Ends, DriverError> {
+    let participant = Participant::new(&DomainConfig::loopback(domain)).map_err(err("creating the participant"))?;
+    let requests = Topic::<Request>::new(&participant, &format!("{prefix}/request"), &qos()).map_err(err("request topic"))?;
+    let replies = Topic::<Reply>::new(&participant, &format!("{prefix}/reply"), &qos()).map_err(err("reply topic"))?;
+    Ok(Ends { _participant: participant, requests, replies })
+}
+
+fn parse_address(address: &str) -> Result<(u32, String), DriverError> {
+    let mut domain = None;
+    let mut topic = None;
+    for part in address.split_whitespace() {
+        if let Some(d) = part.strip_prefix("domain=") {
+            domain = d.parse::<u32>().ok();
+        } else if let Some(t) = part.strip_prefix("topic=") {
+            topic = Some(t.to_string());
+        }
+    }
+    match (domain, topic) {
+        (Some(d), Some(t)) if d <= 232 => Ok((d, t)),
+        _ => Err(DriverError::Malformed(format!("DDS server address {address:?} (expected `domain=N topic=PREFIX`)"))),
+    }
+}
+
+impl Transport for Dds {
+    fn name(&self) -> &'static str {
+        "dds"
+    }
+    fn description(&self) -> &'static str {
+        "DDS through partita-dds (Cyclone DDS 11.0.1) on loopback: request and reply topics, reliable, keep-all"
+    }
+    fn max_payload(&self) -> usize {
+        MAX_PAYLOAD
+    }
+    fn serve(&self, size: usize, session: &str) -> Result<(Box<dyn ServerEndpoint>, String), DriverError> {
+        let domain = session_domain(session);
+        let prefix = format!("partita/bench/{session}");
+        let ends = open(domain, &prefix)?;
+        let reader = Reader::new(&ends.requests, &qos()).map_err(err("request reader"))?;
+        let writer = Writer::new(&ends.replies, &qos()).map_err(err("reply writer"))?;
+        let server = DdsServer { _ends: ends, reader, writer, reply: Reply { seq: 0, payload: vec![0x5a; size] }, pending: VecDeque::new(), matched: false };
+        Ok((Box::new(server), format!("domain={domain} topic={prefix}")))
+    }
+    fn connect(&self, address: &str, _size: usize, _session: &str) -> Result<ClientEndpoint, DriverError> {
+        let (domain, prefix) = parse_address(address)?;
+        let ends = open(domain, &prefix)?;
+        let writer = Writer::new(&ends.requests, &qos()).map_err(err("request writer"))?;
+        let reader = Reader::new(&ends.replies, &qos()).map_err(err("reply reader"))?;
+        writer.wait_for_readers(1, MATCH_TIMEOUT).map_err(err("waiting for the server's request reader"))?;
+        let end = Instant::now() + MATCH_TIMEOUT;
+        while reader.matched_writers().map_err(err("reply reader"))? < 1 {
+            if Instant::now() > end {
+                return Err(DriverError::Other("the server's reply writer was not discovered within 20 s".into()));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let ends = std::sync::Arc::new(ends);
+        Ok(ClientEndpoint {
+            sender: Box::new(DdsSender { _ends: ends.clone(), writer, request: Request { seq: 0, payload: Vec::new() } }),
+            receiver: Box::new(DdsReceiver { _ends: ends, reader, pending: VecDeque::new() }),
+        })
+    }
+}
+
+struct DdsServer {
+    _ends: Ends,
+    reader: Reader<Request>,
+    writer: Writer<Reply>,
+    reply: Reply,
+    pending: VecDeque<u64>,
+    matched: bool,
+}
+
+impl ServerEndpoint for DdsServer {
+    fn recv_request(&mut self, timeout: Duration) -> Result<Option<u64>, DriverError> {
+        if self.pending.is_empty() {
+            for s in self.reader.take_wait(timeout).map_err(err("taking requests"))? {
+                if let Some(r) = s.value {
+                    self.pending.push_back(r.seq);
+                }
+            }
+        }
+        Ok(self.pending.pop_front())
+    }
+    fn reply(&mut self, seq: u64) -> Result<(), DriverError> {
+        if !self.matched {
+            // A reply written before the client's reader is matched would be lost (volatile).
+            self.writer.wait_for_readers(1, MATCH_TIMEOUT).map_err(err("waiting for the client's reply reader"))?;
+            self.matched = true;
+        }
+        self.reply.seq = seq;
+        self.writer.write(&self.reply).map_err(err("writing a reply"))
+    }
+}
+
+struct DdsSender {
+    _ends: std::sync::Arc<Ends>,
+    writer: Writer<Request>,
+    request: Request,
+}
+
+impl RequestSender for DdsSender {
+    fn send(&mut self, seq: u64, payload: &[u8]) -> Result<(), DriverError> {
+        self.request.seq = seq;
+        self.request.payload.clear();
+        self.request.payload.extend_from_slice(payload);
+        self.writer.write(&self.request).map_err(err("writing a request"))
+    }
+}
+
+struct DdsReceiver {
+    _ends: std::sync::Arc<Ends>,
+    reader: Reader<Reply>,
+    pending: VecDeque<u64>,
+}
+
+impl ReplyReceiver for DdsReceiver {
+    fn recv(&mut self, wait: Wait) -> Result<Option<u64>, DriverError> {
+        if self.pending.is_empty() {
+            let got = match wait {
+                Wait::Poll => self.reader.take(),
+                Wait::Block(d) => self.reader.take_wait(d),
+            }
+            .map_err(err("taking replies"))?;
+            self.pending.extend(got.into_iter().filter_map(|s| s.value.map(|r| r.seq)));
+        }
+        Ok(self.pending.pop_front())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_domain_is_stable_and_in_range() {
+        assert_eq!(session_domain("abc"), session_domain("abc"));
+        for s in ["", "a", "run-123", "x".repeat(100).as_str()] {
+            assert!(session_domain(s) <= 232);
+        }
+    }
+
+    #[test]
+    fn address_round_trips_and_rejects_garbage() {
+        assert_eq!(parse_address("domain=7 topic=partita/bench/s").unwrap(), (7, "partita/bench/s".to_string()));
+        assert!(parse_address("domain=999 topic=x").is_err());
+        assert!(parse_address("127.0.0.1:4000").is_err());
+    }
+}

@@ -1,0 +1,117 @@
+//! The driver interface: how a transport plugs into the request/response benchmark.
+//!
+//! A transport is split the way a DDS pair of topics is: the client owns a [`RequestSender`] (the request
+//! writer) and a [`ReplyReceiver`] (the reply reader), which can live on two threads for the open-loop mode;
+//! the server owns a [`ServerEndpoint`] that takes one request and answers it. Server and client run in two OS
+//! processes; the server's [`Transport::serve`] returns an *address* (a single line of text, e.g.
+//! `127.0.0.1:40123` for UDP, or a domain id and topic names for DDS) that the client hands to
+//! [`Transport::connect`]. The `session` string is unique per run, so drivers can derive distinct topic names
+//! or domain ids and parallel runs do not cross.
+//!
+//! Every transport is listed in [`registry`]; add a new one there.
+use crate::error::DriverError;
+use std::time::Duration;
+
+/// How a receive waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// Block for at most this long.
+    Block(Duration),
+    /// Do not block: return `Ok(None)` at once when nothing is there (busy-polling).
+    Poll,
+}
+
+/// The client's request side.
+pub trait RequestSender: Send {
+    /// Sends one request carrying `seq` and `payload` (the payload's length is the benchmark's size).
+    fn send(&mut self, seq: u64, payload: &[u8]) -> Result<(), DriverError>;
+}
+
+/// The client's reply side.
+pub trait ReplyReceiver: Send {
+    /// Receives one reply and returns its sequence number, or `None` when `wait` ran out.
+    fn recv(&mut self, wait: Wait) -> Result<Option<u64>, DriverError>;
+}
+
+/// The client end of a transport.
+pub struct ClientEndpoint {
+    pub sender: Box<dyn RequestSender>,
+    pub receiver: Box<dyn ReplyReceiver>,
+}
+
+/// The server end: receive a request, let the benchmark do its work, answer with a reply of the same size
+/// carrying the same sequence number.
+pub trait ServerEndpoint: Send {
+    /// Waits at most `timeout` for a request and returns its sequence number (`None` on time-out).
+    fn recv_request(&mut self, timeout: Duration) -> Result<Option<u64>, DriverError>;
+    /// Answers the request received last.
+    fn reply(&mut self, seq: u64) -> Result<(), DriverError>;
+}
+
+/// One transport: creates both ends.
+pub trait Transport: Sync {
+    /// The name used on the command line (`--transport NAME`).
+    fn name(&self) -> &'static str;
+    /// One line for `--help` and the docs.
+    fn description(&self) -> &'static str;
+    /// Largest payload in bytes (beside the driver's own header).
+    fn max_payload(&self) -> usize;
+    /// Creates the server end for payloads of `size` bytes; returns it with the address the client needs.
+    fn serve(&self, size: usize, session: &str) -> Result<(Box<dyn ServerEndpoint>, String), DriverError>;
+    /// Creates the client end from the address the server printed.
+    fn connect(&self, address: &str, size: usize, session: &str) -> Result<ClientEndpoint, DriverError>;
+}
+
+/// An entry of the registry: a driver measured by partita's own client and server, or an external reference
+/// tool that measures itself.
+#[derive(Clone, Copy)]
+pub enum Entry {
+    Driver(&'static dyn Transport),
+    /// Cyclone's `ddsperf ping`/`ddsperf pong` (see [`crate::ddsperf`]).
+    Ddsperf,
+}
+
+impl std::fmt::Debug for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Entry {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Entry::Driver(t) => t.name(),
+            Entry::Ddsperf => "ddsperf",
+        }
+    }
+    pub fn max_payload(&self) -> usize {
+        match self {
+            Entry::Driver(t) => t.max_payload(),
+            Entry::Ddsperf => crate::ddsperf::MAX_SIZE,
+        }
+    }
+    pub fn description(&self) -> &'static str {
+        match self {
+            Entry::Driver(t) => t.description(),
+            Entry::Ddsperf => "Cyclone's own ddsperf ping/pong on loopback (reference; it reports RTT/2, shown ×2)",
+        }
+    }
+}
+
+static UDP: crate::udp::Udp = crate::udp::Udp;
+
+/// Every transport partita knows, in the order they are listed. The DDS driver (over `partita-dds`), Fast DDS
+/// and shared-memory drivers are added here.
+pub fn registry() -> Vec<Entry> {
+    vec![Entry::Driver(&UDP), Entry::Ddsperf]
+}
+
+/// Looks a transport up by name.
+pub fn lookup(name: &str) -> Option<Entry> {
+    registry().into_iter().find(|e| e.name() == name)
+}
+
+/// The names, comma-separated, for error messages.
+pub fn known_names() -> String {
+    registry().iter().map(|e| e.name()).collect::<Vec<_>>().join(", ")
+}

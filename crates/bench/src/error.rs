@@ -1,0 +1,74 @@
+//! Errors of the benchmark. [`BenchError::is_usage`] tells the command line which ones are the user's to fix
+//! (exit code 2) and which ones happened while running (exit code 1).
+use std::path::PathBuf;
+
+/// Failures inside a transport driver.
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    #[error("{what}: {source}")]
+    Io { what: String, #[source] source: std::io::Error },
+    #[error("malformed message: {0}")]
+    Malformed(String),
+    #[error("{0}")]
+    Other(String),
+}
+
+impl DriverError {
+    pub fn io(what: impl Into<String>, source: std::io::Error) -> Self {
+        DriverError::Io { what: what.into(), source }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("size {text:?}: {reason}")]
+    BadSize { text: String, reason: String },
+    #[error("size {size} bytes is too large for transport {transport} (at most {max} bytes)")]
+    SizeTooLarge { transport: String, size: usize, max: usize },
+    #[error("unknown transport {name:?} (known: {known})")]
+    UnknownTransport { name: String, known: String },
+    #[error("--count must be at least 1")]
+    ZeroCount,
+    #[error("--rate {0}: give a positive number of requests per second")]
+    BadRate(f64),
+    #[error("--server-work {0}: give a number of microseconds, 0 or more")]
+    BadServerWork(f64),
+    #[error("--timeout-ms must be at least 1")]
+    BadTimeout,
+    #[error("output folder {path}: {source}")]
+    OutputDir { path: PathBuf, #[source] source: std::io::Error },
+    #[error("no transport given")]
+    NoTransport,
+    #[error("no size given")]
+    NoSize,
+
+    #[error("transport {transport}: {source}")]
+    Driver { transport: String, #[source] source: DriverError },
+    #[error("server process for {transport}: {reason}")]
+    Server { transport: String, reason: String },
+    #[error("ddsperf: {0}")]
+    Ddsperf(String),
+    #[error("writing {path}: {source}")]
+    Write { path: PathBuf, #[source] source: std::io::Error },
+    #[error("interrupted")]
+    Interrupted,
+}
+
+impl BenchError {
+    /// True when the user gave arguments that cannot work (the command exits with status 2).
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            BenchError::BadSize { .. }
+                | BenchError::SizeTooLarge { .. }
+                | BenchError::UnknownTransport { .. }
+                | BenchError::ZeroCount
+                | BenchError::BadRate(_)
+                | BenchError::BadTimeout
+                | BenchError::BadServerWork(_)
+                | BenchError::OutputDir { .. }
+                | BenchError::NoTransport
+                | BenchError::NoSize
+        )
+    }
+}

@@ -1,0 +1,571 @@
+//! The request/response benchmark: configuration, the client's closed and open loops, the server loop, and the
+//! server process the client starts and ends.
+use crate::driver::{self, ClientEndpoint, Entry, ServerEndpoint, Transport, Wait};
+use crate::error::BenchError;
+use crate::stats::Stats;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::Serialize;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Everything `partita bench rr` was asked for.
+#[derive(Debug, Clone, Serialize)]
+pub struct RrConfig {
+    pub transports: Vec<String>,
+    pub sizes: Vec<usize>,
+    pub count: u64,
+    pub warmup: u64,
+    /// Open loop at this many requests per second; closed loop when `None`.
+    pub rate_hz: Option<f64>,
+    /// Busy work in the server before each reply, in µs.
+    pub server_work_us: f64,
+    pub busy_poll: bool,
+    pub raw: bool,
+    pub out: PathBuf,
+    /// A reply later than this is counted as lost.
+    pub timeout_ms: u64,
+}
+
+impl RrConfig {
+    /// Checks the arguments against each other and against every transport's limits.
+    pub fn validate(&self) -> Result<Vec<Entry>, BenchError> {
+        if self.count == 0 {
+            return Err(BenchError::ZeroCount);
+        }
+        if let Some(r) = self.rate_hz {
+            if !(r > 0.0 && r.is_finite()) {
+                return Err(BenchError::BadRate(r));
+            }
+        }
+        if !(self.server_work_us >= 0.0 && self.server_work_us.is_finite()) {
+            return Err(BenchError::BadServerWork(self.server_work_us));
+        }
+        if self.timeout_ms == 0 {
+            return Err(BenchError::BadTimeout);
+        }
+        if self.transports.is_empty() {
+            return Err(BenchError::NoTransport);
+        }
+        if self.sizes.is_empty() {
+            return Err(BenchError::NoSize);
+        }
+        let mut entries = Vec::new();
+        for name in &self.transports {
+            let e = driver::lookup(name)
+                .ok_or_else(|| BenchError::UnknownTransport { name: name.clone(), known: driver::known_names() })?;
+            for &size in &self.sizes {
+                if size == 0 {
+                    return Err(BenchError::BadSize { text: "0".into(), reason: "the payload must be at least 1 byte".into() });
+                }
+                if size > e.max_payload() {
+                    return Err(BenchError::SizeTooLarge { transport: name.clone(), size, max: e.max_payload() });
+                }
+            }
+            entries.push(e);
+        }
+        Ok(entries)
+    }
+
+    pub fn mode(&self) -> &'static str {
+        if self.rate_hz.is_some() {
+            "open-loop"
+        } else {
+            "closed-loop"
+        }
+    }
+
+    pub fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms)
+    }
+}
+
+/// How to start the server: the `partita` executable and the arguments that lead to `bench rr-server`.
+#[derive(Debug, Clone)]
+pub struct ServerLauncher {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+}
+
+/// What the server process is told (the arguments of `partita bench rr-server`).
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub transport: String,
+    pub size: usize,
+    pub server_work_us: f64,
+    pub session: String,
+}
+
+/// One transport × size run.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScenarioResult {
+    pub scenario: String,
+    pub transport: String,
+    pub size: usize,
+    pub mode: String,
+    pub warmup_requested: u64,
+    /// Warm-up operations answered (and discarded).
+    pub warmup_done: u64,
+    pub warmup_lost: u64,
+    pub count_requested: u64,
+    /// Requests without a reply within the time-out.
+    pub lost: u64,
+    pub started: String,
+    pub finished: String,
+    /// Round-trip statistics, µs; `None` when no reply came back.
+    pub stats: Option<Stats>,
+    /// Figures of an external tool that measures itself (ddsperf).
+    pub reference: Option<crate::ddsperf::DdsperfSummary>,
+    /// Server busy-loop calibration, iterations per µs, as the server reported it.
+    pub server_iterations_per_us: Option<f64>,
+    /// Raw round trips in ns with their sequence numbers (only with `--raw`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub samples_ns: Option<Vec<(u64, u64)>>,
+}
+
+/// A busy loop calibrated in iterations per microsecond, so the server spends CPU (and is slowed down when it
+/// is preempted) rather than merely waiting for the clock.
+#[derive(Debug, Clone, Copy)]
+pub struct BusyWork {
+    pub iterations_per_us: f64,
+}
+
+#[inline(never)]
+fn spin(iterations: u64) -> u64 {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    for i in 0..iterations {
+        x = std::hint::black_box(x.rotate_left(7) ^ i).wrapping_mul(0x2545_F491_4F6C_DD1D);
+    }
+    std::hint::black_box(x)
+}
+
+impl BusyWork {
+    /// Measures the loop three times for ≥ 20 ms each and keeps the fastest (least disturbed) rate.
+    pub fn calibrate() -> BusyWork {
+        let mut best = 0.0f64;
+        for _ in 0..3 {
+            let mut n = 1_000u64;
+            loop {
+                let t = Instant::now();
+                spin(n);
+                let el = t.elapsed();
+                if el >= Duration::from_millis(20) {
+                    best = best.max(n as f64 / (el.as_nanos() as f64 / 1000.0));
+                    break;
+                }
+                n *= 2;
+            }
+        }
+        BusyWork { iterations_per_us: best }
+    }
+
+    pub fn run(&self, us: f64) {
+        if us > 0.0 {
+            spin((us * self.iterations_per_us) as u64);
+        }
+    }
+}
+
+/// The server loop (`partita bench rr-server`): prints `READY <iterations-per-µs> <address>` on stdout, then
+/// answers requests until `stop` is set or stdin closes (the client went away).
+pub fn run_server(cfg: &ServerConfig, stop: &'static AtomicBool) -> Result<(), BenchError> {
+    let t = match driver::lookup(&cfg.transport) {
+        Some(Entry::Driver(t)) => t,
+        _ => {
+            return Err(BenchError::UnknownTransport { name: cfg.transport.clone(), known: driver::known_names() })
+        }
+    };
+    let derr = |source| BenchError::Driver { transport: cfg.transport.clone(), source };
+    let work = if cfg.server_work_us > 0.0 { BusyWork::calibrate() } else { BusyWork { iterations_per_us: 0.0 } };
+    let (mut server, address) = t.serve(cfg.size, &cfg.session).map_err(derr)?;
+    println!("READY {} {}", work.iterations_per_us, address);
+    std::io::stdout().flush().ok();
+    std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        let _ = std::io::stdin().read_to_end(&mut sink);
+        stop.store(true, Ordering::Relaxed);
+    });
+    serve_loop(server.as_mut(), &work, cfg.server_work_us, stop).map_err(derr)
+}
+
+fn serve_loop(
+    server: &mut dyn ServerEndpoint,
+    work: &BusyWork,
+    work_us: f64,
+    stop: &AtomicBool,
+) -> Result<(), crate::DriverError> {
+    while !stop.load(Ordering::Relaxed) {
+        if let Some(seq) = server.recv_request(Duration::from_millis(100))? {
+            work.run(work_us);
+            server.reply(seq)?;
+        }
+    }
+    Ok(())
+}
+
+/// The server child process; killed (by pid, through `Child::kill`) and reaped when dropped, also on errors.
+struct ServerProcess {
+    child: Child,
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_server(
+    launcher: &ServerLauncher,
+    cfg: &ServerConfig,
+) -> Result<(ServerProcess, f64, String), BenchError> {
+    let fail = |reason: String| BenchError::Server { transport: cfg.transport.clone(), reason };
+    let child = Command::new(&launcher.program)
+        .args(&launcher.args)
+        .args(["--transport", &cfg.transport, "--size", &cfg.size.to_string()])
+        .args(["--server-work", &cfg.server_work_us.to_string(), "--session", &cfg.session])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| fail(format!("starting {}: {e}", launcher.program.display())))?;
+    let mut proc = ServerProcess { child };
+    let stdout = proc.child.stdout.take().expect("piped stdout");
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).map_err(|e| fail(format!("reading its address: {e}")))?;
+    let mut parts = line.trim().splitn(3, ' ');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some("READY"), Some(iters), Some(addr)) => {
+            let iters = iters.parse().map_err(|_| fail(format!("bad READY line {line:?}")))?;
+            Ok((proc, iters, addr.to_string()))
+        }
+        _ => {
+            let status = proc.child.wait().ok().map(|s| s.to_string()).unwrap_or_default();
+            Err(fail(format!("it did not report an address (said {:?}, {status})", line.trim())))
+        }
+    }
+}
+
+/// A progress bar that appears only once a run has lasted two seconds, and never when stderr is not a terminal.
+struct Progress {
+    bar: ProgressBar,
+    start: Instant,
+    shown: bool,
+}
+
+impl Progress {
+    fn new(total: u64, label: &str) -> Progress {
+        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
+        if let Ok(style) = ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} ({eta})") {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_prefix(label.to_string());
+        Progress { bar, start: Instant::now(), shown: false }
+    }
+    fn set(&mut self, done: u64) {
+        if done % 256 != 0 {
+            return;
+        }
+        if !self.shown && self.start.elapsed() > Duration::from_secs(2) {
+            self.bar.set_draw_target(ProgressDrawTarget::stderr());
+            self.shown = true;
+        }
+        self.bar.set_position(done);
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+/// Raw outcome of the loops: (seq, rtt ns) of every answered operation, warm-up included, and the lost ones.
+struct LoopOutcome {
+    samples: Vec<(u64, u64)>,
+    lost_seqs: Vec<u64>,
+}
+
+fn closed_loop(
+    client: &mut ClientEndpoint,
+    size: usize,
+    cfg: &RrConfig,
+    stop: &AtomicBool,
+    progress: &mut Progress,
+) -> Result<LoopOutcome, crate::DriverError> {
+    let payload = vec![0xA5u8; size];
+    let total = cfg.warmup + cfg.count;
+    let timeout = cfg.timeout();
+    let mut out = LoopOutcome { samples: Vec::with_capacity(total as usize), lost_seqs: Vec::new() };
+    for seq in 0..total {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let t0 = Instant::now();
+        let deadline = t0 + timeout;
+        client.sender.send(seq, &payload)?;
+        let answered = loop {
+            let wait = if cfg.busy_poll {
+                Wait::Poll
+            } else {
+                match deadline.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => Wait::Block(left),
+                    _ => break false,
+                }
+            };
+            match client.receiver.recv(wait)? {
+                Some(s) if s == seq => break true,
+                // A reply to an operation already counted as lost.
+                Some(_) => {}
+                None if cfg.busy_poll && Instant::now() >= deadline => break false,
+                None => std::hint::spin_loop(),
+            }
+        };
+        if answered {
+            out.samples.push((seq, t0.elapsed().as_nanos() as u64));
+        } else {
+            out.lost_seqs.push(seq);
+        }
+        progress.set(seq + 1);
+    }
+    Ok(out)
+}
+
+fn open_loop(
+    client: ClientEndpoint,
+    size: usize,
+    rate: f64,
+    cfg: &RrConfig,
+    stop: &AtomicBool,
+    progress: &mut Progress,
+) -> Result<LoopOutcome, crate::DriverError> {
+    let ClientEndpoint { mut sender, mut receiver } = client;
+    let total = cfg.warmup + cfg.count;
+    let period_ns = 1e9 / rate;
+    let timeout = cfg.timeout();
+    let start = Instant::now() + Duration::from_millis(10);
+    let scheduled = move |seq: u64| start + Duration::from_nanos((seq as f64 * period_ns) as u64);
+    let sent = AtomicU64::new(0);
+    let sender_done = AtomicBool::new(false);
+    let busy = cfg.busy_poll;
+    std::thread::scope(|s| {
+        let sending = s.spawn(|| -> Result<(), crate::DriverError> {
+            let payload = vec![0xA5u8; size];
+            let result = (|| {
+                for seq in 0..total {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let at = scheduled(seq);
+                    // Sleep to just before the slot, then spin onto it; busy-polling spins all the way.
+                    if !busy {
+                        if let Some(d) = at.checked_duration_since(Instant::now()) {
+                            if d > Duration::from_micros(100) {
+                                std::thread::sleep(d - Duration::from_micros(80));
+                            }
+                        }
+                    }
+                    while Instant::now() < at {
+                        std::hint::spin_loop();
+                    }
+                    sender.send(seq, &payload)?;
+                    sent.store(seq + 1, Ordering::Release);
+                }
+                Ok(())
+            })();
+            sender_done.store(true, Ordering::Release);
+            result
+        });
+
+        let mut answered = vec![false; total as usize];
+        let mut samples = Vec::with_capacity(total as usize);
+        let mut received = 0u64;
+        let recv_result = (|| -> Result<(), crate::DriverError> {
+            loop {
+                if received == total || stop.load(Ordering::Relaxed) {
+                    return Ok(());
+                }
+                if sender_done.load(Ordering::Acquire) {
+                    let n = sent.load(Ordering::Acquire);
+                    if n == 0 || Instant::now() > scheduled(n - 1) + timeout {
+                        return Ok(());
+                    }
+                }
+                let wait = if busy { Wait::Poll } else { Wait::Block(Duration::from_millis(20)) };
+                if let Some(seq) = receiver.recv(wait)? {
+                    let now = Instant::now();
+                    if seq < total && !answered[seq as usize] {
+                        let rtt = now.saturating_duration_since(scheduled(seq));
+                        if rtt <= timeout {
+                            answered[seq as usize] = true;
+                            received += 1;
+                            samples.push((seq, rtt.as_nanos() as u64));
+                            progress.set(received);
+                        }
+                    }
+                }
+            }
+        })();
+        let send_result = sending.join().unwrap_or_else(|_| Err(crate::DriverError::Other("sender thread panicked".into())));
+        recv_result?;
+        send_result?;
+        let n = sent.load(Ordering::Acquire);
+        let lost_seqs = (0..n).filter(|&s| !answered[s as usize]).collect();
+        samples.sort_unstable();
+        Ok(LoopOutcome { samples, lost_seqs })
+    })
+}
+
+/// Runs one transport × size scenario with a fresh server process.
+pub fn run_driver(
+    t: &'static dyn Transport,
+    size: usize,
+    cfg: &RrConfig,
+    launcher: &ServerLauncher,
+    stop: &AtomicBool,
+) -> Result<ScenarioResult, BenchError> {
+    let started = crate::machine::now_rfc3339();
+    let session = format!("{}-{}-{}", std::process::id(), t.name(), size);
+    let scfg = ServerConfig {
+        transport: t.name().to_string(),
+        size,
+        server_work_us: cfg.server_work_us,
+        session: session.clone(),
+    };
+    let (server, iters, address) = start_server(launcher, &scfg)?;
+    let derr = |source| BenchError::Driver { transport: t.name().to_string(), source };
+    let mut client = t.connect(&address, size, &session).map_err(derr)?;
+    let scenario = format!("{} {}", t.name(), crate::size::format_size(size));
+    let mut progress = Progress::new(cfg.warmup + cfg.count, &scenario);
+    let outcome = match cfg.rate_hz {
+        None => closed_loop(&mut client, size, cfg, stop, &mut progress),
+        Some(rate) => open_loop(client, size, rate, cfg, stop, &mut progress),
+    }
+    .map_err(derr)?;
+    drop(progress);
+    drop(server);
+    if stop.load(Ordering::Relaxed) {
+        return Err(BenchError::Interrupted);
+    }
+    let measured: Vec<(u64, u64)> = outcome.samples.into_iter().filter(|&(s, _)| s >= cfg.warmup).collect();
+    let rtts: Vec<u64> = measured.iter().map(|&(_, ns)| ns).collect();
+    let warmup_lost = outcome.lost_seqs.iter().filter(|&&s| s < cfg.warmup).count() as u64;
+    let lost = outcome.lost_seqs.len() as u64 - warmup_lost;
+    Ok(ScenarioResult {
+        scenario,
+        transport: t.name().to_string(),
+        size,
+        mode: cfg.mode().to_string(),
+        warmup_requested: cfg.warmup,
+        warmup_done: cfg.warmup - warmup_lost,
+        warmup_lost,
+        count_requested: cfg.count,
+        lost,
+        started,
+        finished: crate::machine::now_rfc3339(),
+        stats: Stats::from_ns(&rtts),
+        reference: None,
+        server_iterations_per_us: if cfg.server_work_us > 0.0 { Some(iters) } else { None },
+        samples_ns: if cfg.raw { Some(measured) } else { None },
+    })
+}
+
+/// Runs every transport × size combination in order and returns the results.
+pub fn run_all(
+    cfg: &RrConfig,
+    launcher: &ServerLauncher,
+    stop: &AtomicBool,
+    mut on_result: impl FnMut(&ScenarioResult),
+) -> Result<Vec<ScenarioResult>, BenchError> {
+    let entries = cfg.validate()?;
+    let mut results = Vec::new();
+    for e in entries {
+        for &size in &cfg.sizes {
+            let r = match e {
+                Entry::Driver(t) => run_driver(t, size, cfg, launcher, stop)?,
+                Entry::Ddsperf => crate::ddsperf::run(size, cfg, stop)?,
+            };
+            on_result(&r);
+            results.push(r);
+        }
+    }
+    Ok(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> RrConfig {
+        RrConfig {
+            transports: vec!["udp".into()],
+            sizes: vec![64],
+            count: 10,
+            warmup: 1,
+            rate_hz: None,
+            server_work_us: 0.0,
+            busy_poll: false,
+            raw: false,
+            out: PathBuf::from("/tmp"),
+            timeout_ms: 1000,
+        }
+    }
+
+    #[test]
+    fn argument_errors_are_usage_errors() {
+        assert!(cfg().validate().is_ok());
+        let cases: Vec<(RrConfig, fn(&BenchError) -> bool)> = vec![
+            (RrConfig { count: 0, ..cfg() }, |e| matches!(e, BenchError::ZeroCount)),
+            (RrConfig { transports: vec!["carrier-pigeon".into()], ..cfg() }, |e| {
+                matches!(e, BenchError::UnknownTransport { .. })
+            }),
+            (RrConfig { sizes: vec![0], ..cfg() }, |e| matches!(e, BenchError::BadSize { .. })),
+            (RrConfig { sizes: vec![65_500], ..cfg() }, |e| matches!(e, BenchError::SizeTooLarge { .. })),
+            (RrConfig { rate_hz: Some(0.0), ..cfg() }, |e| matches!(e, BenchError::BadRate(_))),
+            (RrConfig { rate_hz: Some(f64::NAN), ..cfg() }, |e| matches!(e, BenchError::BadRate(_))),
+            (RrConfig { transports: vec![], ..cfg() }, |e| matches!(e, BenchError::NoTransport)),
+            (RrConfig { timeout_ms: 0, ..cfg() }, |e| matches!(e, BenchError::BadTimeout)),
+            (RrConfig { server_work_us: -1.0, ..cfg() }, |e| matches!(e, BenchError::BadServerWork(_))),
+        ];
+        for (c, want) in cases {
+            let e = c.validate().unwrap_err();
+            assert!(want(&e), "unexpected error {e}");
+            assert!(e.is_usage(), "{e} should be a usage error");
+        }
+    }
+
+    #[test]
+    fn udp_limit_is_the_datagram_minus_the_header() {
+        assert!(RrConfig { sizes: vec![65_499], ..cfg() }.validate().is_ok());
+        let e = RrConfig { sizes: vec![65_500], ..cfg() }.validate().unwrap_err();
+        assert!(e.to_string().contains("65499"), "{e}");
+    }
+
+    #[test]
+    fn busy_work_calibrates_to_a_finite_positive_rate() {
+        // No timing threshold: only that calibration produced a usable rate.
+        let w = BusyWork::calibrate();
+        assert!(w.iterations_per_us.is_finite() && w.iterations_per_us > 0.0, "{}", w.iterations_per_us);
+    }
+
+    #[test]
+    fn closed_and_open_loops_over_udp_in_one_process() {
+        let (mut server, addr) = crate::udp::Udp.serve(32, "t").unwrap();
+        let stop: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
+        let srv = std::thread::spawn(move || serve_loop(server.as_mut(), &BusyWork { iterations_per_us: 0.0 }, 0.0, stop));
+        let c = cfg();
+        let mut client = crate::udp::Udp.connect(&addr, 32, "t").unwrap();
+        let mut p = Progress::new(11, "t");
+        let out = closed_loop(&mut client, 32, &c, &AtomicBool::new(false), &mut p).unwrap();
+        assert_eq!(out.samples.len() + out.lost_seqs.len(), 11);
+        assert!(out.samples.iter().map(|s| s.0).eq((0..11).filter(|s| !out.lost_seqs.contains(s))));
+        let c = RrConfig { rate_hz: Some(2000.0), ..cfg() };
+        let client = crate::udp::Udp.connect(&addr, 32, "t").unwrap();
+        let out = open_loop(client, 32, 2000.0, &c, &AtomicBool::new(false), &mut p).unwrap();
+        assert_eq!(out.samples.len() + out.lost_seqs.len(), 11);
+        stop.store(true, Ordering::Relaxed);
+        srv.join().unwrap().unwrap();
+    }
+}

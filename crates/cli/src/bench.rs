@@ -1,0 +1,164 @@
+//! `partita bench …`: the benchmark environment.
+//!
+//! `partita bench rr` is the request/response benchmark; it starts its server by re-executing this binary as
+//! `partita bench rr-server --transport T --size N --server-work US --session S` (a hidden subcommand), reads
+//! `READY <iterations-per-µs> <address>` from the server's stdout, and ends the server by pid when done.
+use clap::{Args, Subcommand};
+use partita_bench::report::{self, Report, Versions};
+use partita_bench::rr::{self, RrConfig, ServerConfig, ServerLauncher};
+use partita_bench::{machine, parse_size, BenchError};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+#[derive(Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    command: BenchCommand,
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Request/response round-trip time between two processes, per transport and payload size.
+    Rr(RrArgs),
+    /// The server side of `bench rr` (started by `bench rr` itself).
+    #[command(name = "rr-server", hide = true)]
+    RrServer(RrServerArgs),
+}
+
+#[derive(Args)]
+struct RrArgs {
+    /// Transports, comma-separated: udp (raw UDP on 127.0.0.1), ddsperf (Cyclone's ddsperf, reference).
+    #[arg(long, value_delimiter = ',', default_value = "udp")]
+    transport: Vec<String>,
+    /// Payload sizes, comma-separated: 64, 1k, 1KiB, 16KiB, 1M.
+    #[arg(long, value_delimiter = ',', default_value = "64")]
+    size: Vec<String>,
+    /// Measured operations per scenario.
+    #[arg(long, default_value_t = 10_000)]
+    count: u64,
+    /// Warm-up operations per scenario, discarded (and counted).
+    #[arg(long, default_value_t = 1_000)]
+    warmup: u64,
+    /// Open loop: send requests at this fixed rate (per second); latency counts from the scheduled send time.
+    #[arg(long)]
+    rate: Option<f64>,
+    /// Busy work in the server before each reply, in µs (a calibrated loop).
+    #[arg(long, default_value_t = 0.0)]
+    server_work: f64,
+    /// Spin on non-blocking receives instead of blocking (keeps the CPU out of idle states).
+    #[arg(long)]
+    busy_poll: bool,
+    /// Also write every sample (raw-<scenario>.csv and in results.json).
+    #[arg(long)]
+    raw: bool,
+    /// Folder for the result files (default results/rr-<timestamp>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// A reply later than this many milliseconds counts as lost.
+    #[arg(long, default_value_t = 1_000)]
+    timeout_ms: u64,
+}
+
+#[derive(Args)]
+struct RrServerArgs {
+    #[arg(long)]
+    transport: String,
+    #[arg(long)]
+    size: usize,
+    #[arg(long, default_value_t = 0.0)]
+    server_work: f64,
+    #[arg(long)]
+    session: String,
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+fn catch_signals() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+}
+
+fn fail(e: BenchError) -> ExitCode {
+    eprintln!("error: {e}");
+    ExitCode::from(if e.is_usage() { 2 } else { 1 })
+}
+
+pub fn run(args: BenchArgs) -> ExitCode {
+    match args.command {
+        BenchCommand::Rr(a) => match run_rr(a) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(e),
+        },
+        BenchCommand::RrServer(a) => {
+            catch_signals();
+            let cfg = ServerConfig {
+                transport: a.transport,
+                size: a.size,
+                server_work_us: a.server_work,
+                session: a.session,
+            };
+            match rr::run_server(&cfg, &STOP) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(e),
+            }
+        }
+    }
+}
+
+fn run_rr(a: RrArgs) -> Result<(), BenchError> {
+    let sizes = a.size.iter().map(|s| parse_size(s)).collect::<Result<Vec<_>, _>>()?;
+    let out = a.out.unwrap_or_else(|| PathBuf::from(format!("results/rr-{}", machine::compact_now())));
+    let cfg = RrConfig {
+        transports: a.transport.iter().map(|t| t.trim().to_string()).collect(),
+        sizes,
+        count: a.count,
+        warmup: a.warmup,
+        rate_hz: a.rate,
+        server_work_us: a.server_work,
+        busy_poll: a.busy_poll,
+        raw: a.raw,
+        out: out.clone(),
+        timeout_ms: a.timeout_ms,
+    };
+    cfg.validate()?;
+    report::prepare_dir(&out)?;
+    let program = std::env::current_exe()
+        .map_err(|e| BenchError::Server { transport: "any".into(), reason: format!("finding this executable: {e}") })?;
+    let launcher = ServerLauncher { program, args: vec!["bench".into(), "rr-server".into()] };
+    catch_signals();
+    let started = machine::now_rfc3339();
+    let scenarios = rr::run_all(&cfg, &launcher, &STOP, |r| {
+        let figure = r
+            .stats
+            .as_ref()
+            .map(|s| format!("p50 {:.3} µs, p99 {:.3} µs", s.p50_us, s.p99_us))
+            .or(r.reference.as_ref().map(|s| format!("p50 {:.3} µs, p99 {:.3} µs (ddsperf ×2)", s.p50_us, s.p99_us)))
+            .unwrap_or_else(|| "no reply".into());
+        eprintln!("{}: {figure}, {} lost", r.scenario, r.lost);
+    })?;
+    let report = Report {
+        benchmark: "rr".into(),
+        unit: "round-trip time, µs".into(),
+        clock: "CLOCK_MONOTONIC (std::time::Instant) in the client process".into(),
+        machine: machine::Machine::probe(),
+        versions: Versions::new(env!("CARGO_PKG_VERSION")),
+        config: cfg,
+        started,
+        finished: machine::now_rfc3339(),
+        scenarios,
+    };
+    let files = report::write_all(&out, &report)?;
+    println!("{}", report::markdown(&report));
+    for f in files {
+        eprintln!("wrote {}", f.display());
+    }
+    Ok(())
+}
