@@ -41,10 +41,10 @@ struct RrArgs {
     #[arg(long, default_value_t = 1_000)]
     warmup: u64,
     /// Open loop: send requests at this fixed rate (per second); latency counts from the scheduled send time.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     rate: Option<f64>,
     /// Busy work in the server before each reply, in µs (a calibrated loop).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     server_work: f64,
     /// Spin on non-blocking receives instead of blocking (keeps the CPU out of idle states).
     #[arg(long)]
