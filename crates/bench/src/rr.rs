@@ -306,20 +306,14 @@ fn closed_loop(
         let t0 = Instant::now();
         let deadline = t0 + timeout;
         client.sender.send(seq, &payload)?;
+        // The same `Wait` every time, so a driver need not change its socket options per operation; a stale
+        // reply (to an operation already counted as lost) can stretch the wait a little past the deadline.
+        let wait = if cfg.busy_poll { Wait::Poll } else { Wait::Block(timeout) };
         let answered = loop {
-            let wait = if cfg.busy_poll {
-                Wait::Poll
-            } else {
-                match deadline.checked_duration_since(Instant::now()) {
-                    Some(left) if !left.is_zero() => Wait::Block(left),
-                    _ => break false,
-                }
-            };
             match client.receiver.recv(wait)? {
                 Some(s) if s == seq => break true,
-                // A reply to an operation already counted as lost.
+                _ if Instant::now() >= deadline => break false,
                 Some(_) => {}
-                None if cfg.busy_poll && Instant::now() >= deadline => break false,
                 None => std::hint::spin_loop(),
             }
         };
