@@ -380,6 +380,12 @@ fn run(
     for f in freezers {
         let _ = f.freeze();
     }
+    // Freezing completes asynchronously (a task stops on its way back to user space): wait for it.
+    for f in freezers {
+        if f.wait_frozen(Duration::from_secs(1)).is_err() {
+            log.switch_errors += 1;
+        }
+    }
     if let Ok(mut p) = progress.lock() {
         *p = Progress { frames: frame, max_lateness_ns: log.max_lateness_ns, max_switch_ns: log.max_switch_ns };
     }

@@ -1,10 +1,10 @@
 //! Starting a partition's process tree in its own namespaces and cgroups.
 //!
 //! The partition's first process is created by `clone(2)` with new PID, mount, UTS and IPC namespaces, so it
-//! is PID 1 of its namespace and a direct child of the supervisor (which reaps it). Before it executes the
-//! partition's program it writes itself into every cgroup of the partition and joins the partition's named
-//! network namespace: every descendant is confined from its first instruction. It then mounts a fresh
-//! `/proc` (so `ps` sees only the partition's tree) and sets its host name.
+//! is PID 1 of its namespace and a direct child of the supervisor (which reaps it). It joins the partition's
+//! named network namespace, mounts a fresh `/proc` (so `ps` sees only the partition's tree), sets its host
+//! name, and, last before executing the partition's program, writes itself into every cgroup of the
+//! partition: the program and every descendant are confined from their first instruction.
 //!
 //! Between `clone` and `execve` the child runs in a copy of a multi-threaded process, so it only makes raw
 //! system calls on memory prepared by the parent (no allocation, no locks).
@@ -64,7 +64,10 @@ fn cstring(what: &str, s: &[u8]) -> Result<CString> {
     CString::new(s).map_err(|_| SupervisorError::Invalid(format!("{what} contains a NUL byte")))
 }
 
-/// Starts the partition. Returns once the program has been executed (or with the step that failed).
+/// Starts the partition. Returns once the child is set up (namespaces, mounts, host name) or with the step
+/// that failed; it then joins the partition's cgroups and executes the program. A failure of those two last
+/// steps shows as exit status 126 (cgroup) or 127 (execve) to the health monitor: they cannot be waited for
+/// here, because a frozen partition's process stops as soon as it joins its cgroup.
 pub fn launch(spec: &LaunchSpec) -> Result<Started> {
     // Everything the child needs is prepared here: it must not allocate.
     let program = resolve_program(&spec.program)?;
@@ -145,12 +148,6 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
             // The partition dies with the supervisor thread that started it, never left unsupervised.
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            for f in &procs {
-                // "0" is the writing process itself.
-                if libc::write(f.as_raw_fd(), b"0".as_ptr().cast(), 1) != 1 {
-                    fail(0);
-                }
-            }
             if let Some(ns) = &netns {
                 if libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) != 0 {
                     fail(1);
@@ -171,8 +168,19 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
                     fail(7);
                 }
             }
+            // Set up: the parent may return now. Joining the cgroups comes last because the partition
+            // may be frozen (outside its window): this process then stops here, before its first
+            // instruction of the partition's program, and execs when its window comes.
+            let ready: [u8; 8] = [0xff; 8];
+            libc::write(err_write.as_raw_fd(), ready.as_ptr().cast(), 8);
+            for f in &procs {
+                // "0" is the writing process itself.
+                if libc::write(f.as_raw_fd(), b"0".as_ptr().cast(), 1) != 1 {
+                    libc::_exit(126);
+                }
+            }
             libc::execve(c_program.as_ptr(), argv.as_ptr(), envp.as_ptr());
-            fail(5);
+            libc::_exit(127);
         }
     }
     let pid = pid as i32;
@@ -195,6 +203,13 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
         got += n as usize;
     }
     if got == 0 {
+        return Err(SupervisorError::Launch {
+            partition: spec.partition.clone(),
+            step: "set up (the child ended without a word)",
+            source: std::io::Error::from_raw_os_error(libc::ECHILD),
+        });
+    }
+    if msg == [0xff; 8] {
         return Ok(Started { pid });
     }
     let step = u32::from_ne_bytes(msg[..4].try_into().unwrap()) as usize;

@@ -1,0 +1,126 @@
+//! Temporal isolation, for real: every freezing backend stops a spinning partition, and the plan executor
+//! runs partitions by turns (needs root). No timing thresholds here: timing lives in the benchmarks.
+mod common;
+use common::*;
+use partita_supervisor::cgroup::{Layout, Limits, PartitionCgroup};
+use partita_supervisor::executor::{Executor, ExecutorConfig, Schedule, Window};
+use partita_supervisor::freeze::{FreezeBackend, Freezer};
+use partita_supervisor::launch::{launch, LaunchSpec};
+use std::time::{Duration, Instant};
+
+fn spinner(system: &str, partition: &str, cg: &PartitionCgroup) -> i32 {
+    let spec = LaunchSpec {
+        partition: partition.into(),
+        module: system.into(),
+        domain: 0,
+        program: "sh".into(),
+        // A child spinner too: freezing must stop the whole tree.
+        args: vec!["-c".into(), "(while :; do :; done) & while :; do :; done".into()],
+        env: vec![],
+        cgroup_procs: cg.procs_files(),
+        netns: None,
+        cyclonedds_uri: None,
+        output: None,
+    };
+    launch(&spec).unwrap().pid
+}
+
+fn wait_cpu_above(cg: &PartitionCgroup, d: Duration) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while cg.cpu_usage().unwrap() <= d {
+        assert!(Instant::now() < deadline, "the spinner does not run");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn check_backend(backend: FreezeBackend) {
+    let system = system_name("fz");
+    let layout = Layout::detect().unwrap();
+    {
+        let cg = PartitionCgroup::create(&layout, &system, "spin", &Limits::default()).unwrap();
+        let freezer = match Freezer::new(&cg, backend) {
+            Ok(f) => f,
+            Err(e) => panic!("backend {} unavailable on this machine: {e}", backend.name()),
+        };
+        let pid = spinner(&system, "spin", &cg);
+        // Both the shell and its child exist before freezing.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while cg.pids().unwrap().len() < 2 {
+            assert!(Instant::now() < deadline, "the spinner's child did not start");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        wait_cpu_above(&cg, Duration::from_millis(20));
+        freezer.freeze().unwrap();
+        freezer.wait_frozen(Duration::from_secs(5)).unwrap();
+        let frozen_at = cg.cpu_usage().unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let later = cg.cpu_usage().unwrap();
+        assert_eq!(frozen_at, later, "{}: CPU time advanced while frozen", backend.name());
+        assert!(freezer.is_frozen().unwrap());
+        freezer.thaw().unwrap();
+        wait_cpu_above(&cg, later);
+        assert!(!freezer.is_frozen().unwrap());
+        cg.kill_all().unwrap();
+        wait_for(pid);
+    }
+    assert_nothing_left(&system, None);
+}
+
+#[test]
+fn cgroup_v2_freeze_stops_a_spinning_tree() {
+    check_backend(FreezeBackend::CgroupV2);
+}
+
+#[test]
+fn v1_freezer_stops_a_spinning_tree() {
+    check_backend(FreezeBackend::V1Freezer);
+}
+
+#[test]
+fn signals_stop_a_spinning_tree() {
+    check_backend(FreezeBackend::Signals);
+}
+
+#[test]
+fn the_executor_runs_partitions_by_turns_and_leaves_them_frozen() {
+    let system = system_name("ex");
+    let layout = Layout::detect().unwrap();
+    {
+        let limits = Limits { cpus: Some("1".into()), ..Limits::default() };
+        let a = PartitionCgroup::create(&layout, &system, "a", &limits).unwrap();
+        let b = PartitionCgroup::create(&layout, &system, "b", &limits).unwrap();
+        let fa = Freezer::new(&a, FreezeBackend::best_for(&a)).unwrap();
+        let fb = Freezer::new(&b, FreezeBackend::best_for(&b)).unwrap();
+        fa.freeze().unwrap();
+        fb.freeze().unwrap();
+        let pa = spinner(&system, "a", &a);
+        let pb = spinner(&system, "b", &b);
+        let schedule = Schedule::new(Duration::from_micros(1500), vec![
+            Window { partition: 0, offset: Duration::ZERO, duration: Duration::from_micros(800) },
+            Window { partition: 1, offset: Duration::from_micros(800), duration: Duration::from_micros(700) },
+        ])
+        .unwrap();
+        let config = ExecutorConfig { cpu: Some(1), priority: Some(90), frames: Some(400), log_capacity: 1000, require_realtime: true };
+        let log = Executor::start(schedule, vec![fa, fb], config).unwrap().join().unwrap();
+        assert_eq!(log.windows_started, 800);
+        assert_eq!(log.starts.len(), 800);
+        assert!(log.realtime && log.pinned);
+        assert_eq!(log.switch_errors, 0);
+        // Windows alternate and their planned starts are one window apart.
+        for pair in log.starts.iter().collect::<Vec<_>>().windows(2) {
+            assert_ne!(pair[0].partition, pair[1].partition);
+            let gap = pair[1].planned_ns - pair[0].planned_ns;
+            assert!(gap == 800_000 || gap == 700_000, "planned gap {gap}");
+        }
+        // Both partitions ran, and both are frozen once the plan has stopped.
+        assert!(a.cpu_usage().unwrap() > Duration::ZERO && b.cpu_usage().unwrap() > Duration::ZERO);
+        let (ua, ub) = (a.cpu_usage().unwrap(), b.cpu_usage().unwrap());
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!((ua, ub), (a.cpu_usage().unwrap(), b.cpu_usage().unwrap()), "a partition ran after the plan stopped");
+        a.kill_all().unwrap();
+        b.kill_all().unwrap();
+        wait_for(pa);
+        wait_for(pb);
+    }
+    assert_nothing_left(&system, None);
+}
