@@ -99,11 +99,12 @@ impl Entry {
 }
 
 static UDP: crate::udp::Udp = crate::udp::Udp;
+static DDS: crate::dds::Dds = crate::dds::Dds;
 
-/// Every transport partita knows, in the order they are listed. The DDS driver (over `partita-dds`), Fast DDS
-/// and shared-memory drivers are added here.
+/// Every transport partita knows, in the order they are listed. Fast DDS and shared-memory drivers are added
+/// here.
 pub fn registry() -> Vec<Entry> {
-    vec![Entry::Driver(&UDP), Entry::Ddsperf]
+    vec![Entry::Driver(&UDP), Entry::Driver(&DDS), Entry::Ddsperf]
 }
 
 /// Looks a transport up by name.

@@ -28,7 +28,8 @@ enum BenchCommand {
 
 #[derive(Args)]
 struct RrArgs {
-    /// Transports, comma-separated: udp (raw UDP on 127.0.0.1), ddsperf (Cyclone's ddsperf, reference).
+    /// Transports, comma-separated: udp (raw UDP on 127.0.0.1), dds (partita-dds on loopback), ddsperf
+    /// (Cyclone's ddsperf, reference).
     #[arg(long, value_delimiter = ',', default_value = "udp")]
     transport: Vec<String>,
     /// Payload sizes, comma-separated: 64, 1k, 1KiB, 16KiB, 1M.

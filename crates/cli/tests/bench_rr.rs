@@ -108,3 +108,21 @@ fn bad_arguments_exit_with_status_2() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("output folder"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn dds_round_trips_end_to_end() {
+    let dir = fresh_dir("dds");
+    let out = partita(&[
+        "bench", "rr", "--transport", "dds", "--size", "64", "--count", "100", "--warmup", "10", "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = json(&dir.join("results.json"));
+    let s = &r["scenarios"][0];
+    assert_eq!(s["transport"], "dds");
+    let stats = &s["stats"];
+    assert_eq!(stats["count"].as_u64().unwrap() + s["lost"].as_u64().unwrap(), 100, "{s}");
+    let (min, p50, p99, max) = (f(stats, "min_us"), f(stats, "p50_us"), f(stats, "p99_us"), f(stats, "max_us"));
+    assert!(min > 0.0 && min <= p50 && p50 <= p99 && p99 <= max, "{stats}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
