@@ -14,3 +14,4 @@ pub mod vnet;
 pub mod cleanup;
 pub mod health;
 pub mod probe;
+pub mod bench;

@@ -1,0 +1,214 @@
+//! Measurements of the temporal-isolation mechanisms on the machine at hand (timing goals live here, not in
+//! tests): the cost and precision of each freezing backend, and the 1500 µs reference frame run by the plan
+//! executor with a probe in each partition.
+use crate::cgroup::{Layout, Limits, PartitionCgroup};
+use crate::clock::monotonic_ns;
+use crate::executor::{Executor, ExecutorConfig, Schedule, Summary, Window};
+use crate::freeze::{FreezeBackend, Freezer};
+use crate::launch::{launch, try_wait, LaunchSpec};
+use crate::error::{Result, SupervisorError};
+use serde::Serialize;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FreezeBenchResult {
+    pub backend: &'static str,
+    pub iterations: u32,
+    /// Time to issue the freeze (the write, or the signals).
+    pub freeze_call: Summary,
+    /// From the start of the freeze call until every process of the partition is seen stopped.
+    pub freeze_to_stopped: Summary,
+    /// Time to issue the thaw.
+    pub thaw_call: Summary,
+}
+
+fn pin_and_fifo(cpu: usize, priority: i32) {
+    // SAFETY: a zeroed cpu_set_t set by the libc macro; a valid sched_param; pid 0 is the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        let p = libc::sched_param { sched_priority: priority };
+        libc::sched_setscheduler(0, libc::SCHED_FIFO, &p);
+    }
+}
+
+fn spinner_spec(system: &str, partition: &str, cg: &PartitionCgroup, program: &str, args: Vec<String>) -> LaunchSpec {
+    LaunchSpec {
+        partition: partition.into(),
+        module: system.into(),
+        domain: 0,
+        program: program.into(),
+        args,
+        env: vec![],
+        cgroup_procs: cg.procs_files(),
+        netns: None,
+        cyclonedds_uri: None,
+        output: None,
+    }
+}
+
+/// Freezes and thaws a spinning process `iterations` times with each backend. The measuring thread runs at
+/// SCHED_FIFO on `control_cpu`, the spinner on `partition_cpu` (another CPU, so "stopped" is observed, not
+/// implied by preemption).
+pub fn freeze_backends(iterations: u32, control_cpu: usize, partition_cpu: usize) -> Result<Vec<FreezeBenchResult>> {
+    let layout = Layout::detect()?;
+    let system = format!("bench{}", std::process::id());
+    let handle = std::thread::spawn(move || -> Result<Vec<FreezeBenchResult>> {
+        let mut results = Vec::new();
+        pin_and_fifo(control_cpu, 80);
+        for backend in FreezeBackend::ALL {
+            let cg = PartitionCgroup::create(&layout, &system, "spin", &Limits { cpus: Some(partition_cpu.to_string()), ..Limits::default() })?;
+            let freezer = match Freezer::new(&cg, backend) {
+                Ok(f) => f,
+                Err(e) => {
+                    eprintln!("{}: unavailable ({e})", backend.name());
+                    continue;
+                }
+            };
+            let pid = launch(&spinner_spec(&system, "spin", &cg, "sh", vec!["-c".into(), "while :; do :; done".into()]))?.pid;
+            std::thread::sleep(Duration::from_millis(50));
+            let (mut call, mut stopped, mut thaw) = (Vec::new(), Vec::new(), Vec::new());
+            for _ in 0..iterations {
+                let t0 = monotonic_ns();
+                freezer.freeze()?;
+                let t1 = monotonic_ns();
+                freezer.wait_frozen(Duration::from_secs(1))?;
+                let t2 = monotonic_ns();
+                freezer.thaw()?;
+                let t3 = monotonic_ns();
+                call.push(t1 - t0);
+                stopped.push(t2 - t0);
+                thaw.push(t3 - t2);
+                std::thread::sleep(Duration::from_micros(500));
+            }
+            cg.kill_all()?;
+            let _ = crate::launch::wait_blocking(pid);
+            drop(cg);
+            results.push(FreezeBenchResult {
+                backend: backend.name(),
+                iterations,
+                freeze_call: Summary::of(&mut call),
+                freeze_to_stopped: Summary::of(&mut stopped),
+                thaw_call: Summary::of(&mut thaw),
+            });
+        }
+        Ok(results)
+    });
+    handle.join().map_err(|_| SupervisorError::Invalid("benchmark thread panicked".into()))?
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FrameBenchResult {
+    pub backend: &'static str,
+    pub frames: u64,
+    pub cpu: usize,
+    pub realtime: bool,
+    pub window_start_lateness: Summary,
+    pub switch_cost: Summary,
+    /// Probe execution time inside the measured span, all partitions.
+    pub probe_run_ns: u64,
+    /// Of which outside the partition's planned windows.
+    pub probe_outside_plan_ns: u64,
+    /// Of which outside [thaw issued, next freeze issued + its cost] as the executor logged them.
+    pub probe_outside_actual_ns: u64,
+    pub switch_errors: u64,
+}
+
+/// Runs the reference plan (windows of 800 and 700 µs in a 1500 µs frame) for `frames` frames, with
+/// partitions and executor on `cpu`, a probe in each partition (`probe` is the program and the arguments
+/// before `OUTPUT DURATION_MS`).
+pub fn reference_frame(frames: u64, cpu: usize, backend: FreezeBackend, probe: (&str, &[String]), workdir: &std::path::Path) -> Result<FrameBenchResult> {
+    let layout = Layout::detect()?;
+    let system = format!("frame{}", std::process::id());
+    let limits = Limits { cpus: Some(cpu.to_string()), ..Limits::default() };
+    let names = ["routing", "recorder"];
+    let durations = [800u64, 700];
+    let mut cgs = Vec::new();
+    let mut freezers = Vec::new();
+    for n in names {
+        let cg = PartitionCgroup::create(&layout, &system, n, &limits)?;
+        let f = Freezer::new(&cg, backend)?;
+        f.freeze()?;
+        freezers.push(f);
+        cgs.push(cg);
+    }
+    let run_ms = frames * 1500 / 1000 + 1000;
+    let mut pids = Vec::new();
+    let mut outputs = Vec::new();
+    for (i, n) in names.iter().enumerate() {
+        let out = workdir.join(format!("probe-{n}.txt"));
+        let mut args: Vec<String> = probe.1.to_vec();
+        args.push(out.display().to_string());
+        args.push(run_ms.to_string());
+        pids.push(launch(&spinner_spec(&system, n, &cgs[i], probe.0, args))?.pid);
+        outputs.push(out);
+    }
+    let schedule = Schedule::new(Duration::from_micros(1500), vec![
+        Window { partition: 0, offset: Duration::ZERO, duration: Duration::from_micros(durations[0]) },
+        Window { partition: 1, offset: Duration::from_micros(durations[0]), duration: Duration::from_micros(durations[1]) },
+    ])?;
+    let config = ExecutorConfig { cpu: Some(cpu), priority: Some(90), frames: Some(frames), log_capacity: (frames * 2) as usize, require_realtime: false };
+    let log = Executor::start(schedule, freezers, config)?.join()?;
+    // Let the probes finish (they stop by their own clock) and write their files.
+    for cg in &cgs {
+        if let Some(d) = cg.v2_dir() {
+            let _ = std::fs::write(d.join("cgroup.freeze"), "0");
+        }
+        if let Some(d) = cg.v1_freezer_dir() {
+            let _ = std::fs::write(d.join("freezer.state"), "THAWED");
+        }
+        for p in cg.pids()? {
+            // SAFETY: kill(2) on a pid from the benchmark's own cgroup.
+            unsafe { libc::kill(p, libc::SIGCONT) };
+        }
+    }
+    for pid in &pids {
+        let deadline = std::time::Instant::now() + Duration::from_millis(run_ms + 10_000);
+        while try_wait(*pid)?.is_none() {
+            if std::time::Instant::now() > deadline {
+                return Err(SupervisorError::Invalid("probe did not end".into()));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    drop(cgs);
+    let starts: Vec<_> = log.starts.iter().copied().collect();
+    let span_start = starts.first().map(|s| s.planned_ns).unwrap_or(0);
+    let span_end = starts.last().map(|s| s.planned_ns + durations[s.partition] * 1000).unwrap_or(0);
+    let (mut run, mut out_plan, mut out_actual) = (0u64, 0u64, 0u64);
+    for (p, out) in outputs.iter().enumerate() {
+        let runs: Vec<(u64, u64)> = crate::probe::read_intervals(out)?
+            .into_iter()
+            .filter_map(|(a, b)| {
+                let (a, b) = (a.max(span_start), b.min(span_end));
+                (a < b).then_some((a, b))
+            })
+            .collect();
+        let planned: Vec<(u64, u64)> =
+            starts.iter().filter(|s| s.partition == p).map(|s| (s.planned_ns, s.planned_ns + durations[p] * 1000)).collect();
+        // Actual: from the start of the thaw call to the end of the next boundary's freeze call.
+        let mut actual = Vec::new();
+        for (k, s) in starts.iter().enumerate() {
+            if s.partition == p {
+                let end = starts.get(k + 1).map(|n| n.switched_ns).unwrap_or(span_end);
+                actual.push((s.woke_ns, end));
+            }
+        }
+        run += runs.iter().map(|(a, b)| b - a).sum::<u64>();
+        out_plan += crate::probe::time_outside(&runs, &planned);
+        out_actual += crate::probe::time_outside(&runs, &actual);
+    }
+    Ok(FrameBenchResult {
+        backend: backend.name(),
+        frames,
+        cpu,
+        realtime: log.realtime,
+        window_start_lateness: log.lateness(),
+        switch_cost: log.switch_cost(),
+        probe_run_ns: run,
+        probe_outside_plan_ns: out_plan,
+        probe_outside_actual_ns: out_actual,
+        switch_errors: log.switch_errors,
+    })
+}
