@@ -43,6 +43,8 @@ pub struct DdsperfSummary {
     /// The `size` given to ddsperf.
     pub ddsperf_size: usize,
     pub domain_id: u32,
+    /// The Debian package version of `cyclonedds-tools`, when dpkg knows it.
+    pub ddsperf_version: Option<String>,
     pub intervals_used: usize,
     pub intervals_discarded: usize,
     pub note: String,
@@ -117,6 +119,13 @@ pub fn loopback_config() -> String {
 /// A domain id for this run: 1..=200, from the pid (Cyclone's port mapping allows ids up to 232).
 pub fn domain_id() -> u32 {
     1 + std::process::id() % 200
+}
+
+/// The installed `cyclonedds-tools` version (ddsperf has no version option).
+pub fn version() -> Option<String> {
+    let out = Command::new("dpkg-query").args(["-W", "-f", "${Version}", "cyclonedds-tools"]).output().ok()?;
+    let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (out.status.success() && !v.is_empty()).then_some(v)
 }
 
 struct Killed(Child);
@@ -214,6 +223,7 @@ pub fn run(size: usize, cfg: &RrConfig, stop: &AtomicBool) -> Result<ScenarioRes
         p99_us: p99,
         ddsperf_size: dsize,
         domain_id: domain,
+        ddsperf_version: version(),
         intervals_used: used.len(),
         intervals_discarded: discarded,
         note: format!(
