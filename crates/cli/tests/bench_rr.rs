@@ -126,3 +126,24 @@ fn dds_round_trips_end_to_end() {
     assert!(min > 0.0 && min <= p50 && p50 <= p99 && p99 <= max, "{stats}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn ddsperf_reference_end_to_end() {
+    // Needs Cyclone's ddsperf (Debian cyclonedds-tools, installed by scripts/setup.sh).
+    let dir = fresh_dir("ddsperf");
+    let out = partita(&["bench", "rr", "--transport", "ddsperf", "--size", "64", "--count", "1000", "--out", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = json(&dir.join("results.json"));
+    let s = &r["scenarios"][0];
+    assert_eq!(s["transport"], "ddsperf");
+    assert!(s["stats"].is_null(), "ddsperf figures are a reference, not partita's samples");
+    let rf = &s["reference"];
+    assert!(rf["count"].as_u64().unwrap() > 0, "{rf}");
+    assert!(rf["intervals_used"].as_u64().unwrap() >= 1, "{rf}");
+    let (min, p50, p99, max) = (f(rf, "min_us"), f(rf, "p50_us"), f(rf, "p99_us"), f(rf, "max_us"));
+    assert!(min > 0.0 && min <= p50 && p50 <= p99 && p99 <= max, "{rf}");
+    assert!(rf["note"].as_str().unwrap().contains("RTT/2"));
+    let table = std::fs::read_to_string(dir.join("table.md")).unwrap();
+    assert!(table.contains("| ddsperf 64 |") && table.contains("×2"), "{table}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
