@@ -10,6 +10,16 @@ fn main() {
     let spin_pong = std::env::var_os("PP_SPIN_PONG").is_some();
     let req = RawTopic::keyless(&p, "probe_req", "probe::Msg").unwrap();
     let rep = RawTopic::keyless(&p, "probe_rep", "probe::Msg").unwrap();
+    if args[1] == "pong-listener" {
+        let w = std::sync::Arc::new(RawWriter::new(&rep, &qos).unwrap());
+        let _r = partita_dds::ListeningReader::new(&req, &qos, move |b, info| {
+            if info.valid_data {
+                w.write(b).unwrap();
+            }
+        })
+        .unwrap();
+        std::thread::sleep(Duration::from_secs(3600));
+    }
     if args[1] == "pong" {
         let r = RawReader::new(&req, &qos).unwrap();
         let w = RawWriter::new(&rep, &qos).unwrap();

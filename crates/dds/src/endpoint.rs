@@ -396,6 +396,118 @@ impl Drop for RawReader {
 
 const TAKE_BATCH: usize = 64;
 
+/// Takes up to one batch from `reader` (a reader or condition handle), handing each sample's serialized form to
+/// `f`; returns the number taken or Cyclone's error code.
+fn take_cdr_batch(reader: dds_entity_t, keyed: bool, mut f: impl FnMut(&[u8], SampleInfo)) -> std::result::Result<usize, i32> {
+    let mut buf: [*mut ddsi_serdata; TAKE_BATCH] = [std::ptr::null_mut(); TAKE_BATCH];
+    // SAFETY: zeroed sample infos are plain data.
+    let mut infos: [dds_sample_info_t; TAKE_BATCH] = unsafe { std::mem::zeroed() };
+    // SAFETY: buf and infos have room for TAKE_BATCH entries; on success Cyclone hands us one reference per
+    // returned serdata, each released below.
+    let n = unsafe { dds_takecdr(reader, buf.as_mut_ptr(), TAKE_BATCH as u32, infos.as_mut_ptr(), DDS_ANY_STATE) };
+    if n < 0 {
+        return Err(n);
+    }
+    let n = n as usize;
+    for i in 0..n {
+        let sd = buf[i];
+        let info = SampleInfo::from(&infos[i]);
+        // SAFETY: sd is a live serdata we hold a reference to; the iovec ref is released before the serdata.
+        unsafe {
+            if !info.valid_data && !keyed {
+                // An invalid sample of a keyless topic carries no key, and the opaque-type serdata behind raw
+                // keyless topics leaves its payload unset for it: hand over no bytes.
+                f(&[], info);
+            } else {
+                let size = ddsi_serdata_size(sd) as usize;
+                let mut iov = ddsrt_iovec_t { iov_base: std::ptr::null_mut(), iov_len: 0 };
+                let r = ddsi_serdata_to_ser_ref(sd, 0, size, &mut iov);
+                if iov.iov_base.is_null() || r.is_null() {
+                    f(&[], info);
+                } else {
+                    f(std::slice::from_raw_parts(iov.iov_base as *const u8, iov.iov_len as usize), info);
+                }
+                if !r.is_null() {
+                    ddsi_serdata_to_ser_unref(r, &iov);
+                }
+            }
+            ddsi_serdata_unref(sd);
+        }
+    }
+    Ok(n)
+}
+
+/// What a listening reader calls, on Cyclone's receive thread, for every sample.
+type SampleCallback = Box<dyn FnMut(&[u8], SampleInfo) + Send>;
+
+struct ListenerContext {
+    keyed: bool,
+    callback: std::sync::Mutex<SampleCallback>,
+}
+
+extern "C" fn on_data_available(reader: dds_entity_t, arg: *mut std::ffi::c_void) {
+    // SAFETY: arg is the ListenerContext boxed by ListeningReader, which outlives the reader (the reader is
+    // deleted first, and dds_delete waits for running listener calls to return).
+    let ctx = unsafe { &*(arg as *const ListenerContext) };
+    let mut cb = ctx.callback.lock().unwrap_or_else(|p| p.into_inner());
+    // A panic must not unwind into C.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        while let Ok(n) = take_cdr_batch(reader, ctx.keyed, |b, i| (cb)(b, i)) {
+            if n < TAKE_BATCH {
+                break;
+            }
+        }
+    }));
+}
+
+/// A reader whose samples are handed to a callback as soon as Cyclone delivers them, on its receive thread
+/// (Cyclone delivers synchronously there by default): no hand-off to an application thread. The callback must
+/// be quick; it may write on other topics (a server replying from it is the intended use).
+pub struct ListeningReader {
+    entity: Option<Entity>,
+    _ctx: Box<ListenerContext>,
+}
+
+impl Drop for ListeningReader {
+    fn drop(&mut self) {
+        // Delete the reader (waiting for a running callback) before the context it points to goes away.
+        drop(self.entity.take());
+    }
+}
+
+impl ListeningReader {
+    /// Creates a reader on `topic` that calls `f(bytes, info)` for every sample taken.
+    pub fn new<T>(topic: &Topic<T>, qos: &Qos, f: impl FnMut(&[u8], SampleInfo) + Send + 'static) -> Result<Self> {
+        let raw_qos = qos.to_raw()?;
+        let ctx = Box::new(ListenerContext { keyed: topic.keyed, callback: std::sync::Mutex::new(Box::new(f)) });
+        // SAFETY: the listener object is copied by dds_create_reader and deleted right after; its argument is
+        // our boxed context, which lives as long as the reader (see Drop).
+        let handle = unsafe {
+            let l = dds_create_listener(&*ctx as *const ListenerContext as *mut std::ffi::c_void);
+            dds_lset_data_available(l, Some(on_data_available));
+            let h = dds_create_reader(topic.participant.handle, topic.entity.handle, raw_qos.as_ptr(), l);
+            dds_delete_listener(l);
+            h
+        };
+        check(handle, "dds_create_reader", || format!("listening reader on topic {}", topic.name))?;
+        let entity = Entity { handle, what: format!("listening reader on topic {}", topic.name), _parent: topic.entity.clone() };
+        Ok(ListeningReader { entity: Some(entity), _ctx: ctx })
+    }
+
+    /// Creates a typed reader whose callback receives decoded samples; a sample that does not decode is
+    /// handed over with `value: None` and its info.
+    pub fn typed<T: TopicType>(topic: &Topic<T>, qos: &Qos, mut f: impl FnMut(Sample<T>) + Send + 'static) -> Result<Self> {
+        let mut q = qos.clone();
+        if q.data_representation.is_none() {
+            q.data_representation = Some(vec![crate::qos::DataRepresentation::Xcdr1]);
+        }
+        Self::new(topic, &q, move |bytes, info| {
+            let value = if info.valid_data { crate::cdr::from_slice::<T>(bytes).ok() } else { None };
+            f(Sample { value, info })
+        })
+    }
+}
+
 impl RawReader {
     pub fn new<T>(topic: &Topic<T>, qos: &Qos) -> Result<Self> {
         let raw_qos = qos.to_raw()?;
@@ -438,40 +550,13 @@ impl RawReader {
     }
 
     /// Takes up to one batch, handing each sample's bytes to `f` without copying them out of Cyclone.
-    pub fn take_batch(&self, mut f: impl FnMut(&[u8], SampleInfo)) -> Result<usize> {
-        let mut buf: [*mut ddsi_serdata; TAKE_BATCH] = [std::ptr::null_mut(); TAKE_BATCH];
-        // SAFETY: zeroed sample infos are plain data.
-        let mut infos: [dds_sample_info_t; TAKE_BATCH] = unsafe { std::mem::zeroed() };
-        // SAFETY: buf and infos have room for TAKE_BATCH entries; on success Cyclone hands us one reference per
-        // returned serdata, each released below.
-        let n = unsafe { dds_takecdr(self.entity.handle, buf.as_mut_ptr(), TAKE_BATCH as u32, infos.as_mut_ptr(), DDS_ANY_STATE) };
-        let n = check(n, "dds_takecdr", || self.entity.what.clone())? as usize;
-        for i in 0..n {
-            let sd = buf[i];
-            let info = SampleInfo::from(&infos[i]);
-            // SAFETY: sd is a live serdata we hold a reference to; the iovec ref is released before the serdata.
-            unsafe {
-                if !info.valid_data && !self.keyed {
-                    // An invalid sample of a keyless topic carries no key, and the opaque-type serdata behind
-                    // raw keyless topics leaves its payload unset for it: hand over no bytes.
-                    f(&[], info);
-                } else {
-                    let size = ddsi_serdata_size(sd) as usize;
-                    let mut iov = ddsrt_iovec_t { iov_base: std::ptr::null_mut(), iov_len: 0 };
-                    let r = ddsi_serdata_to_ser_ref(sd, 0, size, &mut iov);
-                    if iov.iov_base.is_null() || r.is_null() {
-                        f(&[], info);
-                    } else {
-                        f(std::slice::from_raw_parts(iov.iov_base as *const u8, iov.iov_len as usize), info);
-                    }
-                    if !r.is_null() {
-                        ddsi_serdata_to_ser_unref(r, &iov);
-                    }
-                }
-                ddsi_serdata_unref(sd);
-            }
-        }
-        Ok(n)
+    pub fn take_batch(&self, f: impl FnMut(&[u8], SampleInfo)) -> Result<usize> {
+        take_cdr_batch(self.entity.handle, self.keyed, f).map_err(|code| DdsError::Call {
+            entity: self.entity.what.clone(),
+            call: "dds_takecdr",
+            code,
+            text: crate::error::retcode_text(code),
+        })
     }
 
     /// Blocks until data is available or the timeout passes; true if data is available.

@@ -21,7 +21,7 @@ pub mod types;
 pub use discovery::{DiscoveredEndpoint, EndpointKind, EndpointWatcher, Guid, TopicDescriptor};
 pub use config::{DomainConfig, Interface, NetworkSettings};
 pub use endpoint::{
-    forward_kind, InstanceState, RawReader, RawSample, RawTopic, RawWriter, Reader, Sample, SampleInfo, Topic, WriteKind, Writer,
+    forward_kind, InstanceState, ListeningReader, RawReader, RawSample, RawTopic, RawWriter, Reader, Sample, SampleInfo, Topic, WriteKind, Writer,
 };
 pub use error::{DdsError, Result};
 pub use participant::Participant;
