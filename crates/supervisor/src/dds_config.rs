@@ -21,7 +21,21 @@ impl CycloneConfig {
         CycloneConfig { interface: interface.into(), domain_id, peers, multicast: false, max_participant_index: 20 }
     }
 
+    /// One XML document configuring several domains (an I/O partition: its module's and the external one).
+    pub fn to_xml_all(domains: &[CycloneConfig]) -> Result<String> {
+        let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CycloneDDS xmlns=\"https://cdds.io/config\">\n");
+        for d in domains {
+            x.push_str(&d.domain_xml()?);
+        }
+        x.push_str("</CycloneDDS>\n");
+        Ok(x)
+    }
+
     pub fn to_xml(&self) -> Result<String> {
+        Self::to_xml_all(std::slice::from_ref(self))
+    }
+
+    fn domain_xml(&self) -> Result<String> {
         if self.interface.is_empty() || self.interface.len() > 15 || !self.interface.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
             return Err(SupervisorError::Invalid(format!("interface {:?} is not a Linux interface name", self.interface)));
         }
@@ -29,7 +43,6 @@ impl CycloneConfig {
             return Err(SupervisorError::Invalid(format!("peer {p} is outside 198.18.0.0/15")));
         }
         let mut x = String::new();
-        let _ = write!(x, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CycloneDDS xmlns=\"https://cdds.io/config\">\n");
         let _ = writeln!(x, "  <Domain id=\"{}\">", self.domain_id);
         x.push_str("    <General>\n      <Interfaces>\n");
         let _ = writeln!(x, "        <NetworkInterface name=\"{}\" multicast=\"{}\"/>", self.interface, self.multicast);
@@ -42,13 +55,13 @@ impl CycloneConfig {
         for p in &self.peers {
             let _ = writeln!(x, "        <Peer address=\"{p}\"/>");
         }
-        x.push_str("      </Peers>\n    </Discovery>\n  </Domain>\n</CycloneDDS>\n");
+        x.push_str("      </Peers>\n    </Discovery>\n  </Domain>\n");
         Ok(x)
     }
 
-    /// Writes the XML to `path` and returns the `CYCLONEDDS_URI` value naming it.
-    pub fn write_to(&self, path: &Path) -> Result<String> {
-        std::fs::write(path, self.to_xml()?).map_err(path_err("write", path))?;
+    /// Writes the XML of `domains` to `path` and returns the `CYCLONEDDS_URI` value naming it.
+    pub fn write_all(domains: &[CycloneConfig], path: &Path) -> Result<String> {
+        std::fs::write(path, Self::to_xml_all(domains)?).map_err(path_err("write", path))?;
         Ok(format!("file://{}", path.display()))
     }
 }
@@ -66,6 +79,17 @@ mod tests {
         assert!(x.contains("<AllowMulticast>false</AllowMulticast>"));
         assert!(x.contains("<Peer address=\"198.18.1.3\"/>"));
         assert!(x.contains("<ParticipantIndex>auto</ParticipantIndex>"));
+        assert_eq!(x.matches("<CycloneDDS").count(), 1);
+    }
+
+    #[test]
+    fn an_io_partition_gets_two_domains_on_two_interfaces() {
+        let inner = CycloneConfig::new("vnic0", 1, vec![Ipv4Addr::new(198, 18, 1, 2)]);
+        let outer = CycloneConfig::new("vnic1", 0, vec![Ipv4Addr::new(198, 19, 0, 9)]);
+        let x = CycloneConfig::to_xml_all(&[inner, outer]).unwrap();
+        assert!(x.contains("<Domain id=\"1\">") && x.contains("<Domain id=\"0\">"));
+        assert!(x.find("vnic0").unwrap() < x.find("<Domain id=\"0\">").unwrap());
+        assert_eq!(x.matches("</CycloneDDS>").count(), 1);
     }
 
     #[test]

@@ -209,7 +209,7 @@ impl Default for ExecutorConfig {
 
 /// A running executor.
 pub struct Executor {
-    handle: JoinHandle<Result<ExecutorLog>>,
+    handle: Option<JoinHandle<Result<ExecutorLog>>>,
     stop: Arc<AtomicBool>,
     /// Last frame's snapshot for status readers (updated with try_lock, never blocking the executor).
     pub progress: Arc<Mutex<Progress>>,
@@ -245,7 +245,7 @@ impl Executor {
             })
             .map_err(|e| SupervisorError::Sys { call: "pthread_create", context: "plan executor".into(), source: e })?;
         match ready_rx.recv() {
-            Ok(None) => Ok(Executor { handle, stop, progress }),
+            Ok(None) => Ok(Executor { handle: Some(handle), stop, progress }),
             _ => match handle.join() {
                 Ok(Err(e)) => Err(e),
                 _ => Err(SupervisorError::Invalid("plan executor thread failed to start".into())),
@@ -259,7 +259,7 @@ impl Executor {
     }
 
     pub fn is_finished(&self) -> bool {
-        self.handle.is_finished()
+        self.handle.as_ref().map_or(true, |h| h.is_finished())
     }
 
     /// Stops (if still running) and returns the log. Partitions are left frozen.
@@ -269,12 +269,23 @@ impl Executor {
     }
 
     /// Waits for the executor to end by itself (`frames` reached or stop requested elsewhere).
-    pub fn join(self) -> Result<ExecutorLog> {
-        self.handle.join().unwrap_or_else(|_| Err(SupervisorError::Invalid("plan executor panicked".into())))
+    pub fn join(mut self) -> Result<ExecutorLog> {
+        let handle = self.handle.take().expect("joined once");
+        handle.join().unwrap_or_else(|_| Err(SupervisorError::Invalid("plan executor panicked".into())))
     }
 
     pub fn stop_flag(&self) -> Arc<AtomicBool> {
         self.stop.clone()
+    }
+}
+
+impl Drop for Executor {
+    /// An executor is never left running unowned: dropping it stops the plan and waits for the thread.
+    fn drop(&mut self) {
+        if let Some(h) = self.handle.take() {
+            self.stop.store(true, Ordering::Relaxed);
+            let _ = h.join();
+        }
     }
 }
 

@@ -48,16 +48,27 @@ const STEPS: [&str; 8] = ["join cgroup", "join network namespace", "make mounts 
 /// Looks `program` up in PATH unless it contains a slash.
 pub fn resolve_program(program: &str) -> Result<PathBuf> {
     if program.contains('/') {
-        return Ok(PathBuf::from(program));
+        let p = PathBuf::from(program);
+        return if is_executable(&p) {
+            Ok(p)
+        } else {
+            Err(SupervisorError::Invalid(format!("program {program:?} is not an executable file")))
+        };
     }
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
     for dir in std::env::split_paths(&path) {
         let p = dir.join(program);
-        if p.is_file() {
+        if is_executable(&p) {
             return Ok(p);
         }
     }
     Err(SupervisorError::Invalid(format!("program {program:?} not found in PATH")))
+}
+
+fn is_executable(p: &Path) -> bool {
+    let Ok(c) = CString::new(p.as_os_str().as_bytes()) else { return false };
+    // SAFETY: access(2) reads the NUL-terminated path only.
+    p.is_file() && unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0
 }
 
 fn cstring(what: &str, s: &[u8]) -> Result<CString> {

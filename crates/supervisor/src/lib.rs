@@ -15,3 +15,7 @@ pub mod cleanup;
 pub mod health;
 pub mod probe;
 pub mod bench;
+pub mod supervisor;
+pub mod system;
+
+pub use supervisor::Supervisor;

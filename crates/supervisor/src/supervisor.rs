@@ -1,0 +1,363 @@
+//! `Supervisor::up`: builds a whole system in order (cgroups, namespaces, networks, DDS configurations,
+//! partitions, plan executors) and tears everything down in reverse, on any error during the build (never a
+//! half-built system), at the end of the run, and on SIGINT/SIGTERM.
+use crate::cgroup::{check_component, Layout, Limits, PartitionCgroup};
+use crate::clock::unix_ms;
+use crate::dds_config::CycloneConfig;
+use crate::error::{path_err, Result, SupervisorError};
+use crate::executor::{Executor, ExecutorConfig, ExecutorLog, Schedule, Window};
+use crate::freeze::{FreezeBackend, Freezer};
+use crate::health::{EventLog, HealthMonitor};
+use crate::launch::{launch, LaunchSpec};
+use crate::system::SystemSpec;
+use crate::vnet::{Bridge, NetNamespace, VirtualNic};
+use serde::Serialize;
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Where running supervisors write their state (`<dir>/<system>/state.json`, `events.jsonl`, DDS files).
+pub const STATE_DIR: &str = "/run/partita";
+
+static STOP_SIGNAL: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    STOP_SIGNAL.store(true, Ordering::SeqCst);
+}
+
+/// Makes SIGINT and SIGTERM request an orderly teardown instead of killing the supervisor.
+pub fn install_stop_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe; `sa` is fully initialised.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_stop_signal as extern "C" fn(libc::c_int) as *const () as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+pub fn stop_requested() -> bool {
+    STOP_SIGNAL.load(Ordering::SeqCst)
+}
+
+/// Host-side names of everything of one system. Interface names are `pt` + a 4-hex-digit tag of the system
+/// name + role + indices, at most 15 characters.
+#[derive(Debug, Clone)]
+pub struct Names {
+    system: String,
+    tag: String,
+}
+
+impl Names {
+    pub fn new(system: &str) -> Names {
+        // FNV-1a: a stable short tag, so every link of one system shares a prefix.
+        let mut h: u32 = 0x811c9dc5;
+        for b in system.bytes() {
+            h = (h ^ b as u32).wrapping_mul(0x01000193);
+        }
+        Names { system: system.into(), tag: format!("{:04x}", h & 0xffff) }
+    }
+    pub fn link_prefix(&self) -> String {
+        format!("pt{}", self.tag)
+    }
+    pub fn module_bridge(&self, m: usize) -> String {
+        format!("pt{}m{m}", self.tag)
+    }
+    pub fn external_bridge(&self) -> String {
+        format!("pt{}x", self.tag)
+    }
+    pub fn vnic(&self, m: usize, p: usize) -> String {
+        format!("pt{}{m}n{p}", self.tag)
+    }
+    pub fn external_vnic(&self, m: usize, p: usize) -> String {
+        format!("pt{}{m}x{p}", self.tag)
+    }
+    pub fn netns(&self, module: &str, partition: &str) -> String {
+        format!("partita-{}-{module}-{partition}", self.system)
+    }
+    pub fn cgroup_partition(&self, module: &str, partition: &str) -> String {
+        format!("{module}-{partition}")
+    }
+}
+
+/// Addresses: module `m`'s V-NETWORK is 198.18.m.0/24, the inter-module network 198.19.0.0/24.
+pub fn module_address(m: usize, p: usize) -> Ipv4Addr {
+    Ipv4Addr::new(198, 18, m as u8, (p + 2) as u8)
+}
+pub fn external_address(index: usize) -> Ipv4Addr {
+    Ipv4Addr::new(198, 19, 0, (index + 2) as u8)
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PartitionState {
+    pub module: String,
+    pub partition: String,
+    pub pid: Option<i32>,
+    pub address: Ipv4Addr,
+    pub external_address: Option<Ipv4Addr>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct State {
+    pub system: String,
+    pub supervisor_pid: u32,
+    pub started_unix_ms: u64,
+    pub updated_unix_ms: u64,
+    pub freeze_backend: &'static str,
+    pub partitions: Vec<PartitionState>,
+    pub frames: Vec<u64>,
+    pub max_lateness_ns: Vec<u64>,
+}
+
+/// A built, running system. Fields drop in declaration order: plans stop first, then partitions are
+/// killed, then cgroups, V-NICs, namespaces and bridges go, the state directory last.
+pub struct Supervisor {
+    executors: Vec<Executor>,
+    monitor: HealthMonitor,
+    cgroups: Vec<Arc<PartitionCgroup>>,
+    nics: Vec<VirtualNic>,
+    namespaces: Vec<NetNamespace>,
+    bridges: Vec<Bridge>,
+    state_dir: StateDir,
+    state: State,
+}
+
+struct StateDir(PathBuf);
+impl Drop for StateDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl Supervisor {
+    /// Builds and starts `system`; on error everything built so far is removed before returning.
+    pub fn up(system: &SystemSpec, state_root: &Path, backend: Option<FreezeBackend>) -> Result<Supervisor> {
+        check_component("system", &system.name)?;
+        let names = Names::new(&system.name);
+        let layout = Layout::detect()?;
+        let state_path = state_root.join(&system.name);
+        if state_path.join("state.json").exists() {
+            return Err(SupervisorError::Invalid(format!(
+                "{} exists: system {} is already up (or its supervisor crashed: run `partita down`)",
+                state_path.display(),
+                system.name
+            )));
+        }
+        std::fs::create_dir_all(&state_path).map_err(path_err("mkdir", &state_path))?;
+        let events_path = state_path.join("events.jsonl");
+        let events = std::fs::File::create(&events_path).map_err(path_err("create", &events_path))?;
+        let mut s = Supervisor {
+            executors: Vec::new(),
+            monitor: HealthMonitor::new(EventLog::new(Some(Box::new(events)))),
+            cgroups: Vec::new(),
+            nics: Vec::new(),
+            namespaces: Vec::new(),
+            bridges: Vec::new(),
+            state_dir: StateDir(state_path.clone()),
+            state: State {
+                system: system.name.clone(),
+                supervisor_pid: std::process::id(),
+                started_unix_ms: unix_ms(),
+                updated_unix_ms: unix_ms(),
+                freeze_backend: "none",
+                partitions: Vec::new(),
+                frames: Vec::new(),
+                max_lateness_ns: Vec::new(),
+            },
+        };
+        // 1. Networks.
+        let needs_external = system.modules.iter().any(|m| m.is_native() || m.partitions.iter().any(|p| p.io));
+        for (mi, _) in system.modules.iter().enumerate() {
+            s.bridges.push(Bridge::create(&names.module_bridge(mi))?);
+        }
+        let external_bridge = if needs_external {
+            s.bridges.push(Bridge::create(&names.external_bridge())?);
+            Some(s.bridges.len() - 1)
+        } else {
+            None
+        };
+        // External addresses: I/O partitions and native nodes, in order.
+        let mut external_members = Vec::new();
+        for (mi, m) in system.modules.iter().enumerate() {
+            for (pi, p) in m.partitions.iter().enumerate() {
+                if p.io || m.is_native() {
+                    external_members.push((mi, pi));
+                }
+            }
+        }
+        let ext_addr = |mi: usize, pi: usize| external_members.iter().position(|x| *x == (mi, pi)).map(external_address);
+        let all_external: Vec<Ipv4Addr> = (0..external_members.len()).map(external_address).collect();
+        // 2. Per partition: cgroup, namespace, V-NICs, DDS configuration; then launch (frozen when planned).
+        let mut freezers: Vec<Vec<Freezer>> = Vec::new();
+        for (mi, m) in system.modules.iter().enumerate() {
+            check_component("module", &m.name)?;
+            let mut module_freezers = Vec::new();
+            let module_peers: Vec<Ipv4Addr> = (0..m.partitions.len()).map(|pi| module_address(mi, pi)).collect();
+            for (pi, p) in m.partitions.iter().enumerate() {
+                check_component("partition", &p.name)?;
+                let limits = Limits { memory_bytes: p.memory_bytes, pids_max: p.pids_max, cpus: m.cpus.clone(), mems: None };
+                let cg = Arc::new(PartitionCgroup::create(&layout, &system.name, &names.cgroup_partition(&m.name, &p.name), &limits)?);
+                s.cgroups.push(cg.clone());
+                let ns = NetNamespace::create(&names.netns(&m.name, &p.name))?;
+                let address = module_address(mi, pi);
+                s.nics.push(VirtualNic::create(&names.vnic(mi, pi), "vnic0", &ns, &s.bridges[mi], address, 24)?);
+                let mut domains = vec![CycloneConfig::new("vnic0", m.domain, module_peers.clone())];
+                let external = ext_addr(mi, pi);
+                if let (Some(a), Some(b)) = (external, external_bridge) {
+                    s.nics.push(VirtualNic::create(&names.external_vnic(mi, pi), "vnic1", &ns, &s.bridges[b], a, 24)?);
+                    domains.push(CycloneConfig::new("vnic1", system.external_domain, all_external.clone()));
+                }
+                if m.is_native() {
+                    // A native node lives on the inter-module network: its default domain is the external one.
+                    domains.remove(0);
+                }
+                let xml_path = state_path.join(format!("{}-{}.xml", m.name, p.name));
+                let uri = CycloneConfig::write_all(&domains, &xml_path)?;
+                if m.plan.is_some() {
+                    let f = Freezer::new(&cg, backend.unwrap_or_else(|| FreezeBackend::best_for(&cg)))?;
+                    s.state.freeze_backend = f.backend().name();
+                    f.freeze()?;
+                    module_freezers.push(f);
+                }
+                let Some((program, args)) = p.command.split_first() else {
+                    return Err(SupervisorError::Invalid(format!("partition {} has no command", p.name)));
+                };
+                let mut env = p.env.clone();
+                if external.is_some() && !m.is_native() {
+                    env.push(("PARTITA_EXTERNAL_DOMAIN".into(), system.external_domain.to_string()));
+                }
+                let spec = LaunchSpec {
+                    partition: p.name.clone(),
+                    module: m.name.clone(),
+                    domain: if m.is_native() { system.external_domain } else { m.domain },
+                    program: program.clone(),
+                    args: args.to_vec(),
+                    env,
+                    cgroup_procs: cg.procs_files(),
+                    netns: Some(ns.path()),
+                    cyclonedds_uri: Some(uri),
+                    output: Some(state_path.join(format!("{}-{}.log", m.name, p.name))),
+                };
+                s.namespaces.push(ns);
+                s.state.partitions.push(PartitionState {
+                    module: m.name.clone(),
+                    partition: p.name.clone(),
+                    pid: None,
+                    address,
+                    external_address: external,
+                });
+                s.monitor.start(&format!("{}/{}", m.name, p.name), p.action, cg, Box::new(move || Ok(launch(&spec)?.pid)))?;
+            }
+            freezers.push(module_freezers);
+        }
+        // 3. Plans.
+        for ((m, module_freezers), _) in system.modules.iter().zip(freezers).zip(0..) {
+            let Some(plan) = &m.plan else { continue };
+            let mut windows = Vec::new();
+            for (name, offset, duration) in &plan.windows {
+                let partition = m.partitions.iter().position(|p| &p.name == name).ok_or_else(|| {
+                    SupervisorError::Invalid(format!("plan of module {} names unknown partition {name}", m.name))
+                })?;
+                windows.push(Window { partition, offset: *offset, duration: *duration });
+            }
+            let schedule = Schedule::new(plan.major_frame, windows)?;
+            let cpu = plan.executor_cpu.or_else(|| m.cpus.as_deref().and_then(first_cpu));
+            let config = ExecutorConfig { cpu, ..ExecutorConfig::default() };
+            s.executors.push(Executor::start(schedule, module_freezers, config)?);
+        }
+        s.write_state()?;
+        Ok(s)
+    }
+
+    pub fn events(&self) -> &EventLog {
+        self.monitor.log()
+    }
+
+    pub fn state_dir(&self) -> &Path {
+        &self.state_dir.0
+    }
+
+    fn write_state(&mut self) -> Result<()> {
+        let pids = self.monitor.pids();
+        for (st, (_, pid)) in self.state.partitions.iter_mut().zip(pids) {
+            st.pid = pid;
+        }
+        self.state.updated_unix_ms = unix_ms();
+        self.state.frames = self.executors.iter().map(|e| e.progress.lock().map(|p| p.frames).unwrap_or(0)).collect();
+        self.state.max_lateness_ns =
+            self.executors.iter().map(|e| e.progress.lock().map(|p| p.max_lateness_ns).unwrap_or(0)).collect();
+        let path = self.state_dir.0.join("state.json");
+        let tmp = self.state_dir.0.join("state.json.tmp");
+        let text = serde_json::to_string_pretty(&self.state).map_err(|e| SupervisorError::Invalid(e.to_string()))?;
+        std::fs::write(&tmp, text).map_err(path_err("write", &tmp))?;
+        std::fs::rename(&tmp, &path).map_err(path_err("rename", &path))
+    }
+
+    /// Watches the system until `duration` has passed (forever when `None`), a stop signal arrives, or
+    /// `stop` is set; then tears it down and returns the plan executors' logs.
+    pub fn run(mut self, duration: Option<Duration>, stop: Option<Arc<AtomicBool>>) -> Result<Vec<ExecutorLog>> {
+        let t0 = Instant::now();
+        let mut last_state = Instant::now();
+        loop {
+            self.monitor.poll();
+            if stop_requested() || stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst)) || duration.is_some_and(|d| t0.elapsed() >= d) {
+                break;
+            }
+            if last_state.elapsed() >= Duration::from_secs(1) {
+                let _ = self.write_state();
+                last_state = Instant::now();
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.down()
+    }
+
+    /// Stops the plans and removes everything, in reverse order of the build.
+    pub fn down(mut self) -> Result<Vec<ExecutorLog>> {
+        let mut logs = Vec::new();
+        for e in self.executors.drain(..) {
+            logs.push(e.stop()?);
+        }
+        self.monitor.kill_all();
+        Ok(logs)
+        // The remaining fields drop here, in declaration order.
+    }
+}
+
+fn first_cpu(list: &str) -> Option<usize> {
+    list.split([',', '-']).next()?.trim().parse().ok()
+}
+
+/// Reads every running system's state (for `partita status`).
+pub fn read_states(state_root: &Path) -> Vec<(PathBuf, serde_json::Value)> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(state_root) {
+        for e in entries.flatten() {
+            let p = e.path().join("state.json");
+            if let Ok(t) = std::fs::read_to_string(&p) {
+                if let Ok(v) = serde_json::from_str(&t) {
+                    out.push((p, v));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn link_names_fit_and_share_the_system_prefix() {
+        let n = Names::new("video-surveillance-node");
+        for name in [n.module_bridge(9), n.external_bridge(), n.vnic(9, 99), n.external_vnic(9, 99)] {
+            assert!(name.len() <= 15 && name.starts_with(&n.link_prefix()), "{name}");
+        }
+        assert_ne!(Names::new("a").link_prefix(), Names::new("b").link_prefix());
+    }
+}

@@ -1,0 +1,52 @@
+//! What the supervisor builds: a plain description of modules, partitions, plans and networks. The TOML
+//! system model (crate partita-system) is converted into this; tests build it directly.
+use crate::health::Action;
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct SystemSpec {
+    /// Name of the system ([A-Za-z0-9_-], used in cgroup and namespace names).
+    pub name: String,
+    pub modules: Vec<ModuleSpec>,
+    /// Domain id of the inter-module network (reached by I/O partitions and native nodes).
+    pub external_domain: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct ModuleSpec {
+    pub name: String,
+    /// The module's CPUs (cpuset syntax), shared by its partitions.
+    pub cpus: Option<String>,
+    /// Domain id of the module's V-NETWORK.
+    pub domain: u32,
+    /// The cyclic plan; `None` for a native node (its partitions run freely).
+    pub plan: Option<PlanSpec>,
+    pub partitions: Vec<PartitionSpec>,
+}
+
+#[derive(Debug, Clone)]
+pub struct PlanSpec {
+    pub major_frame: Duration,
+    /// (partition name, offset, duration)
+    pub windows: Vec<(String, Duration, Duration)>,
+    /// CPU of the plan executor's thread (default: the first CPU of the module).
+    pub executor_cpu: Option<usize>,
+}
+
+#[derive(Debug, Clone)]
+pub struct PartitionSpec {
+    pub name: String,
+    pub command: Vec<String>,
+    pub memory_bytes: Option<u64>,
+    pub pids_max: Option<u64>,
+    pub action: Action,
+    /// The I/O partition: it also gets a V-NIC on the inter-module network.
+    pub io: bool,
+    pub env: Vec<(String, String)>,
+}
+
+impl ModuleSpec {
+    pub fn is_native(&self) -> bool {
+        self.plan.is_none()
+    }
+}
