@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 mod bench;
 mod route;
+mod supervise;
 
 #[derive(Parser)]
 #[command(name = "partita", version, about = "Time-and-space partitioned DDS for mixed-criticality Linux machines")]
@@ -18,6 +19,15 @@ enum Command {
     Route(route::RouteArgs),
     /// Run benchmarks (request/response round trips: `bench rr`).
     Bench(bench::BenchArgs),
+    /// Remove everything partita created on this machine (after a crashed supervisor, too).
+    Down(supervise::DownArgs),
+    /// Show the systems that are up (state under /run/partita) and partita's leftovers.
+    Status(supervise::StatusArgs),
+    /// Applications that run inside partitions (`app probe`).
+    App(supervise::AppArgs),
+    /// Measure freezing backends and the reference frame (supervisor benchmarks).
+    #[command(hide = true)]
+    IsolationBench(supervise::IsolationBenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -25,5 +35,9 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Route(a) => route::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Down(a) => supervise::down(a),
+        Command::Status(a) => supervise::status(a),
+        Command::App(a) => supervise::app(a),
+        Command::IsolationBench(a) => supervise::isolation_bench(a),
     }
 }

@@ -1,0 +1,192 @@
+//! Supervisor commands: `partita down`, `partita status`, the probe application `partita app probe`, and the
+//! hidden `partita isolation-bench` (freezing backends, the 1500 µs reference frame).
+use clap::{Args, Subcommand};
+use partita_supervisor::bench;
+use partita_supervisor::cleanup;
+use partita_supervisor::freeze::FreezeBackend;
+use partita_supervisor::supervisor::{read_states, STATE_DIR};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Args)]
+pub struct DownArgs {}
+
+/// Removes everything partita created on this machine: partition processes (only those inside partita's
+/// cgroups), named network namespaces `partita-*`, links `pt*`, cgroups under `partita/`, state files.
+pub fn down(_: DownArgs) -> ExitCode {
+    match cleanup::remove_all() {
+        Ok(found) => {
+            let _ = cleanup::remove_state_dir(Path::new(STATE_DIR));
+            println!(
+                "removed {} network namespaces, {} links, {} cgroup directories",
+                found.netns.len(),
+                found.links.len(),
+                found.cgroups.len()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("partita down: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[derive(Args)]
+pub struct StatusArgs {}
+
+pub fn status(_: StatusArgs) -> ExitCode {
+    let states = read_states(Path::new(STATE_DIR));
+    if states.is_empty() {
+        println!("no system is up (no state under {STATE_DIR})");
+    }
+    for (path, state) in states {
+        let pid = state["supervisor_pid"].as_i64().unwrap_or(0) as i32;
+        // SAFETY: signal 0 only checks that the process exists.
+        let alive = pid > 0 && unsafe { libc::kill(pid, 0) } == 0;
+        println!("{} ({}): {state}", path.display(), if alive { "supervisor running" } else { "supervisor gone: run `partita down`" });
+    }
+    match cleanup::find(None) {
+        Ok(left) if !left.is_empty() => println!(
+            "on this machine: {} partita network namespaces, {} links, {} cgroup directories",
+            left.netns.len(),
+            left.links.len(),
+            left.cgroups.len()
+        ),
+        Ok(_) => {}
+        Err(e) => eprintln!("partita status: {e}"),
+    }
+    ExitCode::SUCCESS
+}
+
+#[derive(Args)]
+pub struct AppArgs {
+    #[command(subcommand)]
+    app: App,
+}
+
+#[derive(Subcommand)]
+enum App {
+    /// Spins and records when it actually ran (CLOCK_MONOTONIC intervals, one `start end` line in ns each):
+    /// a gap longer than --gap-us between two readings means it was frozen or preempted.
+    Probe {
+        output: PathBuf,
+        duration_ms: u64,
+        #[arg(long, default_value_t = 20)]
+        gap_us: u64,
+    },
+}
+
+pub fn app(a: AppArgs) -> ExitCode {
+    match a.app {
+        App::Probe { output, duration_ms, gap_us } => {
+            let runs = partita_supervisor::probe::spin(duration_ms * 1_000_000, gap_us * 1000, 10_000_000);
+            match partita_supervisor::probe::write_intervals(&output, &runs) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("partita app probe: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}
+
+#[derive(Args)]
+pub struct IsolationBenchArgs {
+    #[command(subcommand)]
+    what: BenchWhat,
+}
+
+#[derive(Subcommand)]
+enum BenchWhat {
+    /// Freeze/thaw a spinning partition N times with each backend (controller on CPU 0, partition on CPU 1).
+    Freeze {
+        #[arg(default_value_t = 2000)]
+        iterations: u32,
+    },
+    /// The reference frame (800 + 700 µs windows, 1500 µs) with `partita app probe` in each partition.
+    Frame {
+        #[arg(default_value_t = 4000)]
+        frames: u64,
+        #[arg(long, default_value = "cgroup-v2")]
+        backend: String,
+        #[arg(long, default_value_t = 1)]
+        cpu: usize,
+    },
+}
+
+fn us(ns: u64) -> String {
+    format!("{:.1}", ns as f64 / 1000.0)
+}
+
+pub fn isolation_bench(a: IsolationBenchArgs) -> ExitCode {
+    match a.what {
+        BenchWhat::Freeze { iterations } => match bench::freeze_backends(iterations, 0, 1) {
+            Ok(results) => {
+                for r in results {
+                    println!(
+                        "{:<11} n={}  freeze call p50/p99/max {}/{}/{} µs  freeze→stopped {}/{}/{} µs  thaw call {}/{}/{} µs",
+                        r.backend,
+                        r.iterations,
+                        us(r.freeze_call.p50_ns),
+                        us(r.freeze_call.p99_ns),
+                        us(r.freeze_call.max_ns),
+                        us(r.freeze_to_stopped.p50_ns),
+                        us(r.freeze_to_stopped.p99_ns),
+                        us(r.freeze_to_stopped.max_ns),
+                        us(r.thaw_call.p50_ns),
+                        us(r.thaw_call.p99_ns),
+                        us(r.thaw_call.max_ns),
+                    );
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("partita isolation-bench freeze: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        BenchWhat::Frame { frames, backend, cpu } => {
+            let Some(backend) = FreezeBackend::parse(&backend) else {
+                eprintln!("unknown backend {backend:?}: cgroup-v2, v1-freezer or signals");
+                return ExitCode::from(2);
+            };
+            let exe = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "partita".into());
+            let dir = std::env::temp_dir().join(format!("partita-frame-{}", std::process::id()));
+            if let Err(e) = std::fs::create_dir_all(&dir) {
+                eprintln!("{}: {e}", dir.display());
+                return ExitCode::FAILURE;
+            }
+            let r = bench::reference_frame(frames, cpu, backend, (&exe, &["app".to_string(), "probe".to_string()]), &dir);
+            let _ = std::fs::remove_dir_all(&dir);
+            match r {
+                Ok(r) => {
+                    println!(
+                        "{} frames of 1500 µs (800+700) on CPU {}, backend {}, SCHED_FIFO {}: window-start lateness p50/p99/max {}/{}/{} µs, \
+                         switch cost p50/p99/max {}/{}/{} µs, probe ran {:.1} ms, outside planned windows {:.4}% ({} µs), outside actual windows {:.4}%",
+                        r.frames,
+                        r.cpu,
+                        r.backend,
+                        r.realtime,
+                        us(r.window_start_lateness.p50_ns),
+                        us(r.window_start_lateness.p99_ns),
+                        us(r.window_start_lateness.max_ns),
+                        us(r.switch_cost.p50_ns),
+                        us(r.switch_cost.p99_ns),
+                        us(r.switch_cost.max_ns),
+                        r.probe_run_ns as f64 / 1e6,
+                        100.0 * r.probe_outside_plan_ns as f64 / r.probe_run_ns.max(1) as f64,
+                        us(r.probe_outside_plan_ns),
+                        100.0 * r.probe_outside_actual_ns as f64 / r.probe_run_ns.max(1) as f64,
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("partita isolation-bench frame: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}
