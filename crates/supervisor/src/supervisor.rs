@@ -361,3 +361,21 @@ mod tests {
         assert_ne!(Names::new("a").link_prefix(), Names::new("b").link_prefix());
     }
 }
+
+/// Writes every recorded window start of the plans as JSON lines (`module` = index of the planned module),
+/// for comparing the executed timeline with the plan.
+pub fn write_timeline(path: &Path, logs: &[ExecutorLog]) -> Result<()> {
+    use std::io::Write;
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(path_err("create", path))?);
+    for (m, log) in logs.iter().enumerate() {
+        for s in &log.starts {
+            let line = serde_json::json!({
+                "module": m, "frame": s.frame, "window": s.window, "partition": s.partition,
+                "planned_ns": s.planned_ns, "woke_ns": s.woke_ns, "switched_ns": s.switched_ns,
+                "lateness_ns": s.lateness_ns(), "switch_ns": s.switch_ns(),
+            });
+            writeln!(f, "{line}").map_err(path_err("write", path))?;
+        }
+    }
+    f.flush().map_err(path_err("write", path))
+}
