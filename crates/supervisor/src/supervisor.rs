@@ -97,7 +97,8 @@ pub struct PartitionState {
     pub module: String,
     pub partition: String,
     pub pid: Option<i32>,
-    pub address: Ipv4Addr,
+    /// On the module network (`None` for a native node).
+    pub address: Option<Ipv4Addr>,
     pub external_address: Option<Ipv4Addr>,
 }
 
@@ -126,10 +127,12 @@ pub struct Supervisor {
     state: State,
 }
 
+/// The system's directory under /run/partita. When the system goes down its state file goes (the system is
+/// no longer up); the event log, partition output and DDS files stay for inspection until `partita down`.
 struct StateDir(PathBuf);
 impl Drop for StateDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        let _ = std::fs::remove_file(self.0.join("state.json"));
     }
 }
 
@@ -171,8 +174,15 @@ impl Supervisor {
         };
         // 1. Networks.
         let needs_external = system.modules.iter().any(|m| m.is_native() || m.partitions.iter().any(|p| p.io));
-        for (mi, _) in system.modules.iter().enumerate() {
-            s.bridges.push(Bridge::create(&names.module_bridge(mi))?);
+        // A native node is on the inter-module network only: no module network of its own.
+        let mut module_bridge = Vec::new();
+        for (mi, m) in system.modules.iter().enumerate() {
+            if m.is_native() {
+                module_bridge.push(None);
+            } else {
+                s.bridges.push(Bridge::create(&names.module_bridge(mi))?);
+                module_bridge.push(Some(s.bridges.len() - 1));
+            }
         }
         let external_bridge = if needs_external {
             s.bridges.push(Bridge::create(&names.external_bridge())?);
@@ -203,17 +213,20 @@ impl Supervisor {
                 let cg = Arc::new(PartitionCgroup::create(&layout, &system.name, &names.cgroup_partition(&m.name, &p.name), &limits)?);
                 s.cgroups.push(cg.clone());
                 let ns = NetNamespace::create(&names.netns(&m.name, &p.name))?;
-                let address = module_address(mi, pi);
-                s.nics.push(VirtualNic::create(&names.vnic(mi, pi), "vnic0", &ns, &s.bridges[mi], address, 24)?);
-                let mut domains = vec![CycloneConfig::new("vnic0", m.domain, module_peers.clone())];
                 let external = ext_addr(mi, pi);
+                let mut domains = Vec::new();
+                let address = match module_bridge[mi] {
+                    Some(b) => {
+                        let a = module_address(mi, pi);
+                        s.nics.push(VirtualNic::create(&names.vnic(mi, pi), "vnic0", &ns, &s.bridges[b], a, 24)?);
+                        domains.push(CycloneConfig::new("vnic0", m.domain, module_peers.clone()));
+                        Some(a)
+                    }
+                    None => None,
+                };
                 if let (Some(a), Some(b)) = (external, external_bridge) {
                     s.nics.push(VirtualNic::create(&names.external_vnic(mi, pi), "vnic1", &ns, &s.bridges[b], a, 24)?);
                     domains.push(CycloneConfig::new("vnic1", system.external_domain, all_external.clone()));
-                }
-                if m.is_native() {
-                    // A native node lives on the inter-module network: its default domain is the external one.
-                    domains.remove(0);
                 }
                 let xml_path = state_path.join(format!("{}-{}.xml", m.name, p.name));
                 let uri = CycloneConfig::write_all(&domains, &xml_path)?;

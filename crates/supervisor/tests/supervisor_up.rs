@@ -72,7 +72,11 @@ fn the_reference_system_comes_up_runs_its_plan_and_goes_away() {
     let starts = events.events().iter().filter(|e| e.event == "start").count();
     assert_eq!(starts, 3);
     assert!(!events.events().iter().any(|e| e.event == "exit"), "a partition ended during the run: {:?}", events.events());
-    assert!(!state_dir.exists(), "state directory left behind");
+    assert!(!state_dir.join("state.json").exists(), "the state file says the system is still up");
+    let log = std::fs::read_to_string(state_dir.join("events.jsonl")).unwrap();
+    assert_eq!(log.lines().filter(|l| l.contains("\"event\":\"start\"")).count(), 3, "{log}");
+    let xml = std::fs::read_to_string(state_dir.join("monitor-monitor.xml")).unwrap();
+    assert!(xml.contains("vnic1") && !xml.contains("vnic0"), "a native node is on the inter-module network only:\n{xml}");
     assert_nothing_left(&system, Some(&Names::new(&system).link_prefix()));
 }
 
@@ -82,6 +86,6 @@ fn a_build_failing_half_way_leaves_nothing() {
     let root = tempdir("state");
     let r = Supervisor::up(&reference_system(&system, &["/nonexistent/partita-test-program"]), &root.0, None);
     assert!(r.is_err(), "a partition with a missing program was started");
-    assert!(!root.0.join(&system).exists());
+    assert!(!root.0.join(&system).join("state.json").exists());
     assert_nothing_left(&system, Some(&Names::new(&system).link_prefix()));
 }
