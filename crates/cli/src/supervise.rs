@@ -164,7 +164,7 @@ pub fn isolation_bench(a: IsolationBenchArgs) -> ExitCode {
                 Ok(r) => {
                     println!(
                         "{} frames of 1500 µs (800+700) on CPU {}, backend {}, SCHED_FIFO {}: window-start lateness p50/p99/max {}/{}/{} µs, \
-                         switch cost p50/p99/max {}/{}/{} µs, probe ran {:.1} ms, outside planned windows {:.4}% ({} µs), outside actual windows {:.4}%",
+                         switch cost p50/p99/max {}/{}/{} µs, probe ran {:.1} ms, outside planned windows {:.4}% ({} µs), outside actual windows {:.4}%, missed boundaries {}",
                         r.frames,
                         r.cpu,
                         r.backend,
@@ -179,6 +179,7 @@ pub fn isolation_bench(a: IsolationBenchArgs) -> ExitCode {
                         100.0 * r.probe_outside_plan_ns as f64 / r.probe_run_ns.max(1) as f64,
                         us(r.probe_outside_plan_ns),
                         100.0 * r.probe_outside_actual_ns as f64 / r.probe_run_ns.max(1) as f64,
+                        r.missed_boundaries,
                     );
                     ExitCode::SUCCESS
                 }

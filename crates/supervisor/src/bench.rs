@@ -113,6 +113,7 @@ pub struct FrameBenchResult {
     /// Of which outside [thaw issued, next freeze issued + its cost] as the executor logged them.
     pub probe_outside_actual_ns: u64,
     pub switch_errors: u64,
+    pub missed_boundaries: u64,
 }
 
 /// Runs the reference plan (windows of 800 and 700 µs in a 1500 µs frame) for `frames` frames, with
@@ -210,5 +211,6 @@ pub fn reference_frame(frames: u64, cpu: usize, backend: FreezeBackend, probe: (
         probe_outside_plan_ns: out_plan,
         probe_outside_actual_ns: out_actual,
         switch_errors: log.switch_errors,
+        missed_boundaries: log.missed_boundaries,
     })
 }

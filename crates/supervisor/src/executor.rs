@@ -159,6 +159,8 @@ pub struct ExecutorLog {
     pub max_lateness_ns: u64,
     pub max_switch_ns: u64,
     pub switch_errors: u64,
+    /// Boundaries the executor reached only after the next one was already due: a window was lost.
+    pub missed_boundaries: u64,
     /// Whether SCHED_FIFO and the CPU pinning were obtained.
     pub realtime: bool,
     pub pinned: bool,
@@ -174,6 +176,7 @@ impl ExecutorLog {
             max_lateness_ns: 0,
             max_switch_ns: 0,
             switch_errors: 0,
+            missed_boundaries: 0,
             realtime: false,
             pinned: false,
         }
@@ -218,6 +221,7 @@ pub struct Executor {
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct Progress {
     pub frames: u64,
+    pub missed_boundaries: u64,
     pub max_lateness_ns: u64,
     pub max_switch_ns: u64,
 }
@@ -342,13 +346,20 @@ fn run(
             break;
         }
         let base = origin + frame * frame_ns;
-        for b in &boundaries {
+        for (i, b) in boundaries.iter().enumerate() {
             if stop.load(Ordering::Relaxed) {
                 break 'frames;
             }
             let planned = base + b.offset_ns;
+            let next_due = match boundaries.get(i + 1) {
+                Some(n) => base + n.offset_ns,
+                None => base + frame_ns + boundaries[0].offset_ns,
+            };
             sleep_until_ns(planned);
             let woke = monotonic_ns();
+            if woke >= next_due {
+                log.missed_boundaries += 1;
+            }
             // Freeze before thaw: two partitions never run at once on the module's CPU.
             for &p in &b.freeze {
                 if freezers[p].freeze().is_err() {
@@ -384,7 +395,7 @@ fn run(
         }
         frame += 1;
         if let Ok(mut p) = progress.try_lock() {
-            *p = Progress { frames: frame, max_lateness_ns: log.max_lateness_ns, max_switch_ns: log.max_switch_ns };
+            *p = Progress { frames: frame, missed_boundaries: log.missed_boundaries, max_lateness_ns: log.max_lateness_ns, max_switch_ns: log.max_switch_ns };
         }
     }
     // The last window ends with the executor: nothing runs outside the plan.
@@ -398,7 +409,7 @@ fn run(
         }
     }
     if let Ok(mut p) = progress.lock() {
-        *p = Progress { frames: frame, max_lateness_ns: log.max_lateness_ns, max_switch_ns: log.max_switch_ns };
+        *p = Progress { frames: frame, missed_boundaries: log.missed_boundaries, max_lateness_ns: log.max_lateness_ns, max_switch_ns: log.max_switch_ns };
     }
 }
 
