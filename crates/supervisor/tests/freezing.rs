@@ -124,3 +124,43 @@ fn the_executor_runs_partitions_by_turns_and_leaves_them_frozen() {
     }
     assert_nothing_left(&system, None);
 }
+
+#[test]
+fn a_partition_started_while_frozen_runs_nothing_until_thawed() {
+    let system = system_name("fs");
+    let layout = Layout::detect().unwrap();
+    let dir = tempdir("frozen-start");
+    {
+        let cg = PartitionCgroup::create(&layout, &system, "late", &Limits::default()).unwrap();
+        let f = Freezer::new(&cg, FreezeBackend::best_for(&cg)).unwrap();
+        f.freeze().unwrap();
+        let marker = dir.0.join("ran");
+        let spec = LaunchSpec {
+            partition: "late".into(),
+            module: system.clone(),
+            domain: 0,
+            program: "sh".into(),
+            args: vec!["-c".into(), format!("echo ran > {}", marker.display())],
+            env: vec![],
+            cgroup_procs: cg.procs_files(),
+            netns: None,
+            cyclonedds_uri: None,
+            output: None,
+        };
+        let pid = launch(&spec).unwrap().pid;
+        // The process exists (in the cgroup) but has not executed the program.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !cg.pids().unwrap().contains(&pid) {
+            assert!(Instant::now() < deadline, "the new process never joined its cgroup");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(!marker.exists(), "the program ran while its partition was frozen");
+        assert!(partita_supervisor::launch::try_wait(pid).unwrap().is_none());
+        f.thaw().unwrap();
+        let status = wait_for(pid);
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "status {status:#x}");
+        assert!(marker.exists(), "the program did not run after the thaw");
+    }
+    assert_nothing_left(&system, None);
+}
