@@ -50,11 +50,7 @@ impl Layout {
             let _source = r.next();
             let super_opts = r.next().unwrap_or("");
             match fstype {
-                "cgroup2" => {
-                    if v2.is_none() {
-                        v2 = Some(mount_point);
-                    }
-                }
+                "cgroup2" if v2.is_none() => v2 = Some(mount_point),
                 "cgroup" => {
                     for opt in super_opts.split(',') {
                         if V1_CONTROLLERS.contains(&opt) {
@@ -94,7 +90,7 @@ impl Layout {
 }
 
 /// Resource limits of one partition.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Limits {
     pub memory_bytes: Option<u64>,
     pub pids_max: Option<u64>,
@@ -102,12 +98,6 @@ pub struct Limits {
     pub cpus: Option<String>,
     /// Memory nodes, e.g. "0"; defaults to the parent's when `cpus` is set.
     pub mems: Option<String>,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits { memory_bytes: None, pids_max: None, cpus: None, mems: None }
-    }
 }
 
 /// What a directory of a partition's cgroup is for.

@@ -263,7 +263,7 @@ impl Executor {
     }
 
     pub fn is_finished(&self) -> bool {
-        self.handle.as_ref().map_or(true, |h| h.is_finished())
+        self.handle.as_ref().map(|h| h.is_finished()).unwrap_or(true)
     }
 
     /// Stops (if still running) and returns the log. Partitions are left frozen.

@@ -58,10 +58,12 @@ pub struct Event {
     pub detail: Option<String>,
 }
 
+type Sink = Option<Box<dyn Write + Send>>;
+
 /// Where events go: a JSON-lines writer, and a copy kept in memory for status and tests.
 #[derive(Clone)]
 pub struct EventLog {
-    inner: Arc<Mutex<(Option<Box<dyn Write + Send>>, Vec<Event>)>>,
+    inner: Arc<Mutex<(Sink, Vec<Event>)>>,
 }
 
 impl EventLog {

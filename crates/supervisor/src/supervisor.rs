@@ -361,19 +361,6 @@ pub fn read_states(state_root: &Path) -> Vec<(PathBuf, serde_json::Value)> {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn link_names_fit_and_share_the_system_prefix() {
-        let n = Names::new("video-surveillance-node");
-        for name in [n.module_bridge(9), n.external_bridge(), n.vnic(9, 99), n.external_vnic(9, 99)] {
-            assert!(name.len() <= 15 && name.starts_with(&n.link_prefix()), "{name}");
-        }
-        assert_ne!(Names::new("a").link_prefix(), Names::new("b").link_prefix());
-    }
-}
 
 /// Writes every recorded window start of the plans as JSON lines (`module` = index of the planned module),
 /// for comparing the executed timeline with the plan.
@@ -391,4 +378,18 @@ pub fn write_timeline(path: &Path, logs: &[ExecutorLog]) -> Result<()> {
         }
     }
     f.flush().map_err(path_err("write", path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn link_names_fit_and_share_the_system_prefix() {
+        let n = Names::new("video-surveillance-node");
+        for name in [n.module_bridge(9), n.external_bridge(), n.vnic(9, 99), n.external_vnic(9, 99)] {
+            assert!(name.len() <= 15 && name.starts_with(&n.link_prefix()), "{name}");
+        }
+        assert_ne!(Names::new("a").link_prefix(), Names::new("b").link_prefix());
+    }
 }
