@@ -1,5 +1,11 @@
 //! DDS through partita's own layer (`partita-dds`, Cyclone DDS 11.0.1): a request topic and a reply topic.
 //!
+//! Two transports differ only in how the server takes requests:
+//! - `dds`: a listening reader; Cyclone delivers each request on its receive thread, where the server does its
+//!   work and writes the reply at once (no hand-off to another thread — what ddsperf's default mode does);
+//! - `dds-waitset`: the benchmark's server loop blocks on a waitset and takes requests on its own thread.
+//!
+//! The client is the same for both: it blocks on a waitset for replies (or busy-polls with `--busy-poll`).
 //! Requests and replies are typed topics (`partita::bench::Request` / `Reply`: a sequence number and an octet
 //! sequence), reliable, keep-all, volatile, encoded as XCDR1. Both processes create their participant on
 //! loopback only; the domain id and topic names come from the run's session string, so parallel runs do not
@@ -41,7 +47,11 @@ pub const MAX_PAYLOAD: usize = 8 << 20;
 /// How long both ends wait for each other to be discovered.
 const MATCH_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// Listener server (see the module documentation).
 pub struct Dds;
+
+/// Waitset server (see the module documentation).
+pub struct DdsWaitset;
 
 fn err(what: &str) -> impl FnOnce(partita_dds::DdsError) -> DriverError + '_ {
     move |e| DriverError::Other(format!("{what}: {e}"))
@@ -92,7 +102,66 @@ impl Transport for Dds {
         "dds"
     }
     fn description(&self) -> &'static str {
-        "DDS through partita-dds (Cyclone DDS 11.0.1) on loopback: request and reply topics, reliable, keep-all"
+        "DDS through partita-dds (Cyclone DDS 11.0.1) on loopback, server replying from a listener on delivery"
+    }
+    fn max_payload(&self) -> usize {
+        MAX_PAYLOAD
+    }
+    fn serve(&self, size: usize, session: &str) -> Result<(Box<dyn ServerEndpoint>, String), DriverError> {
+        DdsWaitset.serve(size, session)
+    }
+    fn connect(&self, address: &str, _size: usize, _session: &str) -> Result<ClientEndpoint, DriverError> {
+        connect(address)
+    }
+    fn serve_inline(
+        &self,
+        size: usize,
+        session: &str,
+        work: std::sync::Arc<dyn Fn() + Send + Sync>,
+    ) -> Option<Result<(Box<dyn std::any::Any>, String), DriverError>> {
+        Some(serve_listening(size, session, work))
+    }
+}
+
+/// What keeps a listening server alive: its topics and writer, then the reader whose callback answers.
+struct ListeningServer {
+    _reader: partita_dds::ListeningReader,
+    _ends: Ends,
+}
+
+fn serve_listening(
+    size: usize,
+    session: &str,
+    work: std::sync::Arc<dyn Fn() + Send + Sync>,
+) -> Result<(Box<dyn std::any::Any>, String), DriverError> {
+    let domain = session_domain(session);
+    let prefix = format!("partita/bench/{session}");
+    let ends = open(domain, &prefix)?;
+    let writer = Writer::new(&ends.replies, &qos()).map_err(err("reply writer"))?;
+    let mut reply = Reply { seq: 0, payload: vec![0x5a; size] };
+    let mut matched = false;
+    let reader = partita_dds::ListeningReader::typed(&ends.requests, &qos(), move |s: partita_dds::Sample<Request>| {
+        let Some(req) = s.value else { return };
+        if !matched {
+            // The client waits for both matches before its first request; this only covers the reverse race.
+            matched = writer.wait_for_readers(1, MATCH_TIMEOUT).is_ok();
+        }
+        work();
+        reply.seq = req.seq;
+        if let Err(e) = writer.write(&reply) {
+            eprintln!("dds server: writing a reply: {e}");
+        }
+    })
+    .map_err(err("request reader"))?;
+    Ok((Box::new(ListeningServer { _reader: reader, _ends: ends }), format!("domain={domain} topic={prefix}")))
+}
+
+impl Transport for DdsWaitset {
+    fn name(&self) -> &'static str {
+        "dds-waitset"
+    }
+    fn description(&self) -> &'static str {
+        "DDS through partita-dds on loopback, server taking requests through a waitset on its own thread"
     }
     fn max_payload(&self) -> usize {
         MAX_PAYLOAD
@@ -107,24 +176,28 @@ impl Transport for Dds {
         Ok((Box::new(server), format!("domain={domain} topic={prefix}")))
     }
     fn connect(&self, address: &str, _size: usize, _session: &str) -> Result<ClientEndpoint, DriverError> {
-        let (domain, prefix) = parse_address(address)?;
-        let ends = open(domain, &prefix)?;
-        let writer = Writer::new(&ends.requests, &qos()).map_err(err("request writer"))?;
-        let reader = Reader::new(&ends.replies, &qos()).map_err(err("reply reader"))?;
-        writer.wait_for_readers(1, MATCH_TIMEOUT).map_err(err("waiting for the server's request reader"))?;
-        let end = Instant::now() + MATCH_TIMEOUT;
-        while reader.matched_writers().map_err(err("reply reader"))? < 1 {
-            if Instant::now() > end {
-                return Err(DriverError::Other("the server's reply writer was not discovered within 20 s".into()));
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let ends = std::sync::Arc::new(ends);
-        Ok(ClientEndpoint {
-            sender: Box::new(DdsSender { _ends: ends.clone(), writer, request: Request { seq: 0, payload: Vec::new() } }),
-            receiver: Box::new(DdsReceiver { _ends: ends, reader, pending: VecDeque::new() }),
-        })
+        connect(address)
     }
+}
+
+fn connect(address: &str) -> Result<ClientEndpoint, DriverError> {
+    let (domain, prefix) = parse_address(address)?;
+    let ends = open(domain, &prefix)?;
+    let writer = Writer::new(&ends.requests, &qos()).map_err(err("request writer"))?;
+    let reader = Reader::new(&ends.replies, &qos()).map_err(err("reply reader"))?;
+    writer.wait_for_readers(1, MATCH_TIMEOUT).map_err(err("waiting for the server's request reader"))?;
+    let end = Instant::now() + MATCH_TIMEOUT;
+    while reader.matched_writers().map_err(err("reply reader"))? < 1 {
+        if Instant::now() > end {
+            return Err(DriverError::Other("the server's reply writer was not discovered within 20 s".into()));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let ends = std::sync::Arc::new(ends);
+    Ok(ClientEndpoint {
+        sender: Box::new(DdsSender { _ends: ends.clone(), writer, request: Request { seq: 0, payload: Vec::new() } }),
+        receiver: Box::new(DdsReceiver { _ends: ends, reader, pending: VecDeque::new() }),
+    })
 }
 
 struct DdsServer {

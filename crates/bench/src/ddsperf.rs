@@ -137,8 +137,26 @@ impl Drop for Killed {
     }
 }
 
+/// How ddsperf hands samples to its ping and pong code: its default, a listener called on Cyclone's
+/// delivery thread, or a waitset and an application thread (`ping ... waitset`, `pong waitset`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    Listener,
+    Waitset,
+}
+
+impl Trigger {
+    /// The transport name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Trigger::Listener => "ddsperf",
+            Trigger::Waitset => "ddsperf-waitset",
+        }
+    }
+}
+
 /// Runs `ddsperf pong` and `ddsperf ping` for one payload size.
-pub fn run(size: usize, cfg: &RrConfig, stop: &AtomicBool) -> Result<ScenarioResult, BenchError> {
+pub fn run(size: usize, cfg: &RrConfig, stop: &AtomicBool, trigger: Trigger) -> Result<ScenarioResult, BenchError> {
     let started = crate::machine::now_rfc3339();
     let dsize = size.max(MIN_SIZE);
     let domain = domain_id();
@@ -158,7 +176,11 @@ pub fn run(size: usize, cfg: &RrConfig, stop: &AtomicBool) -> Result<ScenarioRes
             .map_err(|e| BenchError::Ddsperf(format!("starting {PROGRAM} {}: {e}", args.join(" "))))
     };
     let dom = domain.to_string();
-    let pong = Killed(spawn(vec!["-i".into(), dom.clone(), "pong".into()], Stdio::null(), Stdio::null())?);
+    let mut pong_args: Vec<String> = vec!["-i".into(), dom.clone(), "pong".into()];
+    if trigger == Trigger::Waitset {
+        pong_args.push("waitset".into());
+    }
+    let pong = Killed(spawn(pong_args, Stdio::null(), Stdio::null())?);
     let mut ping_args = vec![
         "-i".into(),
         dom,
@@ -172,6 +194,9 @@ pub fn run(size: usize, cfg: &RrConfig, stop: &AtomicBool) -> Result<ScenarioRes
         ping_args.push(format!("{r}Hz"));
     }
     ping_args.extend(["size".into(), dsize.to_string()]);
+    if trigger == Trigger::Waitset {
+        ping_args.push("waitset".into());
+    }
     let mut ping = Killed(spawn(ping_args.clone(), Stdio::piped(), Stdio::piped())?);
     let stdout = ping.0.stdout.take().expect("piped stdout");
     let mut intervals = Vec::new();
@@ -235,8 +260,8 @@ pub fn run(size: usize, cfg: &RrConfig, stop: &AtomicBool) -> Result<ScenarioRes
     });
     std::thread::sleep(Duration::from_millis(10));
     Ok(ScenarioResult {
-        scenario: format!("ddsperf {}", crate::size::format_size(size)),
-        transport: "ddsperf".into(),
+        scenario: format!("{} {}", trigger.name(), crate::size::format_size(size)),
+        transport: trigger.name().into(),
         size,
         mode: cfg.mode().to_string(),
         warmup_requested: cfg.warmup,

@@ -60,6 +60,17 @@ pub trait Transport: Sync {
     fn serve(&self, size: usize, session: &str) -> Result<(Box<dyn ServerEndpoint>, String), DriverError>;
     /// Creates the client end from the address the server printed.
     fn connect(&self, address: &str, size: usize, session: &str) -> Result<ClientEndpoint, DriverError>;
+    /// For a transport that answers requests on its own delivery thread (a DDS listener) instead of the
+    /// benchmark's server loop: starts such a server, calling `work` before each reply, and returns what keeps
+    /// it alive with its address. `None` (the default) means the transport uses [`Transport::serve`].
+    fn serve_inline(
+        &self,
+        _size: usize,
+        _session: &str,
+        _work: std::sync::Arc<dyn Fn() + Send + Sync>,
+    ) -> Option<Result<(Box<dyn std::any::Any>, String), DriverError>> {
+        None
+    }
 }
 
 /// An entry of the registry: a driver measured by partita's own client and server, or an external reference
@@ -68,7 +79,7 @@ pub trait Transport: Sync {
 pub enum Entry {
     Driver(&'static dyn Transport),
     /// Cyclone's `ddsperf ping`/`ddsperf pong` (see [`crate::ddsperf`]).
-    Ddsperf,
+    Ddsperf(crate::ddsperf::Trigger),
 }
 
 impl std::fmt::Debug for Entry {
@@ -81,30 +92,43 @@ impl Entry {
     pub fn name(&self) -> &'static str {
         match self {
             Entry::Driver(t) => t.name(),
-            Entry::Ddsperf => "ddsperf",
+            Entry::Ddsperf(t) => t.name(),
         }
     }
     pub fn max_payload(&self) -> usize {
         match self {
             Entry::Driver(t) => t.max_payload(),
-            Entry::Ddsperf => crate::ddsperf::MAX_SIZE,
+            Entry::Ddsperf(_) => crate::ddsperf::MAX_SIZE,
         }
     }
     pub fn description(&self) -> &'static str {
         match self {
             Entry::Driver(t) => t.description(),
-            Entry::Ddsperf => "Cyclone's own ddsperf ping/pong on loopback (reference; it reports RTT/2, shown ×2)",
+            Entry::Ddsperf(crate::ddsperf::Trigger::Listener) => {
+                "Cyclone's own ddsperf ping/pong on loopback, listener mode (reference; it reports RTT/2, shown ×2)"
+            }
+            Entry::Ddsperf(crate::ddsperf::Trigger::Waitset) => {
+                "Cyclone's own ddsperf ping/pong on loopback, waitset mode (reference; RTT/2 shown ×2)"
+            }
         }
     }
 }
 
 static UDP: crate::udp::Udp = crate::udp::Udp;
 static DDS: crate::dds::Dds = crate::dds::Dds;
+static DDS_WAITSET: crate::dds::DdsWaitset = crate::dds::DdsWaitset;
 
 /// Every transport partita knows, in the order they are listed. Fast DDS and shared-memory drivers are added
 /// here.
 pub fn registry() -> Vec<Entry> {
-    vec![Entry::Driver(&UDP), Entry::Driver(&DDS), Entry::Ddsperf]
+    use crate::ddsperf::Trigger;
+    vec![
+        Entry::Driver(&UDP),
+        Entry::Driver(&DDS),
+        Entry::Driver(&DDS_WAITSET),
+        Entry::Ddsperf(Trigger::Listener),
+        Entry::Ddsperf(Trigger::Waitset),
+    ]
 }
 
 /// Looks a transport up by name.

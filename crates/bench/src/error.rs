@@ -52,6 +52,8 @@ pub enum BenchError {
     Write { path: PathBuf, #[source] source: std::io::Error },
     #[error("interrupted")]
     Interrupted,
+    #[error("entering a private network namespace: {0}")]
+    Sandbox(String),
 }
 
 impl BenchError {

@@ -179,14 +179,33 @@ pub fn run_server(cfg: &ServerConfig, stop: &'static AtomicBool) -> Result<(), B
     };
     let derr = |source| BenchError::Driver { transport: cfg.transport.clone(), source };
     let work = if cfg.server_work_us > 0.0 { BusyWork::calibrate() } else { BusyWork { iterations_per_us: 0.0 } };
+    let watch_stdin = move || {
+        std::thread::spawn(move || {
+            let mut sink = Vec::new();
+            let _ = std::io::stdin().read_to_end(&mut sink);
+            stop.store(true, Ordering::Relaxed);
+        });
+    };
+    let work_us = cfg.server_work_us;
+    let inline_work = {
+        let work = work.clone();
+        std::sync::Arc::new(move || work.run(work_us)) as std::sync::Arc<dyn Fn() + Send + Sync>
+    };
+    if let Some(inline) = t.serve_inline(cfg.size, &cfg.session, inline_work) {
+        // The transport answers on its own thread; this one only waits for the end.
+        let (_server, address) = inline.map_err(derr)?;
+        println!("READY {} {}", work.iterations_per_us, address);
+        std::io::stdout().flush().ok();
+        watch_stdin();
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        return Ok(());
+    }
     let (mut server, address) = t.serve(cfg.size, &cfg.session).map_err(derr)?;
     println!("READY {} {}", work.iterations_per_us, address);
     std::io::stdout().flush().ok();
-    std::thread::spawn(move || {
-        let mut sink = Vec::new();
-        let _ = std::io::stdin().read_to_end(&mut sink);
-        stop.store(true, Ordering::Relaxed);
-    });
+    watch_stdin();
     serve_loop(server.as_mut(), &work, cfg.server_work_us, stop).map_err(derr)
 }
 
@@ -479,7 +498,7 @@ pub fn run_all(
         for &size in &cfg.sizes {
             let r = match e {
                 Entry::Driver(t) => run_driver(t, size, cfg, launcher, stop)?,
-                Entry::Ddsperf => crate::ddsperf::run(size, cfg, stop)?,
+                Entry::Ddsperf(trigger) => crate::ddsperf::run(size, cfg, stop, trigger)?,
             };
             on_result(&r);
             results.push(r);

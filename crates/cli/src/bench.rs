@@ -28,8 +28,9 @@ enum BenchCommand {
 
 #[derive(Args)]
 struct RrArgs {
-    /// Transports, comma-separated: udp (raw UDP on 127.0.0.1), dds (partita-dds on loopback), ddsperf
-    /// (Cyclone's ddsperf, reference).
+    /// Transports, comma-separated: udp (raw UDP), dds (partita-dds, server replying from a listener),
+    /// dds-waitset (partita-dds, server on a waitset), ddsperf and ddsperf-waitset (Cyclone's ddsperf in its
+    /// listener and waitset modes, references). All on a private loopback.
     #[arg(long, value_delimiter = ',', default_value = "udp")]
     transport: Vec<String>,
     /// Payload sizes, comma-separated: 64, 1k, 1KiB, 16KiB, 1M.
@@ -131,6 +132,10 @@ fn run_rr(a: RrArgs) -> Result<(), BenchError> {
     };
     cfg.validate()?;
     report::prepare_dir(&out)?;
+    // Client, server and ddsperf processes see only a loopback interface of their own: Cyclone binds its
+    // receive sockets to the wildcard address, and nothing of the benchmark may touch the host's interfaces.
+    // This must happen while the process is single-threaded; the servers inherit the namespace.
+    partita_dds::sandbox::enter_private_network().map_err(|e| BenchError::Sandbox(e.to_string()))?;
     let program = std::env::current_exe()
         .map_err(|e| BenchError::Server { transport: "any".into(), reason: format!("finding this executable: {e}") })?;
     let launcher = ServerLauncher { program, args: vec!["bench".into(), "rr-server".into()] };

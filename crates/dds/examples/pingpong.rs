@@ -7,6 +7,7 @@ fn main() {
     let cfg = DomainConfig::loopback(42);
     let p = Participant::new(&cfg).unwrap();
     let qos = if std::env::var_os("PP_BE").is_some() { Qos::best_effort().keep_last(1) } else { Qos::reliable().keep_last(1) };
+    let qos = if std::env::var_os("PP_KEEPALL").is_some() { qos.keep_all() } else { qos };
     let spin_pong = std::env::var_os("PP_SPIN_PONG").is_some();
     let req = RawTopic::keyless(&p, "probe_req", "probe::Msg").unwrap();
     let rep = RawTopic::keyless(&p, "probe_rep", "probe::Msg").unwrap();

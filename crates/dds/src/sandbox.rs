@@ -9,7 +9,7 @@ use std::io;
 /// Why the private network could not be entered.
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
-    #[error("unshare(CLONE_NEWNET) failed: {0} (creating a network namespace needs root or CAP_SYS_ADMIN; run as root)")]
+    #[error("unshare(CLONE_NEWNET) failed: {0} (creating a network namespace needs root, CAP_SYS_ADMIN or unprivileged user namespaces; run as root)")]
     Unshare(io::Error),
     #[error("bringing up loopback in the new network namespace failed at {step}: {err}")]
     Loopback { step: &'static str, err: io::Error },
@@ -30,7 +30,12 @@ pub fn enter_private_network() -> Result<(), SandboxError> {
     }
     // SAFETY: unshare only changes this thread's namespace membership; no memory is touched.
     if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-        return Err(SandboxError::Unshare(io::Error::last_os_error()));
+        let first = io::Error::last_os_error();
+        // Without root, a new user namespace grants the capabilities a new network namespace needs.
+        // SAFETY: as above.
+        if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) } != 0 {
+            return Err(SandboxError::Unshare(first));
+        }
     }
     loopback_up()
 }
