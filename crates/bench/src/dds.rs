@@ -7,7 +7,7 @@
 //!
 //! The client is the same for both: it blocks on a waitset for replies (or busy-polls with `--busy-poll`).
 //! Requests and replies are typed topics (`partita::bench::Request` / `Reply`: a sequence number and an octet
-//! sequence), reliable, keep-all, volatile, encoded as XCDR1. Both processes create their participant on
+//! sequence), reliable, keep-last 1, volatile (as ddsperf's ping/pong), encoded as XCDR1. Both processes create their participant on
 //! loopback only; the domain id and topic names come from the run's session string, so parallel runs do not
 //! meet. The server's address line is `domain=N topic=PREFIX`.
 use crate::driver::{ClientEndpoint, ReplyReceiver, RequestSender, ServerEndpoint, Transport, Wait};
@@ -20,12 +20,15 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Request {
     pub seq: u64,
+    /// Encoded as one block (sequence<octet>), not byte by byte.
+    #[serde(with = "serde_bytes")]
     pub payload: Vec<u8>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Reply {
     pub seq: u64,
+    #[serde(with = "serde_bytes")]
     pub payload: Vec<u8>,
 }
 
@@ -63,8 +66,9 @@ fn session_domain(session: &str) -> u32 {
     (h % 233) as u32
 }
 
+/// Reliable, keep-last 1, volatile: what ddsperf's ping/pong use, so the two compare like for like.
 fn qos() -> Qos {
-    Qos::reliable().keep_all()
+    Qos::reliable().keep_last(1)
 }
 
 struct Ends {

@@ -137,11 +137,17 @@ impl<'a, 'b> ser::Serializer for &'a mut Serializer<'b> {
         self.out.push(v as u8);
         Ok(())
     }
-    ser_prim!(serialize_i8, i8);
+    fn serialize_i8(self, v: i8) -> Result<()> {
+        self.out.push(v as u8);
+        Ok(())
+    }
     ser_prim!(serialize_i16, i16);
     ser_prim!(serialize_i32, i32);
     ser_prim!(serialize_i64, i64);
-    ser_prim!(serialize_u8, u8);
+    fn serialize_u8(self, v: u8) -> Result<()> {
+        self.out.push(v);
+        Ok(())
+    }
     ser_prim!(serialize_u16, u16);
     ser_prim!(serialize_u32, u32);
     ser_prim!(serialize_u64, u64);
