@@ -1,0 +1,110 @@
+//! Errors of reading a system file. Each [`Diagnostic`] names the file, the line and column, the field path
+//! and what is wrong together with what to do; [`Errors`] carries all of them, not just the first.
+use std::fmt;
+
+/// One thing wrong with a system file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}:{line}:{column}: {path}: {problem}")]
+pub struct Diagnostic {
+    pub file: String,
+    /// 1-based.
+    pub line: usize,
+    /// 1-based, in characters.
+    pub column: usize,
+    /// Field path such as `module[camera].plan[0].window[1].start`.
+    pub path: String,
+    pub problem: Problem,
+}
+
+/// What is wrong, and (in the message) how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Problem {
+    #[error("cannot read the file: {0}")]
+    Unreadable(String),
+    #[error("{0} (see docs/configuration.md for every key)")]
+    Syntax(String),
+    #[error("{0}")]
+    BadValue(String),
+    #[error("name {name:?} is not allowed; use 1 to {max} characters from [A-Za-z0-9_-], starting with a letter or digit")]
+    BadName { name: String, max: usize },
+    #[error("{what} {name:?} is defined twice (first on line {first_line}); give each {what} its own name")]
+    Duplicate { what: &'static str, name: String, first_line: usize },
+    #[error("the command is empty; give the program and its arguments, e.g. [\"partita\", \"app\", \"probe\"]")]
+    EmptyCommand,
+    #[error("memory limit {memory} is below the floor of {floor}; give at least {floor}")]
+    MemoryTooSmall { memory: String, floor: String },
+    #[error("pids limit must be at least 1")]
+    PidsZero,
+    #[error("domain id {id} is out of range; use 0..=232")]
+    DomainOutOfRange { id: u64 },
+    #[error("domain {id} is already used by {other}; give each network its own domain id")]
+    DomainTaken { id: u32, other: String },
+    #[error("subnet {subnet} is outside 198.18.0.0/15; partita uses only that range (e.g. 198.18.4.0/24)")]
+    SubnetOutsidePool { subnet: String },
+    #[error("subnet {subnet} is too small; use a prefix of /30 or shorter")]
+    SubnetTooSmall { subnet: String },
+    #[error("subnet {subnet} overlaps {other}'s {other_subnet}; choose disjoint subnets or leave `subnet` out to get one assigned")]
+    SubnetOverlap { subnet: String, other: String, other_subnet: String },
+    #[error("198.18.0.0/15 has no free /24 left for {what}; give explicit smaller subnets or fewer modules")]
+    PoolExhausted { what: String },
+    #[error("address {address} is not a usable host of {subnet}; pick one inside it or leave `address` out")]
+    AddressOutsideSubnet { address: String, subnet: String },
+    #[error("address {address} is already used by {other}; pick another or leave `address` out")]
+    AddressTaken { address: String, other: String },
+    #[error("subnet {subnet} has no free address left for {what}; use a larger subnet")]
+    AddressesExhausted { subnet: String, what: String },
+    #[error("unknown criticality {0:?}; use \"high\", \"medium\" or \"low\"")]
+    BadCriticality(String),
+    #[error("unknown health action {0:?}; use \"restart\", \"stop\" or \"ignore\"")]
+    BadHealthAction(String),
+    #[error("`{key}` only applies to action = \"restart\"; remove it")]
+    HealthKeyWithoutRestart { key: &'static str },
+    #[error("CPU {cpu} is not available on this machine (available: {available}); use one of those")]
+    CpuNotAvailable { cpu: u64, available: String },
+    #[error("CPU {cpu} is listed twice; list each CPU once")]
+    DuplicateCpu { cpu: u64 },
+    #[error("CPU {cpu} is already used by module {other}; give each module its own CPUs")]
+    CpuTakenByModule { cpu: u64, other: String },
+    #[error("CPU {cpu} is not one of the module's CPUs ({module_cpus}); add it to the module's `cpus` or use one of those")]
+    CpuNotInModule { cpu: u64, module_cpus: String },
+    #[error("the module has no plan; add a [[module.plan]] with a major_frame and windows")]
+    NoPlan,
+    #[error("CPU {cpu} of the module has no plan; add a [[module.plan]] with cpu = {cpu} or remove the CPU")]
+    CpuWithoutPlan { cpu: u64 },
+    #[error("CPU {cpu} has two plans; merge their windows into one [[module.plan]]")]
+    DuplicatePlan { cpu: u64 },
+    #[error("the major frame must be longer than zero")]
+    ZeroFrame,
+    #[error("a window must be longer than zero")]
+    ZeroWindow,
+    #[error("the window ends at {end}, beyond the major frame of {frame}; shorten it, move it earlier or lengthen major_frame")]
+    WindowBeyondFrame { end: String, frame: String },
+    #[error("the window [{start}, {end}) overlaps window[{other}] [{other_start}, {other_end}); start it at {other_end} or later")]
+    WindowOverlap { start: String, end: String, other: usize, other_start: String, other_end: String },
+    #[error("no partition {name:?} in this module (partitions: {known}); fix the name or add the partition")]
+    UnknownPartition { name: String, known: String },
+    #[error("partition {partition:?} may not run on CPU {cpu} (its cpus: {cpus}); add the CPU to the partition's `cpus` or move the window")]
+    WindowOnForeignCpu { partition: String, cpu: u64, cpus: String },
+    #[error("partition {name:?} has no window in any plan, so it would never run; add a window for it")]
+    NoWindow { name: String },
+    #[error("a second I/O partition (the first is {first:?}); a module has one I/O partition, set io = false on the others")]
+    SecondIoPartition { first: String },
+}
+
+/// All the problems found in one system file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Errors(pub Vec<Diagnostic>);
+
+impl fmt::Display for Errors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, d) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "error: {d}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Errors {}

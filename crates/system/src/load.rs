@@ -1,0 +1,674 @@
+//! Reading a system file: TOML (with spans) → raw structs → validated [`System`], collecting every problem.
+use crate::error::{Diagnostic, Errors, Problem};
+use crate::model::*;
+use serde::Deserialize;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::Ipv4Addr;
+use std::ops::Range;
+use std::path::Path;
+use toml::Spanned;
+
+/// The smallest memory limit accepted: below it a DDS participant does not even start.
+pub const MEMORY_FLOOR: ByteSize = ByteSize(8 << 20);
+const DEFAULT_MEMORY: ByteSize = ByteSize(64 << 20);
+const DEFAULT_PIDS: u64 = 256;
+const MAX_NAME: usize = 24;
+const MAX_COUNT: usize = 99;
+
+/// What validation knows about the machine: the CPUs partitions may use. Injectable for tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Host {
+    pub cpus: Vec<usize>,
+}
+
+impl Host {
+    /// The online CPUs of this machine (`/sys/devices/system/cpu/online`, else `0..available_parallelism`).
+    pub fn this_machine() -> Host {
+        let from_sys = std::fs::read_to_string("/sys/devices/system/cpu/online").ok().and_then(|s| parse_cpu_list(&s));
+        let cpus = from_sys.unwrap_or_else(|| {
+            (0..std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).collect()
+        });
+        Host { cpus }
+    }
+    pub fn with_cpus(n: usize) -> Host {
+        Host { cpus: (0..n).collect() }
+    }
+}
+
+/// `0-3,6` → [0,1,2,3,6].
+fn parse_cpu_list(s: &str) -> Option<Vec<usize>> {
+    let mut out = Vec::new();
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.parse().ok()?, b.parse().ok()?);
+                if b < a || b - a > 4096 {
+                    return None;
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(part.parse().ok()?),
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// Reads and validates the system file at `path` against this machine.
+pub fn load(path: &Path) -> Result<System, Errors> {
+    let file = path.display().to_string();
+    match std::fs::read_to_string(path) {
+        Ok(text) => parse(&text, &file, &Host::this_machine()),
+        Err(e) => Err(Errors(vec![Diagnostic { file, line: 1, column: 1, path: String::new(), problem: Problem::Unreadable(e.to_string()) }])),
+    }
+}
+
+/// Validates `text` (shown as `file` in errors) against `host`'s CPUs.
+pub fn parse(text: &str, file: &str, host: &Host) -> Result<System, Errors> {
+    let mut cx = Cx { file, text, errors: Vec::new() };
+    let raw: RawFile = match toml::from_str(text) {
+        Ok(r) => r,
+        Err(e) => {
+            let span = e.span().unwrap_or(0..0);
+            let path = syntax_path(text, &span);
+            let msg = e.message().trim().to_string();
+            cx.err(&span, &path, Problem::Syntax(msg));
+            return Err(Errors(cx.errors));
+        }
+    };
+    let system = cx.build(raw, host);
+    if cx.errors.is_empty() {
+        Ok(system)
+    } else {
+        cx.errors.sort_by_key(|d| (d.line, d.column));
+        Err(Errors(cx.errors))
+    }
+}
+
+type S<T> = Spanned<T>;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    system: RawSystem,
+    network: Option<RawNetwork>,
+    #[serde(default)]
+    module: Vec<RawModule>,
+    #[serde(default)]
+    node: Vec<RawNode>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSystem {
+    name: S<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNetwork {
+    domain: Option<S<u64>>,
+    subnet: Option<S<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawModule {
+    name: S<String>,
+    cpus: Option<S<Vec<u64>>>,
+    domain: Option<S<u64>>,
+    subnet: Option<S<String>>,
+    #[serde(default)]
+    partition: Vec<RawPartition>,
+    #[serde(default)]
+    plan: Vec<RawPlan>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPartition {
+    name: S<String>,
+    command: S<Vec<String>>,
+    criticality: Option<S<String>>,
+    memory: Option<S<String>>,
+    pids: Option<S<u64>>,
+    cpus: Option<S<Vec<u64>>>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    health: Option<RawHealth>,
+    #[serde(default)]
+    io: bool,
+    domain: Option<S<u64>>,
+    address: Option<S<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHealth {
+    action: S<String>,
+    max_restarts: Option<S<u32>>,
+    window: Option<S<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPlan {
+    cpu: Option<S<u64>>,
+    major_frame: S<String>,
+    #[serde(default)]
+    window: Vec<RawWindow>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWindow {
+    partition: S<String>,
+    start: S<String>,
+    duration: S<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNode {
+    name: S<String>,
+    command: S<Vec<String>>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    memory: Option<S<String>>,
+    domain: Option<S<u64>>,
+    address: Option<S<String>>,
+}
+
+/// The table header (`[[module.plan]]` → `module.plan`) above `span`, plus the key at `span` if it is one:
+/// the best field path toml's own errors allow.
+fn syntax_path(text: &str, span: &Range<usize>) -> String {
+    let start = span.start.min(text.len());
+    let before = text.get(..start).unwrap_or("");
+    let header = before
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim().to_string())
+        .unwrap_or_default();
+    let key = text.get(span.clone()).unwrap_or("");
+    let is_key = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    match (header.is_empty(), is_key) {
+        (true, true) => key.to_string(),
+        (false, true) => format!("{header}.{key}"),
+        _ => header,
+    }
+}
+
+struct Cx<'a> {
+    file: &'a str,
+    text: &'a str,
+    errors: Vec<Diagnostic>,
+}
+
+fn fmt_cpus(c: &[usize]) -> String {
+    c.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
+}
+
+impl Cx<'_> {
+    fn line_col(&self, offset: usize) -> (usize, usize) {
+        let mut off = offset.min(self.text.len());
+        while !self.text.is_char_boundary(off) {
+            off -= 1;
+        }
+        let before = &self.text[..off];
+        let line = before.matches('\n').count() + 1;
+        let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+        (line, col)
+    }
+    fn line(&self, span: &Range<usize>) -> usize {
+        self.line_col(span.start).0
+    }
+    fn err(&mut self, span: &Range<usize>, path: &str, problem: Problem) {
+        let (line, column) = self.line_col(span.start);
+        self.errors.push(Diagnostic { file: self.file.to_string(), line, column, path: path.to_string(), problem });
+    }
+
+    fn name(&mut self, n: &S<String>, path: &str) -> String {
+        let s = n.get_ref();
+        let ok = !s.is_empty()
+            && s.len() <= MAX_NAME
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            && s.starts_with(|c: char| c.is_ascii_alphanumeric());
+        if !ok {
+            self.err(&n.span(), &format!("{path}.name"), Problem::BadName { name: s.clone(), max: MAX_NAME });
+        }
+        s.clone()
+    }
+
+    fn duration(&mut self, d: &S<String>, path: &str) -> Option<Duration> {
+        match d.get_ref().parse::<Duration>() {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.err(&d.span(), path, Problem::BadValue(e.to_string()));
+                None
+            }
+        }
+    }
+
+    fn memory(&mut self, m: &S<String>, path: &str) -> Option<ByteSize> {
+        match m.get_ref().parse::<ByteSize>() {
+            Ok(v) if v < MEMORY_FLOOR => {
+                self.err(&m.span(), path, Problem::MemoryTooSmall { memory: v.to_string(), floor: MEMORY_FLOOR.to_string() });
+                None
+            }
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.err(&m.span(), path, Problem::BadValue(e.to_string()));
+                None
+            }
+        }
+    }
+
+    fn command(&mut self, c: &S<Vec<String>>, path: &str) -> Vec<String> {
+        if c.get_ref().first().map_or(true, |p| p.trim().is_empty()) {
+            self.err(&c.span(), path, Problem::EmptyCommand);
+        }
+        c.get_ref().clone()
+    }
+
+    fn domain(&mut self, d: &S<u64>, path: &str) -> Option<DomainId> {
+        let id = *d.get_ref();
+        let r = u32::try_from(id).ok().and_then(DomainId::new);
+        if r.is_none() {
+            self.err(&d.span(), path, Problem::DomainOutOfRange { id });
+        }
+        r
+    }
+
+    fn cpu_list(&mut self, c: &S<Vec<u64>>, path: &str, allowed: &[usize], module_level: bool) -> Vec<usize> {
+        let mut seen = BTreeSet::new();
+        for &cpu in c.get_ref() {
+            if !seen.insert(cpu) {
+                self.err(&c.span(), path, Problem::DuplicateCpu { cpu });
+            } else if !allowed.contains(&(cpu as usize)) || cpu > usize::MAX as u64 {
+                let p = if module_level {
+                    Problem::CpuNotAvailable { cpu, available: fmt_cpus(allowed) }
+                } else {
+                    Problem::CpuNotInModule { cpu, module_cpus: fmt_cpus(allowed) }
+                };
+                self.err(&c.span(), path, p);
+            }
+        }
+        if seen.is_empty() {
+            self.err(&c.span(), path, Problem::BadValue("the CPU list is empty; list at least one CPU, e.g. [0]".into()));
+        }
+        seen.into_iter().map(|c| c as usize).collect()
+    }
+
+    fn build(&mut self, raw: RawFile, host: &Host) -> System {
+        let system_name = self.name(&raw.system.name, "system");
+        let mut names: HashMap<String, usize> = HashMap::new(); // partitions and nodes share namespace names
+        let mut module_names: HashMap<String, usize> = HashMap::new();
+        let mut cpu_owner: HashMap<u64, String> = HashMap::new();
+        let mut domains: Vec<(u32, String)> = Vec::new();
+        let mut subnets: Vec<(Subnet, String)> = Vec::new();
+
+        if raw.module.len() > MAX_COUNT || raw.node.len() > MAX_COUNT {
+            self.err(&(0..0), "module", Problem::BadValue(format!("at most {MAX_COUNT} modules and {MAX_COUNT} nodes; split the system")));
+            return System { name: system_name, source: self.file.into(), modules: vec![], nodes: vec![], network: Network { domain: DomainId::new(0).unwrap_or(DomainId::new(0).expect("0 is a domain")), subnet: ADDRESS_POOL } };
+        }
+
+        // Explicit domains and subnets first, so automatic ones avoid them.
+        let ext_domain = match raw.network.as_ref().and_then(|n| n.domain.as_ref()) {
+            Some(d) => self.domain(d, "network.domain"),
+            None => DomainId::new(0),
+        };
+        if let Some(d) = ext_domain {
+            domains.push((d.get(), "the inter-module network".into()));
+        }
+        let ext_subnet = raw.network.as_ref().and_then(|n| n.subnet.as_ref()).and_then(|s| self.subnet(s, "network.subnet", "the inter-module network", &mut subnets));
+        let mut module_domains = Vec::new();
+        let mut module_subnets = Vec::new();
+        for m in &raw.module {
+            let path = format!("module[{}]", m.name.get_ref());
+            let d = m.domain.as_ref().and_then(|d| {
+                let id = self.domain(d, &format!("{path}.domain"))?;
+                if let Some((_, other)) = domains.iter().find(|(x, _)| *x == id.get()) {
+                    let other = other.clone();
+                    self.err(&d.span(), &format!("{path}.domain"), Problem::DomainTaken { id: id.get(), other });
+                }
+                domains.push((id.get(), format!("module {}", m.name.get_ref())));
+                Some(id)
+            });
+            module_domains.push(d);
+            let s = m.subnet.as_ref().and_then(|s| self.subnet(s, &format!("{path}.subnet"), &format!("module {}", m.name.get_ref()), &mut subnets));
+            module_subnets.push(s);
+        }
+        let ext_subnet = ext_subnet.or_else(|| self.free_subnet(&mut subnets, "the inter-module network")).unwrap_or(ADDRESS_POOL);
+        let network = Network { domain: ext_domain.unwrap_or(DomainId::new(0).expect("0 is a domain")), subnet: ext_subnet };
+        let mut ext_hosts: BTreeMap<Ipv4Addr, String> = BTreeMap::new();
+        // Node addresses are explicit or assigned after the I/O partitions'; reserve the explicit ones now.
+        let mut node_addrs = Vec::new();
+        for n in &raw.node {
+            let path = format!("node[{}]", n.name.get_ref());
+            node_addrs.push(n.address.as_ref().and_then(|a| self.address(a, &format!("{path}.address"), &ext_subnet, &format!("node {}", n.name.get_ref()), &mut ext_hosts)));
+        }
+
+        let mut modules = Vec::new();
+        for (mi, m) in raw.module.iter().enumerate() {
+            let path = format!("module[{}]", m.name.get_ref());
+            let name = self.name(&m.name, &path);
+            if let Some(first) = module_names.insert(name.clone(), self.line(&m.name.span())) {
+                self.err(&m.name.span(), &format!("{path}.name"), Problem::Duplicate { what: "module", name: name.clone(), first_line: first });
+                module_names.insert(name.clone(), first);
+            }
+            let domain = module_domains[mi].unwrap_or_else(|| {
+                let id = (1..=DomainId::MAX).find(|i| !domains.iter().any(|(x, _)| x == i)).unwrap_or(DomainId::MAX);
+                domains.push((id, format!("module {name}")));
+                DomainId::new(id).expect("in range")
+            });
+            let subnet = module_subnets[mi].or_else(|| {
+                let s = self.free_subnet(&mut subnets, &format!("module {name}"));
+                if s.is_none() {
+                    self.err(&m.name.span(), &format!("{path}.subnet"), Problem::PoolExhausted { what: format!("module {name}") });
+                }
+                s
+            }).unwrap_or(ADDRESS_POOL);
+
+            // CPUs: explicit, or those of the plans (cpu defaults to the first available one).
+            let cpus = match &m.cpus {
+                Some(c) => {
+                    let cpus = self.cpu_list(c, &format!("{path}.cpus"), &host.cpus, true);
+                    for &cpu in &cpus {
+                        if let Some(other) = cpu_owner.get(&(cpu as u64)) {
+                            let other = other.clone();
+                            self.err(&c.span(), &format!("{path}.cpus"), Problem::CpuTakenByModule { cpu: cpu as u64, other });
+                        }
+                        cpu_owner.insert(cpu as u64, name.clone());
+                    }
+                    cpus
+                }
+                None => {
+                    let mut cpus: Vec<usize> = Vec::new();
+                    for (pi, p) in m.plan.iter().enumerate() {
+                        let cpu = p.cpu.as_ref().map(|c| *c.get_ref()).unwrap_or(host.cpus.first().copied().unwrap_or(0) as u64);
+                        let span = p.cpu.as_ref().map(|c| c.span()).unwrap_or(p.major_frame.span());
+                        let ppath = format!("{path}.plan[{pi}].cpu");
+                        if !host.cpus.contains(&(cpu as usize)) {
+                            self.err(&span, &ppath, Problem::CpuNotAvailable { cpu, available: fmt_cpus(&host.cpus) });
+                        } else if let Some(other) = cpu_owner.get(&cpu).filter(|o| **o != name) {
+                            let other = other.clone();
+                            self.err(&span, &ppath, Problem::CpuTakenByModule { cpu, other });
+                        } else if !cpus.contains(&(cpu as usize)) {
+                            cpus.push(cpu as usize);
+                            cpu_owner.insert(cpu, name.clone());
+                        }
+                    }
+                    cpus.sort();
+                    cpus
+                }
+            };
+
+            // Partitions.
+            let mut partitions = Vec::new();
+            let mut io_first: Option<String> = None;
+            let mut hosts: BTreeMap<Ipv4Addr, String> = BTreeMap::new();
+            let mut explicit = Vec::new();
+            for p in &m.partition {
+                let ppath = format!("{path}.partition[{}]", p.name.get_ref());
+                explicit.push(p.address.as_ref().and_then(|a| self.address(a, &format!("{ppath}.address"), &subnet, &format!("partition {}", p.name.get_ref()), &mut hosts)));
+            }
+            if m.partition.len() > MAX_COUNT {
+                self.err(&m.name.span(), &path, Problem::BadValue(format!("at most {MAX_COUNT} partitions per module")));
+            }
+            for (pi, p) in m.partition.iter().enumerate() {
+                let ppath = format!("{path}.partition[{}]", p.name.get_ref());
+                let pname = self.name(&p.name, &ppath);
+                if let Some(first) = names.get(&pname).copied() {
+                    self.err(&p.name.span(), &format!("{ppath}.name"), Problem::Duplicate { what: "partition or node", name: pname.clone(), first_line: first });
+                } else {
+                    names.insert(pname.clone(), self.line(&p.name.span()));
+                }
+                let command = self.command(&p.command, &format!("{ppath}.command"));
+                let criticality = match p.criticality.as_ref() {
+                    None => Criticality::Medium,
+                    Some(c) => match c.get_ref().as_str() {
+                        "high" => Criticality::High,
+                        "medium" => Criticality::Medium,
+                        "low" => Criticality::Low,
+                        other => {
+                            self.err(&c.span(), &format!("{ppath}.criticality"), Problem::BadCriticality(other.into()));
+                            Criticality::Medium
+                        }
+                    },
+                };
+                let memory = p.memory.as_ref().map_or(Some(DEFAULT_MEMORY), |m| self.memory(m, &format!("{ppath}.memory"))).unwrap_or(DEFAULT_MEMORY);
+                let pids_max = match p.pids.as_ref() {
+                    None => Some(DEFAULT_PIDS),
+                    Some(n) if *n.get_ref() == 0 => {
+                        self.err(&n.span(), &format!("{ppath}.pids"), Problem::PidsZero);
+                        None
+                    }
+                    Some(n) => Some(*n.get_ref()),
+                };
+                let pcpus = match &p.cpus {
+                    Some(c) => self.cpu_list(c, &format!("{ppath}.cpus"), &cpus, false),
+                    None => cpus.clone(),
+                };
+                let health = self.health(p.health.as_ref(), &format!("{ppath}.health"));
+                if p.io {
+                    if let Some(first) = &io_first {
+                        let first = first.clone();
+                        self.err(&p.name.span(), &format!("{ppath}.io"), Problem::SecondIoPartition { first });
+                    } else {
+                        io_first = Some(pname.clone());
+                    }
+                }
+                let domain = p.domain.as_ref().and_then(|d| self.domain(d, &format!("{ppath}.domain"))).unwrap_or(domain);
+                let address = explicit[pi].or_else(|| self.next_host(&subnet, &mut hosts, &format!("partition {pname}"), &p.name.span(), &format!("{ppath}.address"))).unwrap_or(Ipv4Addr::UNSPECIFIED);
+                let external_address = if p.io && io_first.as_deref() == Some(pname.as_str()) {
+                    self.next_host(&ext_subnet, &mut ext_hosts, &format!("I/O partition {pname}"), &p.name.span(), &format!("{ppath}.io"))
+                } else {
+                    None
+                };
+                partitions.push(Partition { name: pname, command, criticality, memory, pids_max, cpus: pcpus, env: p.env.clone(), health, io: p.io, domain, address, external_address });
+            }
+
+            // Plans.
+            let mut plans: Vec<Plan> = Vec::new();
+            if m.plan.is_empty() {
+                self.err(&m.name.span(), &format!("{path}.plan"), Problem::NoPlan);
+            }
+            let mut planned: BTreeSet<String> = BTreeSet::new();
+            for (pi, rp) in m.plan.iter().enumerate() {
+                let ppath = format!("{path}.plan[{pi}]");
+                let cpu = rp.cpu.as_ref().map(|c| *c.get_ref()).unwrap_or(host.cpus.first().copied().unwrap_or(0) as u64);
+                let cpu_span = rp.cpu.as_ref().map(|c| c.span()).unwrap_or(rp.major_frame.span());
+                if m.cpus.is_some() && !cpus.contains(&(cpu as usize)) {
+                    self.err(&cpu_span, &format!("{ppath}.cpu"), Problem::CpuNotInModule { cpu, module_cpus: fmt_cpus(&cpus) });
+                }
+                if plans.iter().any(|p| p.cpu as u64 == cpu) {
+                    self.err(&cpu_span, &format!("{ppath}.cpu"), Problem::DuplicatePlan { cpu });
+                }
+                let frame = self.duration(&rp.major_frame, &format!("{ppath}.major_frame"));
+                if frame == Some(Duration::ZERO) {
+                    self.err(&rp.major_frame.span(), &format!("{ppath}.major_frame"), Problem::ZeroFrame);
+                }
+                // (index in file, window, span of start)
+                let mut wins: Vec<(usize, Window, Range<usize>)> = Vec::new();
+                for (wi, w) in rp.window.iter().enumerate() {
+                    let wpath = format!("{ppath}.window[{wi}]");
+                    let part = w.partition.get_ref().clone();
+                    match partitions.iter().find(|p| p.name == part) {
+                        None => {
+                            let known = partitions.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ");
+                            self.err(&w.partition.span(), &format!("{wpath}.partition"), Problem::UnknownPartition { name: part.clone(), known });
+                        }
+                        Some(p) => {
+                            planned.insert(part.clone());
+                            if !p.cpus.contains(&(cpu as usize)) {
+                                let cpus = fmt_cpus(&p.cpus);
+                                self.err(&w.partition.span(), &format!("{wpath}.partition"), Problem::WindowOnForeignCpu { partition: part.clone(), cpu, cpus });
+                            }
+                        }
+                    }
+                    let start = self.duration(&w.start, &format!("{wpath}.start"));
+                    let dur = self.duration(&w.duration, &format!("{wpath}.duration"));
+                    let (Some(start), Some(dur)) = (start, dur) else { continue };
+                    if dur == Duration::ZERO {
+                        self.err(&w.duration.span(), &format!("{wpath}.duration"), Problem::ZeroWindow);
+                        continue;
+                    }
+                    let Some(end) = start.checked_add(dur) else {
+                        self.err(&w.duration.span(), &format!("{wpath}.duration"), Problem::BadValue("the window ends too far in the future; use a realistic duration".into()));
+                        continue;
+                    };
+                    if let Some(frame) = frame {
+                        if end > frame {
+                            self.err(&w.duration.span(), &format!("{wpath}.duration"), Problem::WindowBeyondFrame { end: end.to_string(), frame: frame.to_string() });
+                        }
+                    }
+                    wins.push((wi, Window { partition: part, start, duration: dur }, w.start.span()));
+                }
+                wins.sort_by_key(|(i, w, _)| (w.start, *i));
+                for k in 1..wins.len() {
+                    // compare with the latest-ending earlier window, so a long window overlapping several is caught
+                    let (pi_, prev) = wins[..k].iter().map(|(i, w, _)| (*i, w)).max_by_key(|(_, w)| w.end()).expect("k >= 1");
+                    let (wi, w, span) = &wins[k];
+                    if w.start < prev.end() {
+                        let p = Problem::WindowOverlap { start: w.start.to_string(), end: w.end().to_string(), other: pi_, other_start: prev.start.to_string(), other_end: prev.end().to_string() };
+                        self.err(span, &format!("{ppath}.window[{wi}].start"), p);
+                    }
+                }
+                plans.push(Plan { cpu: cpu as usize, major_frame: MajorFrame(frame.unwrap_or(Duration::ZERO)), windows: wins.into_iter().map(|(_, w, _)| w).collect() });
+            }
+            if m.cpus.is_some() && !m.plan.is_empty() {
+                for &cpu in &cpus {
+                    if !plans.iter().any(|p| p.cpu == cpu) {
+                        let span = m.cpus.as_ref().map(|c| c.span()).unwrap_or(0..0);
+                        self.err(&span, &format!("{path}.cpus"), Problem::CpuWithoutPlan { cpu: cpu as u64 });
+                    }
+                }
+            }
+            if !m.plan.is_empty() {
+                for p in &m.partition {
+                    if !planned.contains(p.name.get_ref()) {
+                        self.err(&p.name.span(), &format!("{path}.partition[{}]", p.name.get_ref()), Problem::NoWindow { name: p.name.get_ref().clone() });
+                    }
+                }
+            }
+            plans.sort_by_key(|p| p.cpu);
+            modules.push(Module { name, cpus, network: Network { domain, subnet }, partitions, plans });
+        }
+
+        // Native nodes.
+        let mut nodes = Vec::new();
+        for (ni, n) in raw.node.iter().enumerate() {
+            let path = format!("node[{}]", n.name.get_ref());
+            let name = self.name(&n.name, &path);
+            if let Some(first) = names.get(&name).copied() {
+                self.err(&n.name.span(), &format!("{path}.name"), Problem::Duplicate { what: "partition or node", name: name.clone(), first_line: first });
+            } else {
+                names.insert(name.clone(), self.line(&n.name.span()));
+            }
+            let command = self.command(&n.command, &format!("{path}.command"));
+            let memory = n.memory.as_ref().and_then(|m| self.memory(m, &format!("{path}.memory")));
+            let domain = n.domain.as_ref().and_then(|d| self.domain(d, &format!("{path}.domain"))).unwrap_or(network.domain);
+            let address = node_addrs[ni]
+                .or_else(|| self.next_host(&ext_subnet, &mut ext_hosts, &format!("node {name}"), &n.name.span(), &format!("{path}.address")))
+                .unwrap_or(Ipv4Addr::UNSPECIFIED);
+            nodes.push(NativeNode { name, command, env: n.env.clone(), memory, address, domain });
+        }
+
+        System { name: system_name, source: self.file.to_string(), modules, nodes, network }
+    }
+
+    fn health(&mut self, h: Option<&RawHealth>, path: &str) -> HealthAction {
+        let default = HealthAction::Restart { max_restarts: 3, window: Duration::from_millis(60_000) };
+        let Some(h) = h else { return default };
+        match h.action.get_ref().as_str() {
+            "restart" => {
+                let max_restarts = h.max_restarts.as_ref().map_or(3, |m| *m.get_ref());
+                let window = h.window.as_ref().and_then(|w| self.duration(w, &format!("{path}.window"))).unwrap_or(Duration::from_millis(60_000));
+                HealthAction::Restart { max_restarts, window }
+            }
+            a @ ("stop" | "ignore") => {
+                if let Some(m) = &h.max_restarts {
+                    self.err(&m.span(), &format!("{path}.max_restarts"), Problem::HealthKeyWithoutRestart { key: "max_restarts" });
+                }
+                if let Some(w) = &h.window {
+                    self.err(&w.span(), &format!("{path}.window"), Problem::HealthKeyWithoutRestart { key: "window" });
+                }
+                if a == "stop" { HealthAction::Stop } else { HealthAction::Ignore }
+            }
+            other => {
+                self.err(&h.action.span(), &format!("{path}.action"), Problem::BadHealthAction(other.into()));
+                default
+            }
+        }
+    }
+
+    /// An explicit subnet: parsed, inside the pool, big enough, not overlapping an earlier one.
+    fn subnet(&mut self, s: &S<String>, path: &str, owner: &str, taken: &mut Vec<(Subnet, String)>) -> Option<Subnet> {
+        let subnet = match s.get_ref().parse::<Subnet>() {
+            Ok(v) => v,
+            Err(e) => {
+                self.err(&s.span(), path, Problem::BadValue(e.to_string()));
+                return None;
+            }
+        };
+        if !ADDRESS_POOL.covers(&subnet) {
+            self.err(&s.span(), path, Problem::SubnetOutsidePool { subnet: subnet.to_string() });
+            return None;
+        }
+        if subnet.prefix() > 30 {
+            self.err(&s.span(), path, Problem::SubnetTooSmall { subnet: subnet.to_string() });
+            return None;
+        }
+        if let Some((o, other)) = taken.iter().find(|(o, _)| o.overlaps(&subnet)) {
+            let p = Problem::SubnetOverlap { subnet: subnet.to_string(), other: other.clone(), other_subnet: o.to_string() };
+            self.err(&s.span(), path, p);
+            return None;
+        }
+        taken.push((subnet, owner.to_string()));
+        Some(subnet)
+    }
+
+    /// The first /24 of the pool that overlaps no subnet in use.
+    fn free_subnet(&mut self, taken: &mut Vec<(Subnet, String)>, owner: &str) -> Option<Subnet> {
+        let base = u32::from(ADDRESS_POOL.base());
+        let s = (0..512u32)
+            .filter_map(|i| Subnet::new(Ipv4Addr::from(base + (i << 8)), 24))
+            .find(|s| !taken.iter().any(|(o, _)| o.overlaps(s)))?;
+        taken.push((s, owner.to_string()));
+        Some(s)
+    }
+
+    fn address(&mut self, a: &S<String>, path: &str, subnet: &Subnet, owner: &str, hosts: &mut BTreeMap<Ipv4Addr, String>) -> Option<Ipv4Addr> {
+        let Ok(addr) = a.get_ref().parse::<Ipv4Addr>() else {
+            self.err(&a.span(), path, Problem::BadValue(format!("{:?} is not an IPv4 address; write e.g. \"{}\"", a.get_ref(), subnet.host(10).unwrap_or(subnet.base()))));
+            return None;
+        };
+        let last = subnet.host(subnet.host_count());
+        if !subnet.contains(addr) || addr == subnet.base() || Some(addr) < subnet.host(1) || Some(addr) > last {
+            self.err(&a.span(), path, Problem::AddressOutsideSubnet { address: addr.to_string(), subnet: subnet.to_string() });
+            return None;
+        }
+        if let Some(other) = hosts.get(&addr) {
+            let other = other.clone();
+            self.err(&a.span(), path, Problem::AddressTaken { address: addr.to_string(), other });
+            return None;
+        }
+        hosts.insert(addr, owner.to_string());
+        Some(addr)
+    }
+
+    fn next_host(&mut self, subnet: &Subnet, hosts: &mut BTreeMap<Ipv4Addr, String>, owner: &str, span: &Range<usize>, path: &str) -> Option<Ipv4Addr> {
+        let n = (1..=subnet.host_count()).filter_map(|n| subnet.host(n)).find(|a| !hosts.contains_key(a));
+        match n {
+            Some(a) => {
+                hosts.insert(a, owner.to_string());
+                Some(a)
+            }
+            None => {
+                self.err(span, path, Problem::AddressesExhausted { subnet: subnet.to_string(), what: owner.to_string() });
+                None
+            }
+        }
+    }
+}

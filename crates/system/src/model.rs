@@ -1,0 +1,385 @@
+//! The validated system model. Every value here has passed validation: names are unique, windows fit their
+//! frames, addresses lie in 198.18.0.0/15, domain ids are in range.
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::Ipv4Addr;
+use std::str::FromStr;
+
+/// A span of time with nanosecond resolution, written in TOML with a unit: `500ns`, `800us`, `1.5ms`, `2s`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Duration(u64);
+
+impl Duration {
+    pub const ZERO: Duration = Duration(0);
+    pub const fn from_nanos(ns: u64) -> Duration {
+        Duration(ns)
+    }
+    pub const fn from_micros(us: u64) -> Duration {
+        Duration(us * 1_000)
+    }
+    pub const fn from_millis(ms: u64) -> Duration {
+        Duration(ms * 1_000_000)
+    }
+    pub const fn as_nanos(self) -> u64 {
+        self.0
+    }
+    /// In microseconds, as a float (tables and reports use µs).
+    pub fn as_micros_f64(self) -> f64 {
+        self.0 as f64 / 1_000.0
+    }
+    pub fn to_std(self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.0)
+    }
+    pub fn checked_add(self, other: Duration) -> Option<Duration> {
+        self.0.checked_add(other.0).map(Duration)
+    }
+    pub fn saturating_sub(self, other: Duration) -> Duration {
+        Duration(self.0.saturating_sub(other.0))
+    }
+}
+
+impl From<Duration> for std::time::Duration {
+    fn from(d: Duration) -> Self {
+        d.to_std()
+    }
+}
+
+/// Why a duration string was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a duration; write a number and a unit: `500ns`, `800us`, `1.5ms`, `2s`")]
+pub struct BadDuration(pub String);
+
+impl FromStr for Duration {
+    type Err = BadDuration;
+    fn from_str(s: &str) -> Result<Duration, BadDuration> {
+        let bad = || BadDuration(s.to_string());
+        let t = s.trim();
+        let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(bad)?;
+        let (num, unit) = t.split_at(split);
+        let scale: u64 = match unit.trim() {
+            "ns" => 1,
+            "us" | "µs" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            _ => return Err(bad()),
+        };
+        if num.is_empty() || num.starts_with('.') || num.ends_with('.') || num.matches('.').count() > 1 {
+            return Err(bad());
+        }
+        // Exact decimal arithmetic: `1.5ms` must be exactly 1,500,000 ns, not a float rounding of it.
+        let (int, frac) = num.split_once('.').unwrap_or((num, ""));
+        let int: u64 = int.parse().map_err(|_| bad())?;
+        let mut ns = int.checked_mul(scale).ok_or_else(bad)?;
+        let mut place = scale;
+        for d in frac.bytes() {
+            place /= 10;
+            let digit = (d - b'0') as u64;
+            if place == 0 {
+                if digit != 0 {
+                    return Err(bad()); // finer than a nanosecond
+                }
+                continue;
+            }
+            ns = ns.checked_add(digit * place).ok_or_else(bad)?;
+        }
+        Ok(Duration(ns))
+    }
+}
+
+impl fmt::Display for Duration {
+    /// The largest unit that shows the value exactly (`1500us`, `2s`, `1ms`, `7ns`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.0;
+        if n == 0 {
+            return write!(f, "0us");
+        }
+        for (scale, unit) in [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")] {
+            if n % scale == 0 {
+                return write!(f, "{}{unit}", n / scale);
+            }
+        }
+        write!(f, "{n}ns")
+    }
+}
+
+/// A DDS domain id, 0..=232 (the range the DDS/RTPS port mapping allows with the default port parameters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DomainId(u32);
+
+impl DomainId {
+    pub const MAX: u32 = 232;
+    /// `None` when out of range.
+    pub fn new(id: u32) -> Option<DomainId> {
+        (id <= Self::MAX).then_some(DomainId(id))
+    }
+    pub fn get(self) -> u32 {
+        self.0
+    }
+}
+
+impl fmt::Display for DomainId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// The only address range partita uses on its own bridges: 198.18.0.0/15 (RFC 2544, benchmarking).
+pub const ADDRESS_POOL: Subnet = Subnet { base: Ipv4Addr::new(198, 18, 0, 0), prefix: 15 };
+
+/// An IPv4 subnet `base/prefix` (base has no host bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Subnet {
+    base: Ipv4Addr,
+    prefix: u8,
+}
+
+/// Why a subnet string was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a subnet; write `a.b.c.d/prefix` with no host bits, for example `198.18.4.0/24`")]
+pub struct BadSubnet(pub String);
+
+impl Subnet {
+    /// `None` if `prefix > 32` or `base` has host bits set.
+    pub fn new(base: Ipv4Addr, prefix: u8) -> Option<Subnet> {
+        if prefix > 32 {
+            return None;
+        }
+        let s = Subnet { base, prefix };
+        (u32::from(base) & !s.mask() == 0).then_some(s)
+    }
+    fn mask(&self) -> u32 {
+        if self.prefix == 0 { 0 } else { u32::MAX << (32 - self.prefix) }
+    }
+    pub fn base(&self) -> Ipv4Addr {
+        self.base
+    }
+    pub fn prefix(&self) -> u8 {
+        self.prefix
+    }
+    pub fn contains(&self, a: Ipv4Addr) -> bool {
+        u32::from(a) & self.mask() == u32::from(self.base)
+    }
+    /// Whether `other` lies entirely inside `self`.
+    pub fn covers(&self, other: &Subnet) -> bool {
+        other.prefix >= self.prefix && self.contains(other.base)
+    }
+    pub fn overlaps(&self, other: &Subnet) -> bool {
+        self.covers(other) || other.covers(self)
+    }
+    /// Usable host addresses (network and broadcast excluded).
+    pub fn host_count(&self) -> u64 {
+        (1u64 << (32 - self.prefix as u32)).saturating_sub(2)
+    }
+    /// The `n`-th usable host address (1-based), if the subnet has that many.
+    pub fn host(&self, n: u64) -> Option<Ipv4Addr> {
+        (n >= 1 && n <= self.host_count()).then(|| Ipv4Addr::from(u32::from(self.base) + n as u32))
+    }
+}
+
+impl FromStr for Subnet {
+    type Err = BadSubnet;
+    fn from_str(s: &str) -> Result<Subnet, BadSubnet> {
+        let bad = || BadSubnet(s.to_string());
+        let (a, p) = s.trim().split_once('/').ok_or_else(bad)?;
+        let base: Ipv4Addr = a.parse().map_err(|_| bad())?;
+        let prefix: u8 = p.parse().map_err(|_| bad())?;
+        Subnet::new(base, prefix).ok_or_else(bad)
+    }
+}
+
+impl fmt::Display for Subnet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.base, self.prefix)
+    }
+}
+
+/// How much a partition's failure matters. Three levels, from the avionics DAL A..E scale folded into the
+/// three that change partita's behaviour: `high` (DAL A/B: the system is not up without it), `medium`
+/// (DAL C), `low` (DAL D/E: best effort). Informative for now; the supervisor and reports show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Criticality {
+    High,
+    Medium,
+    Low,
+}
+
+impl fmt::Display for Criticality {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Criticality::High => "high",
+            Criticality::Medium => "medium",
+            Criticality::Low => "low",
+        })
+    }
+}
+
+/// What the health monitor does when a partition's process tree exits or dies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HealthAction {
+    /// Cold-start it again, at most `max_restarts` times within any `window`; beyond that, stop it.
+    Restart { max_restarts: u32, window: Duration },
+    /// Leave it stopped.
+    Stop,
+    /// Log the event only.
+    Ignore,
+}
+
+/// A quantity of memory in bytes, written `"64MiB"`, `"512KiB"`, `"1GiB"` or a plain number of bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ByteSize(pub u64);
+
+/// Why a memory size string was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a memory size; write a whole number and a unit: `64MiB`, `512KiB`, `1GiB`")]
+pub struct BadByteSize(pub String);
+
+impl FromStr for ByteSize {
+    type Err = BadByteSize;
+    fn from_str(s: &str) -> Result<ByteSize, BadByteSize> {
+        let bad = || BadByteSize(s.to_string());
+        let t = s.trim();
+        let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+        let (num, unit) = t.split_at(split);
+        let n: u64 = num.parse().map_err(|_| bad())?;
+        let scale: u64 = match unit.trim() {
+            "" | "B" => 1,
+            "KiB" => 1 << 10,
+            "MiB" => 1 << 20,
+            "GiB" => 1 << 30,
+            _ => return Err(bad()),
+        };
+        n.checked_mul(scale).map(ByteSize).ok_or_else(bad)
+    }
+}
+
+impl fmt::Display for ByteSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (scale, unit) in [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")] {
+            if self.0 >= scale && self.0 % scale == 0 {
+                return write!(f, "{}{unit}", self.0 / scale);
+            }
+        }
+        write!(f, "{}B", self.0)
+    }
+}
+
+/// A whole system: modules (partitioned machines), native nodes, and the network between them.
+#[derive(Debug, Clone)]
+pub struct System {
+    /// `[A-Za-z0-9_-]`, at most 24 characters; used in cgroup and namespace names.
+    pub name: String,
+    /// The file it was read from (`<built-in>` for the default).
+    pub source: String,
+    pub modules: Vec<Module>,
+    pub nodes: Vec<NativeNode>,
+    /// The inter-module network, reached only by I/O partitions and native nodes.
+    pub network: Network,
+}
+
+/// A virtual network: one Linux bridge, one DDS domain, one subnet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Network {
+    pub domain: DomainId,
+    pub subnet: Subnet,
+}
+
+/// A core module (a machine) with its partitions, plans and V-NETWORK.
+#[derive(Debug, Clone)]
+pub struct Module {
+    pub name: String,
+    /// The module's CPUs; partitions share them. One plan per CPU.
+    pub cpus: Vec<usize>,
+    /// The module's internal V-NETWORK.
+    pub network: Network,
+    pub partitions: Vec<Partition>,
+    /// One plan per CPU in `cpus`, in CPU order.
+    pub plans: Vec<Plan>,
+}
+
+/// A partition: an isolated process tree that runs only inside its windows.
+#[derive(Debug, Clone)]
+pub struct Partition {
+    pub name: String,
+    /// argv; never empty.
+    pub command: Vec<String>,
+    pub criticality: Criticality,
+    /// Memory limit of its cgroup.
+    pub memory: ByteSize,
+    /// Maximum number of processes and threads (`pids.max`); `None` = no limit.
+    pub pids_max: Option<u64>,
+    /// The CPUs it may run on (a subset of the module's).
+    pub cpus: Vec<usize>,
+    pub env: BTreeMap<String, String>,
+    pub health: HealthAction,
+    /// The module's I/O partition: it also has a V-NIC on the inter-module network.
+    pub io: bool,
+    /// DDS domain its applications use by default (the module's domain unless set).
+    pub domain: DomainId,
+    /// Its V-NIC address on the module's V-NETWORK.
+    pub address: Ipv4Addr,
+    /// Its address on the inter-module network (I/O partitions only).
+    pub external_address: Option<Ipv4Addr>,
+}
+
+/// A non-partitioned node: a process on the inter-module network, not frozen by any plan.
+#[derive(Debug, Clone)]
+pub struct NativeNode {
+    pub name: String,
+    pub command: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub memory: Option<ByteSize>,
+    /// Its address on the inter-module network.
+    pub address: Ipv4Addr,
+    /// DDS domain (the inter-module network's unless set).
+    pub domain: DomainId,
+}
+
+/// The repeating cycle of time windows of one CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct MajorFrame(pub Duration);
+
+/// The cyclic schedule of one CPU of a module.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub cpu: usize,
+    pub major_frame: MajorFrame,
+    /// Sorted by start, non-overlapping, all inside the major frame.
+    pub windows: Vec<Window>,
+}
+
+/// A time window in which one partition runs, as offsets from the start of the major frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Window {
+    pub partition: String,
+    pub start: Duration,
+    pub duration: Duration,
+}
+
+impl Window {
+    pub fn end(&self) -> Duration {
+        Duration(self.start.0 + self.duration.0)
+    }
+}
+
+impl Module {
+    pub fn partition(&self, name: &str) -> Option<&Partition> {
+        self.partitions.iter().find(|p| p.name == name)
+    }
+    /// The module's I/O partition, if it has one.
+    pub fn io_partition(&self) -> Option<&Partition> {
+        self.partitions.iter().find(|p| p.io)
+    }
+    pub fn plan_for_cpu(&self, cpu: usize) -> Option<&Plan> {
+        self.plans.iter().find(|p| p.cpu == cpu)
+    }
+}
+
+impl System {
+    pub fn module(&self, name: &str) -> Option<&Module> {
+        self.modules.iter().find(|m| m.name == name)
+    }
+    /// Every partition with its module.
+    pub fn partitions(&self) -> impl Iterator<Item = (&Module, &Partition)> {
+        self.modules.iter().flat_map(|m| m.partitions.iter().map(move |p| (m, p)))
+    }
+}

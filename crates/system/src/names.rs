@@ -1,0 +1,116 @@
+//! Names partita gives the things it creates on the host, derived only from the system's name and the
+//! positions/names in it, so `partita down` finds leftovers by prefix:
+//! - Linux interfaces: `pt<tag>...`, at most 15 characters, `<tag>` = 4 hex digits hashed from the system name;
+//! - cgroups: `partita/<system>/<partition>`;
+//! - network namespaces: `partita-<system>-<partition>`.
+use crate::model::System;
+
+/// Every interface name starts with this.
+pub const LINK_PREFIX: &str = "pt";
+/// Every network namespace name starts with this.
+pub const NETNS_PREFIX: &str = "partita-";
+/// Every cgroup lives under this directory of each hierarchy.
+pub const CGROUP_ROOT: &str = "partita";
+/// Linux's limit on interface names (IFNAMSIZ − 1).
+pub const MAX_LINK_NAME: usize = 15;
+
+/// Host names of one system.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostNames {
+    system: String,
+    tag: String,
+}
+
+impl HostNames {
+    pub fn new(system: &str) -> HostNames {
+        // FNV-1a folded to 16 bits: stable across runs and builds, short enough to leave room in 15 characters.
+        let mut h: u32 = 0x811c_9dc5;
+        for b in system.bytes() {
+            h = (h ^ b as u32).wrapping_mul(0x0100_0193);
+        }
+        HostNames { system: system.to_string(), tag: format!("{:04x}", (h ^ (h >> 16)) & 0xffff) }
+    }
+    pub fn for_system(system: &System) -> HostNames {
+        HostNames::new(&system.name)
+    }
+    /// The 4-hex-digit tag in every interface name of this system.
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+    /// Prefix shared by all this system's interfaces (`pt<tag>`).
+    pub fn link_prefix(&self) -> String {
+        format!("{LINK_PREFIX}{}", self.tag)
+    }
+    /// Bridge of module number `module` (its V-NETWORK).
+    pub fn module_bridge(&self, module: usize) -> String {
+        format!("{}b{module}", self.link_prefix())
+    }
+    /// Bridge of the inter-module network.
+    pub fn external_bridge(&self) -> String {
+        format!("{}x", self.link_prefix())
+    }
+    /// Host end of the V-NIC of partition `partition` of module `module`.
+    pub fn vnic(&self, module: usize, partition: usize) -> String {
+        format!("{}m{module}p{partition}", self.link_prefix())
+    }
+    /// Host end of the inter-module veth of an I/O partition.
+    pub fn external_vnic(&self, module: usize, partition: usize) -> String {
+        format!("{}m{module}x{partition}", self.link_prefix())
+    }
+    /// Host end of the veth of native node number `node`.
+    pub fn node_vnic(&self, node: usize) -> String {
+        format!("{}n{node}", self.link_prefix())
+    }
+    /// cgroup path (relative to the hierarchy's root) of a partition or native node.
+    pub fn cgroup(&self, partition: &str) -> String {
+        format!("{CGROUP_ROOT}/{}/{partition}", self.system)
+    }
+    /// cgroup directory of the whole system.
+    pub fn system_cgroup(&self) -> String {
+        format!("{CGROUP_ROOT}/{}", self.system)
+    }
+    /// Named network namespace of a partition or native node.
+    pub fn netns(&self, partition: &str) -> String {
+        format!("{NETNS_PREFIX}{}-{partition}", self.system)
+    }
+    /// Prefix of every network namespace of this system.
+    pub fn netns_prefix(&self) -> String {
+        format!("{NETNS_PREFIX}{}-", self.system)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interface_names_fit_and_carry_the_tag() {
+        let n = HostNames::new("a-rather-long-system-name-x");
+        // validation allows at most 999 modules, partitions and nodes in practice; the worst case must fit
+        for name in [n.module_bridge(999), n.external_bridge(), n.vnic(99, 99), n.external_vnic(99, 99), n.node_vnic(9999)] {
+            assert!(name.len() <= MAX_LINK_NAME, "{name} is too long");
+            assert!(name.starts_with(&n.link_prefix()), "{name}");
+            assert!(name.starts_with(LINK_PREFIX));
+        }
+    }
+
+    #[test]
+    fn names_are_deterministic_and_distinct() {
+        assert_eq!(HostNames::new("vs"), HostNames::new("vs"));
+        assert_ne!(HostNames::new("vs").tag(), HostNames::new("vt").tag());
+        let n = HostNames::new("vs");
+        let all = [n.module_bridge(1), n.module_bridge(11), n.external_bridge(), n.vnic(1, 1), n.vnic(11, 1),
+            n.vnic(1, 11), n.external_vnic(1, 1), n.node_vnic(1), n.node_vnic(11)];
+        let set: std::collections::BTreeSet<_> = all.iter().collect();
+        assert_eq!(set.len(), all.len());
+    }
+
+    #[test]
+    fn cgroups_and_namespaces_follow_the_documented_shape() {
+        let n = HostNames::new("vs");
+        assert_eq!(n.cgroup("recorder"), "partita/vs/recorder");
+        assert_eq!(n.netns("recorder"), "partita-vs-recorder");
+        assert!(n.netns("routing").starts_with(&n.netns_prefix()));
+        assert!(n.cgroup("routing").starts_with(&n.system_cgroup()));
+    }
+}

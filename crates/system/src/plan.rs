@@ -1,0 +1,114 @@
+//! Plan analysis: what the supervisor and the benchmarks need to know about a cyclic plan.
+use crate::model::{Duration, Module, Plan, Window};
+
+impl Plan {
+    /// The major frame as a duration.
+    pub fn frame(&self) -> Duration {
+        self.major_frame.0
+    }
+
+    /// The windows sorted by start (validated plans already are; this does not rely on it).
+    pub fn sorted_windows(&self) -> Vec<&Window> {
+        let mut w: Vec<&Window> = self.windows.iter().collect();
+        w.sort_by_key(|w| w.start);
+        w
+    }
+
+    /// Total time given to `partition` in one major frame.
+    pub fn time_of(&self, partition: &str) -> Duration {
+        Duration::from_nanos(
+            self.windows.iter().filter(|w| w.partition == partition).map(|w| w.duration.as_nanos()).sum(),
+        )
+    }
+
+    /// Fraction of the major frame given to `partition`, 0.0..=1.0.
+    pub fn share(&self, partition: &str) -> f64 {
+        let frame = self.frame().as_nanos();
+        if frame == 0 {
+            return 0.0;
+        }
+        self.time_of(partition).as_nanos() as f64 / frame as f64
+    }
+
+    /// Time of the major frame in no window (the CPU idles or runs the host).
+    pub fn idle(&self) -> Duration {
+        let busy: u64 = self.windows.iter().map(|w| w.duration.as_nanos()).sum();
+        self.frame().saturating_sub(Duration::from_nanos(busy))
+    }
+
+    /// The longest a partition that becomes ready at an arbitrary instant waits before it runs: the longest
+    /// gap, cyclically over the frame, between the end of one of its windows and the start of its next one.
+    /// Adjacent windows of the same partition count as one. `None` if the partition has no window here.
+    pub fn worst_case_wait(&self, partition: &str) -> Option<Duration> {
+        let mine: Vec<&Window> = self.sorted_windows().into_iter().filter(|w| w.partition == partition).collect();
+        if mine.is_empty() {
+            return None;
+        }
+        let frame = self.frame().as_nanos();
+        let mut worst = 0u64;
+        for (i, w) in mine.iter().enumerate() {
+            let end = w.end().as_nanos();
+            let gap = match mine.get(i + 1) {
+                Some(next) => next.start.as_nanos().saturating_sub(end),
+                None => frame.saturating_sub(end) + mine[0].start.as_nanos(),
+            };
+            worst = worst.max(gap);
+        }
+        Some(Duration::from_nanos(worst))
+    }
+}
+
+impl Module {
+    /// Each CPU's windows sorted by start, in CPU order.
+    pub fn windows_by_cpu(&self) -> Vec<(usize, Vec<&Window>)> {
+        let mut plans: Vec<&Plan> = self.plans.iter().collect();
+        plans.sort_by_key(|p| p.cpu);
+        plans.into_iter().map(|p| (p.cpu, p.sorted_windows())).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::MajorFrame;
+
+    fn us(n: u64) -> Duration {
+        Duration::from_micros(n)
+    }
+    fn plan(frame: u64, w: &[(&str, u64, u64)]) -> Plan {
+        Plan {
+            cpu: 0,
+            major_frame: MajorFrame(us(frame)),
+            windows: w.iter().map(|(p, s, d)| Window { partition: p.to_string(), start: us(*s), duration: us(*d) }).collect(),
+        }
+    }
+
+    #[test]
+    fn paper_plan_shares_and_waits() {
+        let p = plan(1500, &[("recorder", 0, 700), ("routing", 700, 800)]);
+        assert_eq!(p.worst_case_wait("recorder"), Some(us(800)));
+        assert_eq!(p.worst_case_wait("routing"), Some(us(700)));
+        assert!((p.share("recorder") - 700.0 / 1500.0).abs() < 1e-12);
+        assert_eq!(p.idle(), Duration::ZERO);
+        assert_eq!(p.worst_case_wait("nobody"), None);
+    }
+
+    #[test]
+    fn waits_are_cyclic_and_idle_counts_gaps() {
+        // a: [100,200) and [600,700) in 1000: gaps 400 and 400 (700..1000 + 0..100).
+        let p = plan(1000, &[("b", 300, 100), ("a", 600, 100), ("a", 100, 100)]);
+        assert_eq!(p.worst_case_wait("a"), Some(us(400)));
+        assert_eq!(p.worst_case_wait("b"), Some(us(900)));
+        assert_eq!(p.idle(), us(700));
+        let order: Vec<u64> = p.sorted_windows().iter().map(|w| w.start.as_nanos() / 1000).collect();
+        assert_eq!(order, vec![100, 300, 600]);
+    }
+
+    #[test]
+    fn adjacent_windows_of_one_partition_have_no_gap_between_them() {
+        let p = plan(1000, &[("a", 0, 300), ("a", 300, 200), ("b", 500, 500)]);
+        assert_eq!(p.worst_case_wait("a"), Some(us(500)));
+        let full = plan(1000, &[("a", 0, 1000)]);
+        assert_eq!(full.worst_case_wait("a"), Some(Duration::ZERO));
+    }
+}
