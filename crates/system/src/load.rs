@@ -310,7 +310,7 @@ impl Cx<'_> {
 
         if raw.module.len() > MAX_COUNT || raw.node.len() > MAX_COUNT {
             self.err(&(0..0), "module", Problem::BadValue(format!("at most {MAX_COUNT} modules and {MAX_COUNT} nodes; split the system")));
-            return System { name: system_name, source: self.file.into(), modules: vec![], nodes: vec![], network: Network { domain: DomainId::new(0).unwrap_or(DomainId::new(0).expect("0 is a domain")), subnet: ADDRESS_POOL } };
+            return System { name: system_name, source: self.file.into(), modules: vec![], nodes: vec![], network: Network { domain: DomainId::new(0).expect("0 is a domain"), subnet: ADDRESS_POOL } };
         }
 
         // Explicit domains and subnets first, so automatic ones avoid them.
@@ -339,7 +339,16 @@ impl Cx<'_> {
             let s = m.subnet.as_ref().and_then(|s| self.subnet(s, &format!("{path}.subnet"), &format!("module {}", m.name.get_ref()), &mut subnets));
             module_subnets.push(s);
         }
-        let ext_subnet = ext_subnet.or_else(|| self.free_subnet(&mut subnets, "the inter-module network")).unwrap_or(ADDRESS_POOL);
+        let ext_subnet = ext_subnet
+            .or_else(|| {
+                let s = self.free_subnet(&mut subnets, "the inter-module network");
+                if s.is_none() {
+                    let span = raw.network.as_ref().and_then(|n| n.domain.as_ref()).map(|d| d.span()).unwrap_or(raw.system.name.span());
+                    self.err(&span, "network.subnet", Problem::PoolExhausted { what: "the inter-module network".into() });
+                }
+                s
+            })
+            .unwrap_or(ADDRESS_POOL);
         let network = Network { domain: ext_domain.unwrap_or(DomainId::new(0).expect("0 is a domain")), subnet: ext_subnet };
         let mut ext_hosts: BTreeMap<Ipv4Addr, String> = BTreeMap::new();
         // Node addresses are explicit or assigned after the I/O partitions'; reserve the explicit ones now.

@@ -1,0 +1,311 @@
+//! Every validation rule: a good file passes, and breaking the rule yields that rule's error with the
+//! right file, line and field path.
+use partita_system::*;
+
+const GOOD: &str = r#"
+[system]
+name = "t"
+
+[[module]]
+name = "m"
+cpus = [0]
+
+[[module.partition]]
+name = "a"
+command = ["prog"]
+
+[[module.partition]]
+name = "b"
+command = ["prog", "-x"]
+io = true
+
+[[module.plan]]
+cpu = 0
+major_frame = "1ms"
+
+[[module.plan.window]]
+partition = "a"
+start = "0us"
+duration = "400us"
+
+[[module.plan.window]]
+partition = "b"
+start = "500us"
+duration = "500us"
+
+[[node]]
+name = "n"
+command = ["mon"]
+"#;
+
+fn host() -> Host {
+    Host::with_cpus(2)
+}
+
+fn errors(text: &str) -> Vec<Diagnostic> {
+    match parse(text, "sys.toml", &host()) {
+        Ok(_) => panic!("expected errors in:\n{text}"),
+        Err(e) => e.0,
+    }
+}
+
+/// The errors of `GOOD` with `from` replaced by `to` (which must occur).
+fn broken(from: &str, to: &str) -> Vec<Diagnostic> {
+    assert!(GOOD.contains(from), "{from}");
+    errors(&GOOD.replacen(from, to, 1))
+}
+
+fn line_of(text: &str, needle: &str) -> usize {
+    text[..text.find(needle).expect(needle)].matches('\n').count() + 1
+}
+
+#[test]
+fn the_good_file_is_valid_and_gets_addresses_and_domains() {
+    let s = parse(GOOD, "sys.toml", &host()).unwrap();
+    let m = &s.modules[0];
+    assert_eq!(s.network.domain.get(), 0);
+    assert_eq!(m.network.domain.get(), 1);
+    assert!(ADDRESS_POOL.covers(&s.network.subnet) && ADDRESS_POOL.covers(&m.network.subnet));
+    assert!(!s.network.subnet.overlaps(&m.network.subnet));
+    assert!(m.partitions.iter().all(|p| m.network.subnet.contains(p.address)));
+    assert_ne!(m.partitions[0].address, m.partitions[1].address);
+    assert_eq!(m.partitions[0].external_address, None);
+    let ext = m.partitions[1].external_address.unwrap();
+    assert!(s.network.subnet.contains(ext));
+    assert!(s.network.subnet.contains(s.nodes[0].address));
+    assert_ne!(ext, s.nodes[0].address);
+    assert_eq!(m.partitions[0].domain, m.network.domain);
+    assert_eq!(s.nodes[0].domain, s.network.domain);
+    assert_eq!(m.io_partition().unwrap().name, "b");
+    assert_eq!(m.partitions[0].memory, ByteSize(64 << 20));
+}
+
+#[test]
+fn errors_name_file_line_and_field() {
+    let text = GOOD.replace("start = \"500us\"", "start = \"300us\"");
+    let e = errors(&text);
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0].file, "sys.toml");
+    assert_eq!(e[0].line, line_of(&text, "start = \"300us\""));
+    assert_eq!(e[0].path, "module[m].plan[0].window[1].start");
+    assert!(matches!(e[0].problem, Problem::WindowOverlap { other: 0, .. }), "{:?}", e[0]);
+    let msg = e[0].to_string();
+    assert!(msg.starts_with(&format!("sys.toml:{}:", e[0].line)) && msg.contains("400us"), "{msg}");
+}
+
+#[test]
+fn overlapping_windows() {
+    let e = broken("duration = \"400us\"", "duration = \"600us\"");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::WindowOverlap { .. })), "{e:?}");
+}
+
+#[test]
+fn window_beyond_the_frame() {
+    let e = broken("duration = \"500us\"", "duration = \"501us\"");
+    assert!(matches!(e[0].problem, Problem::WindowBeyondFrame { .. }), "{e:?}");
+    assert_eq!(e[0].path, "module[m].plan[0].window[1].duration");
+}
+
+#[test]
+fn zero_window_and_zero_frame() {
+    let e = broken("duration = \"400us\"", "duration = \"0us\"");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::ZeroWindow)), "{e:?}");
+    let e = broken("major_frame = \"1ms\"", "major_frame = \"0s\"");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::ZeroFrame)), "{e:?}");
+}
+
+#[test]
+fn partition_without_window() {
+    let e = broken("partition = \"a\"", "partition = \"b\"");
+    assert!(e.iter().any(|d| matches!(&d.problem, Problem::NoWindow { name } if name == "a")), "{e:?}");
+}
+
+#[test]
+fn unknown_partition_in_a_plan() {
+    let e = broken("partition = \"b\"", "partition = \"c\"");
+    let d = e.iter().find(|d| matches!(d.problem, Problem::UnknownPartition { .. })).expect("unknown partition");
+    assert_eq!(d.path, "module[m].plan[0].window[1].partition");
+}
+
+#[test]
+fn two_io_partitions() {
+    let e = broken("command = [\"prog\"]", "command = [\"prog\"]\nio = true");
+    assert!(e.iter().any(|d| matches!(&d.problem, Problem::SecondIoPartition { first } if first == "a")), "{e:?}");
+}
+
+#[test]
+fn cpu_the_machine_does_not_have() {
+    let e = broken("cpus = [0]", "cpus = [0, 7]");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::CpuNotAvailable { cpu: 7, .. })), "{e:?}");
+    let e = broken("cpu = 0", "cpu = 5");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::CpuNotInModule { cpu: 5, .. })), "{e:?}");
+    // a module CPU without a plan
+    let e = broken("cpus = [0]", "cpus = [0, 1]");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::CpuWithoutPlan { cpu: 1 })), "{e:?}");
+    // the same file is fine on a machine with enough CPUs only if the CPU exists there
+    assert!(parse(GOOD, "sys.toml", &Host { cpus: vec![1] }).is_err());
+}
+
+#[test]
+fn duplicate_names() {
+    let e = broken("name = \"b\"", "name = \"a\"");
+    assert!(e.iter().any(|d| matches!(&d.problem, Problem::Duplicate { name, .. } if name == "a")), "{e:?}");
+    let e = broken("name = \"n\"", "name = \"a\"");
+    assert!(e.iter().any(|d| matches!(&d.problem, Problem::Duplicate { .. }) && d.path == "node[a].name"), "{e:?}");
+    let two = format!("{GOOD}\n[[module]]\nname = \"m\"\ncpus = [1]\n[[module.partition]]\nname = \"c\"\ncommand = [\"x\"]\n[[module.plan]]\ncpu = 1\nmajor_frame = \"1ms\"\n[[module.plan.window]]\npartition = \"c\"\nstart = \"0us\"\nduration = \"1ms\"\n");
+    let e = errors(&two);
+    assert!(e.iter().any(|d| matches!(&d.problem, Problem::Duplicate { what: "module", .. })), "{e:?}");
+    // and the same with another module name is valid
+    assert!(parse(&two.replacen("name = \"m\"\ncpus = [1]", "name = \"m2\"\ncpus = [1]", 1), "x", &host()).is_ok());
+}
+
+#[test]
+fn memory_floor_and_pids() {
+    let e = broken("command = [\"prog\"]", "command = [\"prog\"]\nmemory = \"4MiB\"");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::MemoryTooSmall { .. })), "{e:?}");
+    assert!(parse(&GOOD.replacen("command = [\"prog\"]", "command = [\"prog\"]\nmemory = \"8MiB\"", 1), "x", &host()).is_ok());
+    let e = broken("command = [\"prog\"]", "command = [\"prog\"]\nmemory = \"lots\"");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::BadValue(_))), "{e:?}");
+    let e = broken("command = [\"prog\"]", "command = [\"prog\"]\npids = 0");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::PidsZero)), "{e:?}");
+}
+
+#[test]
+fn subnets_outside_the_pool_overlapping_or_too_small() {
+    let e = broken("cpus = [0]", "cpus = [0]\nsubnet = \"10.0.0.0/24\"");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::SubnetOutsidePool { .. }) && d.path == "module[m].subnet"), "{e:?}");
+    let text = GOOD.replacen("name = \"t\"", "name = \"t\"\n[network]\nsubnet = \"198.18.4.0/23\"", 1).replacen("cpus = [0]", "cpus = [0]\nsubnet = \"198.18.5.0/24\"", 1);
+    let e = errors(&text);
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::SubnetOverlap { .. })), "{e:?}");
+    let e = broken("cpus = [0]", "cpus = [0]\nsubnet = \"198.18.5.0/31\"");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::SubnetTooSmall { .. })), "{e:?}");
+    let e = broken("cpus = [0]", "cpus = [0]\nsubnet = \"198.18.5.1/24\"");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::BadValue(_))), "{e:?}");
+    // explicit subnets are honoured and automatic ones avoid them
+    let s = parse(&GOOD.replacen("cpus = [0]", "cpus = [0]\nsubnet = \"198.18.0.0/16\"", 1), "x", &host()).unwrap();
+    assert_eq!(s.modules[0].network.subnet.to_string(), "198.18.0.0/16");
+    assert_eq!(s.network.subnet.to_string(), "198.19.0.0/24");
+}
+
+#[test]
+fn address_pool_exhausted() {
+    // the module takes the whole pool: nothing is left for the inter-module network
+    let e = broken("cpus = [0]", "cpus = [0]\nsubnet = \"198.18.0.0/15\"");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::PoolExhausted { .. }) || matches!(d.problem, Problem::AddressesExhausted { .. })), "{e:?}");
+    // a /30 has two hosts: three partitions do not fit
+    let text = GOOD.replacen("cpus = [0]", "cpus = [0]\nsubnet = \"198.18.8.0/30\"", 1).replacen(
+        "[[module.plan]]",
+        "[[module.partition]]\nname = \"c\"\ncommand = [\"x\"]\n[[module.plan]]",
+        1,
+    );
+    let e = errors(&text);
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::AddressesExhausted { .. })), "{e:?}");
+}
+
+#[test]
+fn explicit_addresses_are_checked() {
+    let e = broken("name = \"n\"", "name = \"n\"\naddress = \"198.18.200.1\"");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::AddressOutsideSubnet { .. }) && d.path == "node[n].address"), "{e:?}");
+    let text = GOOD.replacen("command = [\"prog\"]", "command = [\"prog\"]\naddress = \"198.18.1.9\"", 1)
+        .replacen("command = [\"prog\", \"-x\"]", "command = [\"prog\", \"-x\"]\naddress = \"198.18.1.9\"", 1);
+    let e = errors(&text);
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::AddressTaken { .. })), "{e:?}");
+}
+
+#[test]
+fn domain_out_of_range_or_taken() {
+    let e = broken("cpus = [0]", "cpus = [0]\ndomain = 233");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::DomainOutOfRange { id: 233 })), "{e:?}");
+    assert!(parse(&GOOD.replacen("cpus = [0]", "cpus = [0]\ndomain = 232", 1), "x", &host()).is_ok());
+    let e = broken("cpus = [0]", "cpus = [0]\ndomain = 0");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::DomainTaken { id: 0, .. })), "{e:?}");
+}
+
+#[test]
+fn unknown_keys_are_refused_with_their_line() {
+    let text = GOOD.replacen("io = true", "io = true\nprioity = 3", 1);
+    let e = errors(&text);
+    assert_eq!(e.len(), 1);
+    assert!(matches!(&e[0].problem, Problem::Syntax(m) if m.contains("prioity")), "{e:?}");
+    assert_eq!(e[0].line, line_of(&text, "prioity"));
+    assert_eq!(e[0].path, "module.partition.prioity");
+}
+
+#[test]
+fn empty_command() {
+    let e = broken("command = [\"mon\"]", "command = []");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::EmptyCommand) && d.path == "node[n].command"), "{e:?}");
+    let e = broken("command = [\"prog\"]", "command = [\"\"]");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::EmptyCommand)), "{e:?}");
+}
+
+#[test]
+fn bad_names_criticality_health_and_durations() {
+    let e = broken("name = \"a\"", "name = \"a/b\"");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::BadName { .. })), "{e:?}");
+    let e = broken("command = [\"prog\"]", "command = [\"prog\"]\ncriticality = \"extreme\"");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::BadCriticality(_))), "{e:?}");
+    let e = broken("command = [\"prog\"]", "command = [\"prog\"]\nhealth = { action = \"reboot\" }");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::BadHealthAction(_))), "{e:?}");
+    let e = broken("command = [\"prog\"]", "command = [\"prog\"]\nhealth = { action = \"stop\", max_restarts = 2 }");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::HealthKeyWithoutRestart { .. })), "{e:?}");
+    let e = broken("start = \"0us\"", "start = \"0 parsecs\"");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::BadValue(_)) && d.path.ends_with("window[0].start")), "{e:?}");
+    let s = parse(&GOOD.replacen("command = [\"prog\"]", "command = [\"prog\"]\nhealth = { action = \"restart\", max_restarts = 5, window = \"2s\" }\ncriticality = \"low\"", 1), "x", &host()).unwrap();
+    assert_eq!(s.modules[0].partitions[0].health, HealthAction::Restart { max_restarts: 5, window: Duration::from_millis(2000) });
+    assert_eq!(s.modules[0].partitions[0].criticality, Criticality::Low);
+}
+
+#[test]
+fn a_module_without_a_plan() {
+    let cut = &GOOD[..GOOD.find("[[module.plan]]").unwrap()];
+    let e = errors(cut);
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::NoPlan)), "{e:?}");
+}
+
+#[test]
+fn several_errors_are_all_reported() {
+    let text = GOOD.replacen("name = \"b\"", "name = \"a\"", 1).replacen("duration = \"500us\"", "duration = \"900us\"", 1).replacen("command = [\"mon\"]", "command = []", 1);
+    let e = errors(&text);
+    assert!(e.len() >= 3, "{e:?}");
+    assert!(e.windows(2).all(|w| w[0].line <= w[1].line), "sorted by line");
+}
+
+#[test]
+fn durations_parse_exactly() {
+    assert_eq!("1.5ms".parse::<Duration>().unwrap().as_nanos(), 1_500_000);
+    assert_eq!("800us".parse::<Duration>().unwrap().as_nanos(), 800_000);
+    assert_eq!("2s".parse::<Duration>().unwrap().as_nanos(), 2_000_000_000);
+    assert_eq!("500ns".parse::<Duration>().unwrap().as_nanos(), 500);
+    for bad in ["", "ms", "1", "1.ms", ".5ms", "1.2.3ms", "1.5ns", "-1ms", "99999999999999999999s", "1 parsec"] {
+        assert!(bad.parse::<Duration>().is_err(), "{bad}");
+    }
+    assert_eq!(Duration::from_micros(1500).to_string(), "1500us");
+    assert_eq!("64MiB".parse::<ByteSize>().unwrap(), ByteSize(64 << 20));
+}
+
+#[test]
+fn garbage_and_truncated_files_never_panic() {
+    let files = [GOOD, BUILTIN_DEFAULT, include_str!("../../../examples/video-surveillance-n-monitors.toml")];
+    for f in files {
+        for cut in (0..f.len()).filter(|i| f.is_char_boundary(*i)) {
+            let _ = parse(&f[..cut], "cut.toml", &host());
+        }
+    }
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..2000 {
+        let mut bytes = GOOD.as_bytes().to_vec();
+        for _ in 0..4 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let i = (seed as usize) % bytes.len();
+            bytes[i] = b"[]=\"{},.0 9aZ\n#-"[(seed >> 32) as usize % 16];
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let _ = parse(&text, "garbage.toml", &host());
+    }
+    for g in ["\u{0}\u{ff}", "[[[", "system = 3", "[system]\nname = \"\"", "[[module]]\nname=1", "[system]\nname=\"x\"\n[[module]]\nname=\"m\"\n[[module.plan]]\nmajor_frame=\"18446744073709551615s\""] {
+        assert!(parse(g, "g.toml", &host()).is_err(), "{g:?}");
+    }
+}
