@@ -3,6 +3,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod bench;
+mod check;
 mod route;
 mod supervise;
 
@@ -15,6 +16,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Validate a system file (the built-in default without one) and show its plans and networks.
+    Check(check::CheckArgs),
     /// Run the DDS routing service between domains.
     Route(route::RouteArgs),
     /// Run benchmarks (request/response round trips: `bench rr`).
@@ -33,6 +36,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Check(a) => check::run(a),
         Command::Route(a) => route::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Down(a) => supervise::down(a),

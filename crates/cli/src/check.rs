@@ -1,0 +1,149 @@
+//! `partita check [SYSTEM.toml]`: validate a system file (the built-in default without one) and show its
+//! plans, a timeline of each major frame, and its networks, addresses and domains.
+use clap::Args;
+use partita_system::{HostNames, System};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Args)]
+pub struct CheckArgs {
+    /// The system file; without it, the built-in video-surveillance system of paper 001.
+    pub file: Option<PathBuf>,
+}
+
+/// Characters of the timeline for one major frame.
+const TIMELINE_WIDTH: usize = 60;
+
+pub fn run(args: CheckArgs) -> ExitCode {
+    let result = match &args.file {
+        Some(f) => partita_system::load(f),
+        None => partita_system::builtin_default(),
+    };
+    match result {
+        Ok(system) => {
+            print!("{}", render(&system));
+            println!("{}: valid", system.source);
+            ExitCode::SUCCESS
+        }
+        Err(errors) => {
+            eprintln!("{errors}");
+            eprintln!("{} error(s); the system is not valid", errors.0.len());
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The whole report for a valid system.
+pub fn render(s: &System) -> String {
+    let mut out = String::new();
+    out.push_str(&format!("system {} ({})\n", s.name, s.source));
+    for m in &s.modules {
+        out.push_str(&format!("\nmodule {} — CPUs {:?}\n", m.name, m.cpus));
+        out.push_str(&format!(
+            "  {:>6}  {:<20} {:>12} {:>12} {:>12} {:>4}\n",
+            "window", "partition", "start", "end", "duration", "CPU"
+        ));
+        for plan in &m.plans {
+            for (i, w) in plan.sorted_windows().iter().enumerate() {
+                out.push_str(&format!(
+                    "  {:>6}  {:<20} {:>12} {:>12} {:>12} {:>4}\n",
+                    i,
+                    w.partition,
+                    w.start.to_string(),
+                    w.end().to_string(),
+                    w.duration.to_string(),
+                    plan.cpu
+                ));
+            }
+        }
+        out.push_str("\n  partition            share  worst-case wait\n");
+        for plan in &m.plans {
+            for p in &m.partitions {
+                if let Some(wait) = plan.worst_case_wait(&p.name) {
+                    out.push_str(&format!(
+                        "  {:<20} {:>5.1}%  {:>15}   (CPU {})\n",
+                        p.name,
+                        plan.share(&p.name) * 100.0,
+                        wait.to_string(),
+                        plan.cpu
+                    ));
+                }
+            }
+        }
+        // Timeline: one letter per partition, `.` for idle time.
+        let letters: Vec<(char, &str)> =
+            m.partitions.iter().enumerate().map(|(i, p)| ((b'A' + (i % 26) as u8) as char, p.name.as_str())).collect();
+        out.push('\n');
+        for plan in &m.plans {
+            let frame = plan.frame().as_nanos().max(1);
+            let mut line = vec!['.'; TIMELINE_WIDTH];
+            for w in &plan.windows {
+                let c = letters.iter().find(|(_, n)| *n == w.partition).map(|(c, _)| *c).unwrap_or('?');
+                let a = (w.start.as_nanos() as u128 * TIMELINE_WIDTH as u128 / frame as u128) as usize;
+                let b = (w.end().as_nanos() as u128 * TIMELINE_WIDTH as u128 / frame as u128) as usize;
+                // a window shorter than one character still shows
+                for slot in line.iter_mut().take(b.max(a + 1).min(TIMELINE_WIDTH)).skip(a.min(TIMELINE_WIDTH - 1)) {
+                    *slot = c;
+                }
+            }
+            out.push_str(&format!(
+                "  CPU {:<3} |{}| {} (idle {})\n",
+                plan.cpu,
+                line.iter().collect::<String>(),
+                plan.frame(),
+                plan.idle()
+            ));
+        }
+        let legend: Vec<String> = letters.iter().map(|(c, n)| format!("{c}={n}")).collect();
+        out.push_str(&format!("           {}  .=idle\n", legend.join(" ")));
+    }
+
+    let names = HostNames::for_system(s);
+    out.push_str("\nnetworks\n");
+    out.push_str(&format!("  {:<34} {:>6}  {:<18} {}\n", "network", "domain", "subnet", "bridge"));
+    out.push_str(&format!(
+        "  {:<34} {:>6}  {:<18} {}\n",
+        "inter-module",
+        s.network.domain.to_string(),
+        s.network.subnet.to_string(),
+        names.external_bridge()
+    ));
+    for (mi, m) in s.modules.iter().enumerate() {
+        out.push_str(&format!(
+            "  {:<34} {:>6}  {:<18} {}\n",
+            format!("module {} V-NETWORK", m.name),
+            m.network.domain.to_string(),
+            m.network.subnet.to_string(),
+            names.module_bridge(mi)
+        ));
+    }
+    out.push_str("\naddresses\n");
+    out.push_str(&format!("  {:<22} {:<14} {:>6}  {:<16} {:<16} {}\n", "partition/node", "kind", "domain", "V-NIC", "inter-module", "namespace"));
+    for m in &s.modules {
+        for p in &m.partitions {
+            let kind = if p.io { "I/O partition" } else { "partition" };
+            let ext = p.external_address.map(|a| a.to_string()).unwrap_or_else(|| "-".into());
+            out.push_str(&format!(
+                "  {:<22} {:<14} {:>6}  {:<16} {:<16} {}\n",
+                p.name,
+                kind,
+                p.domain.to_string(),
+                p.address.to_string(),
+                ext,
+                names.netns(&p.name)
+            ));
+        }
+    }
+    for n in &s.nodes {
+        out.push_str(&format!(
+            "  {:<22} {:<14} {:>6}  {:<16} {:<16} {}\n",
+            n.name,
+            "native node",
+            n.domain.to_string(),
+            "-",
+            n.address.to_string(),
+            names.netns(&n.name)
+        ));
+    }
+    out
+}
