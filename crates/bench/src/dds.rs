@@ -85,7 +85,7 @@ fn open(domain: u32, prefix: &str) -> Result<Ends, DriverError> {
     Ok(Ends { _participant: participant, requests, replies })
 }
 
-fn parse_address(address: &str) -> Result<(u32, String), DriverError> {
+pub(crate) fn parse_address(address: &str) -> Result<(u32, String), DriverError> {
     let mut domain = None;
     let mut topic = None;
     for part in address.split_whitespace() {
@@ -184,7 +184,7 @@ impl Transport for DdsWaitset {
     }
 }
 
-fn connect(address: &str) -> Result<ClientEndpoint, DriverError> {
+pub(crate) fn connect(address: &str) -> Result<ClientEndpoint, DriverError> {
     let (domain, prefix) = parse_address(address)?;
     let ends = open(domain, &prefix)?;
     let writer = Writer::new(&ends.requests, &qos()).map_err(err("request writer"))?;

@@ -117,6 +117,8 @@ impl Entry {
 static UDP: crate::udp::Udp = crate::udp::Udp;
 static DDS: crate::dds::Dds = crate::dds::Dds;
 static DDS_WAITSET: crate::dds::DdsWaitset = crate::dds::DdsWaitset;
+static UDP_RELAY: crate::hop::UdpRelay = crate::hop::UdpRelay;
+static DDS_ROUTED: crate::hop::DdsRouted = crate::hop::DdsRouted;
 
 /// Every transport partita knows, in the order they are listed. Fast DDS and shared-memory drivers are added
 /// here.
@@ -126,6 +128,8 @@ pub fn registry() -> Vec<Entry> {
         Entry::Driver(&UDP),
         Entry::Driver(&DDS),
         Entry::Driver(&DDS_WAITSET),
+        Entry::Driver(&UDP_RELAY),
+        Entry::Driver(&DDS_ROUTED),
         Entry::Ddsperf(Trigger::Listener),
         Entry::Ddsperf(Trigger::Waitset),
     ]

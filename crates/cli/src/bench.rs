@@ -24,12 +24,22 @@ enum BenchCommand {
     /// The server side of `bench rr` (started by `bench rr` itself).
     #[command(name = "rr-server", hide = true)]
     RrServer(RrServerArgs),
+    /// A minimal raw-UDP relay (started by `bench rr --transport udp-relay`).
+    #[command(name = "udp-relay", hide = true)]
+    UdpRelay(UdpRelayArgs),
+}
+
+#[derive(Args)]
+struct UdpRelayArgs {
+    #[arg(long)]
+    to: String,
 }
 
 #[derive(Args)]
 struct RrArgs {
     /// Transports, comma-separated: udp (raw UDP), dds (partita-dds, server replying from a listener),
-    /// dds-waitset (partita-dds, server on a waitset), ddsperf and ddsperf-waitset (Cyclone's ddsperf in its
+    /// dds-waitset (partita-dds, server on a waitset), udp-relay (UDP through a minimal relay
+    /// process), dds-routed (client and server on two domains, `partita route` between them), ddsperf and ddsperf-waitset (Cyclone's ddsperf in its
     /// listener and waitset modes, references). All on a private loopback.
     #[arg(long, value_delimiter = ',', default_value = "udp")]
     transport: Vec<String>,
@@ -98,6 +108,13 @@ pub fn run(args: BenchArgs) -> ExitCode {
         BenchCommand::Rr(a) => match run_rr(a) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(e),
+        },
+        BenchCommand::UdpRelay(a) => match partita_bench::hop::run_udp_relay(&a.to) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: udp relay: {e}");
+                ExitCode::from(1)
+            }
         },
         BenchCommand::RrServer(a) => {
             catch_signals();

@@ -437,8 +437,24 @@ fn take_cdr_batch(reader: dds_entity_t, keyed: bool, mut f: impl FnMut(&[u8], Sa
     Ok(n)
 }
 
-/// What a listening reader calls, on Cyclone's receive thread, for every sample.
-type SampleCallback = Box<dyn FnMut(&[u8], SampleInfo) + Send>;
+fn reader_lost_and_rejected(e: &Entity) -> Result<(u64, u64)> {
+    let mut lost: dds_sample_lost_status_t = unsafe { std::mem::zeroed() };
+    let mut rej: dds_sample_rejected_status_t = unsafe { std::mem::zeroed() };
+    // SAFETY: valid out-parameters for a live reader.
+    unsafe {
+        check(dds_get_sample_lost_status(e.handle, &mut lost), "dds_get_sample_lost_status", || e.what.clone())?;
+        check(dds_get_sample_rejected_status(e.handle, &mut rej), "dds_get_sample_rejected_status", || e.what.clone())?;
+    }
+    Ok((lost.total_count as u64, rej.total_count as u64))
+}
+
+/// What a listening reader is handed, on Cyclone's delivery thread: each sample of a take, then the batch end.
+enum Delivery<'a> {
+    Sample(&'a [u8], SampleInfo),
+    EndOfBatch,
+}
+
+type SampleCallback = Box<dyn FnMut(Delivery<'_>) + Send>;
 
 struct ListenerContext {
     keyed: bool,
@@ -452,7 +468,10 @@ extern "C" fn on_data_available(reader: dds_entity_t, arg: *mut std::ffi::c_void
     let mut cb = ctx.callback.lock().unwrap_or_else(|p| p.into_inner());
     // A panic must not unwind into C.
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        while let Ok(n) = take_cdr_batch(reader, ctx.keyed, |b, i| (cb)(b, i)) {
+        while let Ok(n) = take_cdr_batch(reader, ctx.keyed, |b, i| (cb)(Delivery::Sample(b, i))) {
+            if n > 0 {
+                (cb)(Delivery::EndOfBatch);
+            }
             if n < TAKE_BATCH {
                 break;
             }
@@ -477,9 +496,36 @@ impl Drop for ListeningReader {
 
 impl ListeningReader {
     /// Creates a reader on `topic` that calls `f(bytes, info)` for every sample taken.
-    pub fn new<T>(topic: &Topic<T>, qos: &Qos, f: impl FnMut(&[u8], SampleInfo) + Send + 'static) -> Result<Self> {
+    pub fn new<T>(topic: &Topic<T>, qos: &Qos, mut f: impl FnMut(&[u8], SampleInfo) + Send + 'static) -> Result<Self> {
+        Self::create(topic, qos, Box::new(move |d: Delivery<'_>| {
+            if let Delivery::Sample(b, i) = d {
+                f(b, i)
+            }
+        }))
+    }
+
+    /// Creates a reader on `topic` that calls `f(samples)` with each batch Cyclone hands over (copied out), so
+    /// that a forwarder sees every sample of a take together (see [`RawWriter::forward_samples`]).
+    pub fn batched<T>(topic: &Topic<T>, qos: &Qos, mut f: impl FnMut(&[RawSample]) + Send + 'static) -> Result<Self> {
+        let mut batch: Vec<RawSample> = Vec::new();
+        Self::create(topic, qos, Box::new(move |d: Delivery<'_>| match d {
+            Delivery::Sample(b, info) => batch.push(RawSample { data: b.to_vec(), info }),
+            Delivery::EndOfBatch => {
+                f(&batch);
+                batch.clear();
+            }
+        }))
+    }
+
+    /// Samples lost in transport and rejected for lack of room, since the reader was created.
+    pub fn lost_and_rejected(&self) -> Result<(u64, u64)> {
+        let e = self.entity.as_ref().expect("reader alive until drop");
+        reader_lost_and_rejected(e)
+    }
+
+    fn create<T>(topic: &Topic<T>, qos: &Qos, callback: SampleCallback) -> Result<Self> {
         let raw_qos = qos.to_raw()?;
-        let ctx = Box::new(ListenerContext { keyed: topic.keyed, callback: std::sync::Mutex::new(Box::new(f)) });
+        let ctx = Box::new(ListenerContext { keyed: topic.keyed, callback: std::sync::Mutex::new(callback) });
         // SAFETY: the listener object is copied by dds_create_reader and deleted right after; its argument is
         // our boxed context, which lives as long as the reader (see Drop).
         let handle = unsafe {
@@ -569,14 +615,7 @@ impl RawReader {
 
     /// Samples lost in transport and samples rejected for lack of room, since the reader was created.
     pub fn lost_and_rejected(&self) -> Result<(u64, u64)> {
-        let mut lost: dds_sample_lost_status_t = unsafe { std::mem::zeroed() };
-        let mut rej: dds_sample_rejected_status_t = unsafe { std::mem::zeroed() };
-        // SAFETY: valid out-parameters for this live reader.
-        unsafe {
-            check(dds_get_sample_lost_status(self.entity.handle, &mut lost), "dds_get_sample_lost_status", || self.entity.what.clone())?;
-            check(dds_get_sample_rejected_status(self.entity.handle, &mut rej), "dds_get_sample_rejected_status", || self.entity.what.clone())?;
-        }
-        Ok((lost.total_count as u64, rej.total_count as u64))
+        reader_lost_and_rejected(&self.entity)
     }
 
     /// Number of writers currently matched.

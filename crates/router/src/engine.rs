@@ -5,7 +5,7 @@ use crate::pattern::matches;
 use crate::stats::{ForwardStats, RouteStats};
 use partita_dds::qos::{DataRepresentation, Durability, IgnoreLocal, Reliability};
 use partita_dds::{
-    DiscoveredEndpoint, DomainConfig, EndpointKind, EndpointWatcher, Guid, Interface, Participant, Qos, RawReader, RawSample,
+    DiscoveredEndpoint, DomainConfig, EndpointKind, EndpointWatcher, Guid, Interface, Participant, Qos, RawSample,
     RawTopic, RawWriter, TopicDescriptor, Writer,
 };
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -119,18 +119,18 @@ pub struct ForwardKey {
     pub partitions: Vec<String>,
 }
 
+/// One routed topic in one direction: a listening reader on the source side whose callback, on Cyclone's
+/// delivery thread, re-publishes each batch through the writer on the destination side (no hand-off to a
+/// thread of the router's own). Dropping it deletes the reader, waiting for a running callback.
 struct Forwarder {
-    label: String,
     stats: Arc<ForwardStats>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    reader: partita_dds::ListeningReader,
 }
 
-impl Drop for Forwarder {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+impl Forwarder {
+    fn refresh_queue_drops(&self) {
+        if let Ok((lost, rejected)) = self.reader.lost_and_rejected() {
+            self.stats.dropped_queue.store(lost + rejected, Ordering::Relaxed);
         }
     }
 }
@@ -260,7 +260,7 @@ fn snapshot(shared: &Shared) -> Vec<RouteStats> {
     f.iter()
         .map(|(k, fw)| {
             let route = format!("{}->{}", shared.side_names[k.from], shared.side_names[k.to]);
-            let _ = &fw.label;
+            fw.refresh_queue_drops();
             fw.stats.snapshot(&shared.name, &route, &k.topic, &k.type_name)
         })
         .collect()
@@ -348,9 +348,10 @@ fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Shared>, stop:
         for k in ended {
             if let Some(f) = fw.remove(&k) {
                 let route = format!("{}->{}", shared.side_names[k.from], shared.side_names[k.to]);
+                f.refresh_queue_drops();
                 let mut row = f.stats.snapshot(&shared.name, &route, &k.topic, &k.type_name);
                 row.active = false;
-                drop(f); // stops and joins the forwarding thread
+                drop(f); // deletes the reader, then the writer
                 let mut retired = shared.retired.lock().unwrap_or_else(|p| p.into_inner());
                 retired.push(row);
                 if retired.len() > RETIRED_KEPT {
@@ -443,20 +444,42 @@ impl Forwarder {
             )
         };
         let writer = RawWriter::new(&dst_topic, &wq)?;
-        let reader = RawReader::new(&src_topic, &rq)?;
         let stats = Arc::new(ForwardStats::default());
-        let stop = Arc::new(AtomicBool::new(false));
         let label = format!("{}->{} {}", names[key.from], names[key.to], key.topic);
-        let limiter = Limiter::new(ov);
-        let thread = {
-            let (stats, stop, routers) = (stats.clone(), stop.clone(), src.router_writers.clone());
-            let label = label.clone();
-            std::thread::Builder::new()
-                .name(format!("fwd {}", key.topic).chars().take(15).collect())
-                .spawn(move || forward_loop(reader, writer, stats, stop, routers, limiter, label))
-                .expect("spawn forwarding thread")
-        };
-        Ok(Forwarder { label, stats, stop, thread: Some(thread) })
+        let mut limiter = Limiter::new(ov);
+        let routers = src.router_writers.clone();
+        let st = stats.clone();
+        let mut pass: Vec<RawSample> = Vec::new();
+        let reader = partita_dds::ListeningReader::batched(&src_topic, &rq, move |batch: &[RawSample]| {
+            pass.clear();
+            {
+                let routers = routers.read().unwrap_or_else(|p| p.into_inner());
+                for s in batch {
+                    st.received.fetch_add(1, Ordering::Relaxed);
+                    if routers.contains(&s.info.publication_handle) {
+                        st.suppressed_loop.fetch_add(1, Ordering::Relaxed);
+                    } else if s.info.valid_data && !limiter.admit() {
+                        st.dropped_rate.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        pass.push(s.clone());
+                    }
+                }
+            }
+            match writer.forward_samples(&pass) {
+                Ok(n) => {
+                    st.forwarded.fetch_add(n as u64, Ordering::Relaxed);
+                    let now = now_ns();
+                    for s in &pass {
+                        st.record_latency_ns(now - s.info.source_timestamp_ns);
+                    }
+                }
+                Err(e) => {
+                    st.errors.fetch_add(1, Ordering::Relaxed);
+                    eprintln!("router: {label}: {e}");
+                }
+            }
+        })?;
+        Ok(Forwarder { stats, reader })
     }
 }
 
@@ -496,63 +519,4 @@ impl Limiter {
 
 fn now_ns() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
-}
-
-fn forward_loop(
-    reader: RawReader,
-    writer: RawWriter,
-    stats: Arc<ForwardStats>,
-    stop: Arc<AtomicBool>,
-    routers: Arc<RwLock<HashSet<u64>>>,
-    mut limiter: Limiter,
-    label: String,
-) {
-    let mut batch: Vec<RawSample> = Vec::new();
-    let mut pass: Vec<RawSample> = Vec::new();
-    while !stop.load(Ordering::Relaxed) {
-        match reader.wait(Duration::from_millis(50)) {
-            Ok(false) => continue,
-            Ok(true) => {}
-            Err(e) => {
-                eprintln!("router: {label}: {e}");
-                std::thread::sleep(Duration::from_millis(50));
-                continue;
-            }
-        }
-        batch.clear();
-        if let Err(e) = reader.take_into(&mut batch) {
-            eprintln!("router: {label}: {e}");
-            continue;
-        }
-        pass.clear();
-        {
-            let routers = routers.read().unwrap_or_else(|p| p.into_inner());
-            for s in batch.drain(..) {
-                stats.received.fetch_add(1, Ordering::Relaxed);
-                if routers.contains(&s.info.publication_handle) {
-                    stats.suppressed_loop.fetch_add(1, Ordering::Relaxed);
-                } else if s.info.valid_data && !limiter.admit() {
-                    stats.dropped_rate.fetch_add(1, Ordering::Relaxed);
-                } else {
-                    pass.push(s);
-                }
-            }
-        }
-        match writer.forward_samples(&pass) {
-            Ok(n) => {
-                stats.forwarded.fetch_add(n as u64, Ordering::Relaxed);
-                let now = now_ns();
-                for s in &pass {
-                    stats.record_latency_ns(now - s.info.source_timestamp_ns);
-                }
-            }
-            Err(e) => {
-                stats.errors.fetch_add(1, Ordering::Relaxed);
-                eprintln!("router: {label}: {e}");
-            }
-        }
-        if let Ok((lost, rejected)) = reader.lost_and_rejected() {
-            stats.dropped_queue.store(lost + rejected, Ordering::Relaxed);
-        }
-    }
 }
