@@ -58,7 +58,7 @@ pub fn load(path: &Path) -> Result<System, Errors> {
     let file = path.display().to_string();
     match std::fs::read_to_string(path) {
         Ok(text) => parse(&text, &file, &Host::this_machine()),
-        Err(e) => Err(Errors(vec![Diagnostic { file, line: 1, column: 1, path: String::new(), problem: Problem::Unreadable(e.to_string()) }])),
+        Err(e) => Err(Errors(vec![Diagnostic { file, line: 1, column: 1, path: "(file)".into(), problem: Problem::Unreadable(e.to_string()) }])),
     }
 }
 
@@ -195,6 +195,7 @@ fn syntax_path(text: &str, span: &Range<usize>) -> String {
     match (header.is_empty(), is_key) {
         (true, true) => key.to_string(),
         (false, true) => format!("{header}.{key}"),
+        _ if header.is_empty() => "(top level)".to_string(),
         _ => header,
     }
 }
