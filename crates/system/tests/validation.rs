@@ -309,3 +309,53 @@ fn garbage_and_truncated_files_never_panic() {
         assert!(parse(g, "g.toml", &host()).is_err(), "{g:?}");
     }
 }
+
+#[test]
+fn a_multicore_module_has_one_plan_per_cpu() {
+    let text = r#"
+[system]
+name = "mc"
+[[module]]
+name = "m"
+cpus = [0, 1]
+[[module.partition]]
+name = "a"
+command = ["x"]
+cpus = [0]
+[[module.partition]]
+name = "b"
+command = ["x"]
+cpus = [1]
+io = true
+[[module.plan]]
+cpu = 1
+major_frame = "2ms"
+[[module.plan.window]]
+partition = "b"
+start = "1ms"
+duration = "1ms"
+[[module.plan]]
+cpu = 0
+major_frame = "1ms"
+[[module.plan.window]]
+partition = "a"
+start = "0us"
+duration = "250us"
+"#;
+    let s = parse(text, "mc.toml", &host()).unwrap();
+    let m = &s.modules[0];
+    let by_cpu = m.windows_by_cpu();
+    assert_eq!(by_cpu.iter().map(|(c, _)| *c).collect::<Vec<_>>(), vec![0, 1]);
+    assert_eq!(m.plan_for_cpu(1).unwrap().worst_case_wait("b"), Some(Duration::from_millis(1)));
+    assert_eq!(m.plan_for_cpu(0).unwrap().idle(), Duration::from_micros(750));
+    // a window for a partition on a CPU it may not use
+    let e = errors(&text.replacen("partition = \"b\"", "partition = \"a\"", 1));
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::WindowOnForeignCpu { cpu: 1, .. })), "{e:?}");
+    // two plans for one CPU
+    let e = errors(&text.replacen("cpu = 1\n", "cpu = 0\n", 1));
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::DuplicatePlan { cpu: 0 })), "{e:?}");
+    // two modules on one CPU
+    let two = format!("{text}\n[[module]]\nname = \"m2\"\ncpus = [1]\n[[module.partition]]\nname = \"c\"\ncommand = [\"x\"]\n[[module.plan]]\ncpu = 1\nmajor_frame = \"1ms\"\n[[module.plan.window]]\npartition = \"c\"\nstart = \"0us\"\nduration = \"1ms\"\n");
+    let e = errors(&two);
+    assert!(e.iter().any(|d| matches!(&d.problem, Problem::CpuTakenByModule { cpu: 1, other } if other == "m")), "{e:?}");
+}
