@@ -266,7 +266,7 @@ impl Cx<'_> {
     }
 
     fn command(&mut self, c: &S<Vec<String>>, path: &str) -> Vec<String> {
-        if c.get_ref().first().map_or(true, |p| p.trim().is_empty()) {
+        if !matches!(c.get_ref().first(), Some(p) if !p.trim().is_empty()) {
             self.err(&c.span(), path, Problem::EmptyCommand);
         }
         c.get_ref().clone()
