@@ -1,6 +1,8 @@
 //! Names partita gives the things it creates on the host, derived only from the system's name and the
 //! positions/names in it, so `partita down` finds leftovers by prefix:
-//! - Linux interfaces: `pt<tag>...`, at most 15 characters, `<tag>` = 4 hex digits hashed from the system name;
+//! - Linux interfaces: `pt<tag>...`, at most 15 characters, `<tag>` = 4 hex digits (FNV-1a of the system name):
+//!   module bridges `pt<tag>m<module>`, the inter-module bridge `pt<tag>x`, V-NICs `pt<tag><module>n<partition>`,
+//!   I/O partitions' inter-module veths `pt<tag><module>x<partition>`, native nodes' veths `pt<tag>n<node>`;
 //! - cgroups: `partita/<system>/<partition>`;
 //! - network namespaces: `partita-<system>-<partition>`.
 use crate::model::System;
@@ -23,12 +25,12 @@ pub struct HostNames {
 
 impl HostNames {
     pub fn new(system: &str) -> HostNames {
-        // FNV-1a folded to 16 bits: stable across runs and builds, short enough to leave room in 15 characters.
+        // FNV-1a, low 16 bits (the scheme the supervisor already uses): stable across runs and builds, short enough to leave room in 15 characters.
         let mut h: u32 = 0x811c_9dc5;
         for b in system.bytes() {
             h = (h ^ b as u32).wrapping_mul(0x0100_0193);
         }
-        HostNames { system: system.to_string(), tag: format!("{:04x}", (h ^ (h >> 16)) & 0xffff) }
+        HostNames { system: system.to_string(), tag: format!("{:04x}", h & 0xffff) }
     }
     pub fn for_system(system: &System) -> HostNames {
         HostNames::new(&system.name)
@@ -43,7 +45,7 @@ impl HostNames {
     }
     /// Bridge of module number `module` (its V-NETWORK).
     pub fn module_bridge(&self, module: usize) -> String {
-        format!("{}b{module}", self.link_prefix())
+        format!("{}m{module}", self.link_prefix())
     }
     /// Bridge of the inter-module network.
     pub fn external_bridge(&self) -> String {
@@ -51,11 +53,11 @@ impl HostNames {
     }
     /// Host end of the V-NIC of partition `partition` of module `module`.
     pub fn vnic(&self, module: usize, partition: usize) -> String {
-        format!("{}m{module}p{partition}", self.link_prefix())
+        format!("{}{module}n{partition}", self.link_prefix())
     }
     /// Host end of the inter-module veth of an I/O partition.
     pub fn external_vnic(&self, module: usize, partition: usize) -> String {
-        format!("{}m{module}x{partition}", self.link_prefix())
+        format!("{}{module}x{partition}", self.link_prefix())
     }
     /// Host end of the veth of native node number `node`.
     pub fn node_vnic(&self, node: usize) -> String {
@@ -110,6 +112,14 @@ mod tests {
         let n = HostNames::new("vs");
         assert_eq!(n.cgroup("recorder"), "partita/vs/recorder");
         assert_eq!(n.netns("recorder"), "partita-vs-recorder");
+        // the tag is FNV-1a of the name, computed here independently: offset basis, then xor and multiply
+        let mut h: u32 = 2166136261;
+        for b in *b"vs" {
+            h ^= u32::from(b);
+            h = h.wrapping_mul(16777619);
+        }
+        assert_eq!(n.tag(), format!("{:04x}", h & 0xffff));
+        assert_eq!(n.module_bridge(0), format!("pt{}m0", n.tag()));
         assert!(n.netns("routing").starts_with(&n.netns_prefix()));
         assert!(n.cgroup("routing").starts_with(&n.system_cgroup()));
     }
