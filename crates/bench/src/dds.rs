@@ -5,7 +5,9 @@
 //!   work and writes the reply at once (no hand-off to another thread — what ddsperf's default mode does);
 //! - `dds-waitset`: the benchmark's server loop blocks on a waitset and takes requests on its own thread.
 //!
-//! The client is the same for both: it blocks on a waitset for replies (or busy-polls with `--busy-poll`).
+//! The client differs the same way: with `dds`, in closed loop, its reply listener records each round trip and
+//! sends the next request on the delivery thread (as ddsperf's ping does); with `dds-waitset`, with `--rate` or
+//! with `--busy-poll`, the benchmark's loop sends and blocks on a waitset (or busy-polls) for replies.
 //! Requests and replies are typed topics (`partita::bench::Request` / `Reply`: a sequence number and an octet
 //! sequence), reliable, keep-last 1, volatile (as ddsperf's ping/pong), encoded as XCDR1. Both processes create their participant on
 //! loopback only; the domain id and topic names come from the run's session string, so parallel runs do not
@@ -125,6 +127,108 @@ impl Transport for Dds {
     ) -> Option<Result<(Box<dyn std::any::Any>, String), DriverError>> {
         Some(serve_listening(size, session, work))
     }
+    fn closed_loop_inline(
+        &self,
+        address: &str,
+        size: usize,
+        _session: &str,
+        total: u64,
+        timeout: Duration,
+        stop: &std::sync::atomic::AtomicBool,
+    ) -> Option<Result<(Vec<(u64, u64)>, Vec<u64>), DriverError>> {
+        Some(listening_closed_loop(address, size, total, timeout, stop))
+    }
+}
+
+/// The client's state while its listener drives the closed loop.
+struct LoopState {
+    /// Sequence number of the request in flight (== total when done).
+    current: u64,
+    sent: Instant,
+    samples: Vec<(u64, u64)>,
+    lost: Vec<u64>,
+    request: Request,
+}
+
+/// Sends request `seq` (the caller holds the state lock).
+fn send_next(writer: &Writer<Request>, st: &mut LoopState, seq: u64) -> Result<(), DriverError> {
+    st.current = seq;
+    st.request.seq = seq;
+    st.sent = Instant::now();
+    writer.write(&st.request).map_err(err("writing a request"))
+}
+
+/// The closed loop as ddsperf's ping runs it: the reply listener, on Cyclone's delivery thread, records the
+/// round trip and sends the next request at once. This thread only watches for a reply that never comes.
+fn listening_closed_loop(
+    address: &str,
+    size: usize,
+    total: u64,
+    timeout: Duration,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<(Vec<(u64, u64)>, Vec<u64>), DriverError> {
+    use std::sync::{Arc, Mutex};
+    let (domain, prefix) = parse_address(address)?;
+    let ends = open(domain, &prefix)?;
+    let writer = Arc::new(Writer::new(&ends.requests, &qos()).map_err(err("request writer"))?);
+    let state = Arc::new(Mutex::new(LoopState {
+        current: u64::MAX,
+        sent: Instant::now(),
+        samples: Vec::with_capacity(total as usize),
+        lost: Vec::new(),
+        request: Request { seq: 0, payload: vec![0xa5; size] },
+    }));
+    let (w, st) = (writer.clone(), state.clone());
+    let reader = partita_dds::ListeningReader::typed(&ends.replies, &qos(), move |s: partita_dds::Sample<Reply>| {
+        let Some(reply) = s.value else { return };
+        let now = Instant::now();
+        let mut st = st.lock().unwrap_or_else(|p| p.into_inner());
+        if reply.seq != st.current {
+            return; // a late reply to a request already counted as lost
+        }
+        let rtt = now.duration_since(st.sent).as_nanos() as u64;
+        st.samples.push((reply.seq, rtt));
+        let next = reply.seq + 1;
+        if next < total {
+            if let Err(e) = send_next(&w, &mut st, next) {
+                eprintln!("dds client: {e}");
+            }
+        } else {
+            st.current = total;
+        }
+    })
+    .map_err(err("reply reader"))?;
+    writer.wait_for_readers(1, MATCH_TIMEOUT).map_err(err("waiting for the server's request reader"))?;
+    // The reply reader is matched by the server's writer shortly after; a first request lost to that race is
+    // retried as a time-out would be.
+    std::thread::sleep(Duration::from_millis(200));
+    send_next(&writer, &mut state.lock().unwrap_or_else(|p| p.into_inner()), 0)?;
+    loop {
+        std::thread::sleep(Duration::from_millis(5));
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
+        let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+        if st.current >= total {
+            break;
+        }
+        if st.sent.elapsed() > timeout {
+            let seq = st.current;
+            st.lost.push(seq);
+            if seq + 1 < total {
+                send_next(&writer, &mut st, seq + 1)?;
+            } else {
+                st.current = total;
+            }
+        }
+    }
+    drop(reader);
+    let st = std::mem::replace(
+        &mut *state.lock().unwrap_or_else(|p| p.into_inner()),
+        LoopState { current: 0, sent: Instant::now(), samples: Vec::new(), lost: Vec::new(), request: Request { seq: 0, payload: Vec::new() } },
+    );
+    drop(ends);
+    Ok((st.samples, st.lost))
 }
 
 /// What keeps a listening server alive: its topics and writer, then the reader whose callback answers.

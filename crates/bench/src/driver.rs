@@ -71,6 +71,21 @@ pub trait Transport: Sync {
     ) -> Option<Result<(Box<dyn std::any::Any>, String), DriverError>> {
         None
     }
+    /// For a transport whose client can run the closed loop on its own delivery thread (a DDS listener that
+    /// sends the next request as soon as a reply arrives, as ddsperf's ping does): runs `total` operations and
+    /// returns `(seq, round-trip ns)` for each answered one and the sequence numbers that timed out. `None`
+    /// (the default) means the benchmark's own loop drives [`Transport::connect`]'s endpoints.
+    fn closed_loop_inline(
+        &self,
+        _address: &str,
+        _size: usize,
+        _session: &str,
+        _total: u64,
+        _timeout: std::time::Duration,
+        _stop: &std::sync::atomic::AtomicBool,
+    ) -> Option<Result<(Vec<(u64, u64)>, Vec<u64>), DriverError>> {
+        None
+    }
 }
 
 /// An entry of the registry: a driver measured by partita's own client and server, or an external reference

@@ -449,15 +449,31 @@ pub fn run_driver(
     };
     let (server, iters, address) = start_server(launcher, &scfg)?;
     let derr = |source| BenchError::Driver { transport: t.name().to_string(), source };
-    let mut client = t.connect(&address, size, &session).map_err(derr)?;
     let scenario = format!("{} {}", t.name(), crate::size::format_size(size));
-    let mut progress = Progress::new(cfg.warmup + cfg.count, &scenario);
-    let outcome = match cfg.rate_hz {
-        None => closed_loop(&mut client, size, cfg, stop, &mut progress),
-        Some(rate) => open_loop(client, size, rate, cfg, stop, &mut progress),
-    }
-    .map_err(derr)?;
-    drop(progress);
+    let total = cfg.warmup + cfg.count;
+    let timeout = Duration::from_millis(cfg.timeout_ms);
+    let inline = if cfg.rate_hz.is_none() && !cfg.busy_poll {
+        t.closed_loop_inline(&address, size, &session, total, timeout, stop)
+    } else {
+        None
+    };
+    let outcome = match inline {
+        Some(r) => {
+            let (samples, lost_seqs) = r.map_err(derr)?;
+            LoopOutcome { samples, lost_seqs }
+        }
+        None => {
+            let mut client = t.connect(&address, size, &session).map_err(derr)?;
+            let mut progress = Progress::new(total, &scenario);
+            let o = match cfg.rate_hz {
+                None => closed_loop(&mut client, size, cfg, stop, &mut progress),
+                Some(rate) => open_loop(client, size, rate, cfg, stop, &mut progress),
+            }
+            .map_err(derr)?;
+            drop(progress);
+            o
+        }
+    };
     drop(server);
     if stop.load(Ordering::Relaxed) {
         return Err(BenchError::Interrupted);
