@@ -3,7 +3,7 @@
 //! A routing service learns here which writers and readers exist on a domain, with their topic, type name, QoS
 //! and XTypes type information, and creates matching topics without any compiled-in type: Cyclone resolves
 //! the type from the remote participant (type lookup) and derives a full topic descriptor, keys included.
-use crate::endpoint::{Entity, RawTopic};
+use crate::endpoint::{Entity, RawTopic, ReaderWaitset};
 use crate::error::{check, cstring, DdsError, Result};
 use crate::participant::Participant;
 use crate::qos::{OwnedQos, Qos};
@@ -80,22 +80,13 @@ impl DiscoveredEndpoint {
 /// Watches one built-in endpoint topic of a participant.
 pub struct EndpointWatcher {
     kind: EndpointKind,
+    waitset: ReaderWaitset,
     reader: Entity,
-    waitset: dds_entity_t,
 }
 
 // SAFETY: plain handles; Cyclone's API is thread-safe.
 unsafe impl Send for EndpointWatcher {}
 unsafe impl Sync for EndpointWatcher {}
-
-impl Drop for EndpointWatcher {
-    fn drop(&mut self) {
-        // SAFETY: our waitset, deleted once.
-        unsafe {
-            dds_delete(self.waitset);
-        }
-    }
-}
 
 const BATCH: usize = 32;
 
@@ -109,25 +100,14 @@ impl EndpointWatcher {
         // SAFETY: creating a reader on a built-in pseudo topic of a live participant.
         let h = unsafe { dds_create_reader(participant.handle(), topic, std::ptr::null(), std::ptr::null()) };
         check(h, "dds_create_reader", || what.clone())?;
-        let reader = Entity { handle: h, what: what.clone(), _parent: participant.inner.clone() };
-        // SAFETY: as in RawReader::new.
-        let waitset = unsafe { dds_create_waitset(participant.handle()) };
-        check(waitset, "dds_create_waitset", || what.clone())?;
-        let w = EndpointWatcher { kind, reader, waitset };
-        unsafe {
-            let cond = dds_create_readcondition(h, DDS_ANY_STATE);
-            check(cond, "dds_create_readcondition", || what.clone())?;
-            check(dds_waitset_attach(waitset, cond, 0), "dds_waitset_attach", || what.clone())?;
-        }
-        Ok(w)
+        let reader = Entity { handle: h, what, _parent: participant.inner.clone() };
+        let waitset = ReaderWaitset::new(participant.handle(), &reader)?;
+        Ok(EndpointWatcher { kind, waitset, reader })
     }
 
     /// Waits up to `timeout` for news.
     pub fn wait(&self, timeout: Duration) -> Result<bool> {
-        let t = i64::try_from(timeout.as_nanos()).unwrap_or(i64::MAX);
-        // SAFETY: our own waitset.
-        let n = unsafe { dds_waitset_wait(self.waitset, std::ptr::null_mut(), 0, t) };
-        Ok(check(n, "dds_waitset_wait", || self.reader.what.clone())? > 0)
+        self.waitset.wait(timeout)
     }
 
     /// Takes every endpoint that appeared or went away since the last call.

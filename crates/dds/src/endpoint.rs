@@ -374,25 +374,57 @@ impl<T: TopicType> Writer<T> {
     }
 }
 
+/// A waitset of our own with a read condition (any sample state) on one reader: blocking takes without a
+/// listener. Declared after the reader in its owner, so the waitset goes first.
+pub(crate) struct ReaderWaitset {
+    waitset: dds_entity_t,
+    what: String,
+}
+
+impl ReaderWaitset {
+    /// Creates the waitset under `participant` and attaches a read condition on `reader`.
+    pub(crate) fn new(participant: dds_entity_t, reader: &Entity) -> Result<Self> {
+        // SAFETY: plain entity creation on live entities; the condition belongs to the reader (deleted with it)
+        // and is attached to our waitset.
+        unsafe {
+            let waitset = dds_create_waitset(participant);
+            check(waitset, "dds_create_waitset", || reader.what.clone())?;
+            let ws = ReaderWaitset { waitset, what: reader.what.clone() };
+            let cond = dds_create_readcondition(reader.handle, DDS_ANY_STATE);
+            check(cond, "dds_create_readcondition", || reader.what.clone())?;
+            check(dds_waitset_attach(waitset, cond, 0), "dds_waitset_attach", || reader.what.clone())?;
+            Ok(ws)
+        }
+    }
+
+    /// Blocks until the reader has data or the timeout passes; true if it has data.
+    pub(crate) fn wait(&self, timeout: Duration) -> Result<bool> {
+        let t = i64::try_from(timeout.as_nanos()).unwrap_or(i64::MAX);
+        // SAFETY: waiting on our own waitset; no attach results requested.
+        let n = unsafe { dds_waitset_wait(self.waitset, std::ptr::null_mut(), 0, t) };
+        Ok(check(n, "dds_waitset_wait", || self.what.clone())? > 0)
+    }
+}
+
+impl Drop for ReaderWaitset {
+    fn drop(&mut self) {
+        // SAFETY: the waitset is ours and deleted once.
+        unsafe {
+            dds_delete(self.waitset);
+        }
+    }
+}
+
 /// A reader of serialized samples, with its own waitset for blocking takes.
 pub struct RawReader {
+    waitset: ReaderWaitset,
     entity: Entity,
-    waitset: dds_entity_t,
     keyed: bool,
 }
 
 // SAFETY: handles are plain integers; Cyclone's API is thread-safe.
 unsafe impl Send for RawReader {}
 unsafe impl Sync for RawReader {}
-
-impl Drop for RawReader {
-    fn drop(&mut self) {
-        // SAFETY: the waitset is ours (its read condition is deleted with the reader).
-        unsafe {
-            dds_delete(self.waitset);
-        }
-    }
-}
 
 const TAKE_BATCH: usize = 64;
 
@@ -563,17 +595,8 @@ impl RawReader {
         };
         check(handle, "dds_create_reader", || format!("reader on topic {}", topic.name))?;
         let entity = Entity { handle, what: format!("reader on topic {}", topic.name), _parent: topic.entity.clone() };
-        // SAFETY: plain entity creation on live entities.
-        let waitset = unsafe { dds_create_waitset(topic.participant.handle) };
-        check(waitset, "dds_create_waitset", || entity.what.clone())?;
-        let reader = RawReader { entity, waitset, keyed: topic.keyed };
-        // SAFETY: as above; the condition belongs to the reader and is attached to our waitset.
-        unsafe {
-            let cond = dds_create_readcondition(handle, DDS_ANY_STATE);
-            check(cond, "dds_create_readcondition", || reader.entity.what.clone())?;
-            check(dds_waitset_attach(waitset, cond, 0), "dds_waitset_attach", || reader.entity.what.clone())?;
-        }
-        Ok(reader)
+        let waitset = ReaderWaitset::new(topic.participant.handle, &entity)?;
+        Ok(RawReader { waitset, entity, keyed: topic.keyed })
     }
 
     /// Takes every available sample (non-blocking).
@@ -607,10 +630,7 @@ impl RawReader {
 
     /// Blocks until data is available or the timeout passes; true if data is available.
     pub fn wait(&self, timeout: Duration) -> Result<bool> {
-        let t = i64::try_from(timeout.as_nanos()).unwrap_or(i64::MAX);
-        // SAFETY: waiting on our own waitset; no attach results requested.
-        let n = unsafe { dds_waitset_wait(self.waitset, std::ptr::null_mut(), 0, t) };
-        Ok(check(n, "dds_waitset_wait", || self.entity.what.clone())? > 0)
+        self.waitset.wait(timeout)
     }
 
     /// Samples lost in transport and samples rejected for lack of room, since the reader was created.
