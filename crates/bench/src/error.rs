@@ -29,6 +29,8 @@ pub enum BenchError {
     UnknownTransport { name: String, known: String },
     #[error("--count must be at least 1")]
     ZeroCount,
+    #[error("--seconds {0}: give a positive number of seconds")]
+    BadSeconds(f64),
     #[error("--rate {0}: give a positive number of requests per second")]
     BadRate(f64),
     #[error("--server-work {0}: give a number of microseconds, 0 or more")]
@@ -62,6 +64,7 @@ impl BenchError {
         matches!(
             self,
             BenchError::BadSize { .. }
+                | BenchError::BadSeconds(_)
                 | BenchError::SizeTooLarge { .. }
                 | BenchError::UnknownTransport { .. }
                 | BenchError::ZeroCount

@@ -9,6 +9,7 @@ pub mod dds;
 pub mod ddsperf;
 pub mod driver;
 pub mod error;
+pub mod flood;
 pub mod hop;
 pub mod machine;
 pub mod report;

@@ -24,9 +24,29 @@ enum BenchCommand {
     /// The server side of `bench rr` (started by `bench rr` itself).
     #[command(name = "rr-server", hide = true)]
     RrServer(RrServerArgs),
+    /// Forwarding throughput and memory of `partita route` under a flood of one topic.
+    #[command(name = "router-flood")]
+    RouterFlood(RouterFloodArgs),
     /// A minimal raw-UDP relay (started by `bench rr --transport udp-relay`).
     #[command(name = "udp-relay", hide = true)]
     UdpRelay(UdpRelayArgs),
+}
+
+#[derive(Args)]
+struct RouterFloodArgs {
+    /// Payload bytes per sample.
+    #[arg(long, default_value = "64")]
+    size: String,
+    /// How long to flood, in seconds.
+    #[arg(long, default_value_t = 5.0)]
+    seconds: f64,
+    /// Best-effort samples: the writer outruns the router (drops and memory), instead of reliable ones that
+    /// hold the writer back (throughput without loss).
+    #[arg(long)]
+    best_effort: bool,
+    /// Write the result as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -109,6 +129,10 @@ pub fn run(args: BenchArgs) -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(e),
         },
+        BenchCommand::RouterFlood(a) => match run_flood(a) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(e),
+        },
         BenchCommand::UdpRelay(a) => match partita_bench::hop::run_udp_relay(&a.to) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -182,6 +206,39 @@ fn run_rr(a: RrArgs) -> Result<(), BenchError> {
     println!("{}", report::markdown(&report));
     for f in files {
         eprintln!("wrote {}", f.display());
+    }
+    Ok(())
+}
+
+fn run_flood(a: RouterFloodArgs) -> Result<(), BenchError> {
+    let size = parse_size(&a.size)?;
+    if !(a.seconds > 0.0 && a.seconds.is_finite()) {
+        return Err(BenchError::BadSeconds(a.seconds));
+    }
+    let program = std::env::current_exe()
+        .map_err(|e| BenchError::Server { transport: "router-flood".into(), reason: format!("finding this executable: {e}") })?;
+    partita_dds::sandbox::enter_private_network().map_err(|e| BenchError::Sandbox(e.to_string()))?;
+    catch_signals();
+    let cfg = partita_bench::flood::FloodConfig { size, seconds: a.seconds, reliable: !a.best_effort };
+    let r = partita_bench::flood::run(&cfg, &program, &STOP)?;
+    println!(
+        "router flood, {} B {} samples for {:.1} s: written {:.0}/s, forwarded and received {:.0}/s ({} of {}); \
+         router RSS {} KiB at start, {} KiB max, {} KiB at end ({} readings)",
+        size,
+        if cfg.reliable { "reliable" } else { "best-effort" },
+        r.seconds,
+        r.written_per_s,
+        r.received_per_s,
+        r.received,
+        r.written,
+        r.router_rss_kib_start,
+        r.router_rss_kib_max,
+        r.router_rss_kib_end,
+        r.router_rss_samples
+    );
+    if let Some(p) = a.json {
+        let text = serde_json::to_string_pretty(&r).expect("plain data serializes");
+        std::fs::write(&p, text).map_err(|e| BenchError::Write { path: p.clone(), source: e })?;
     }
     Ok(())
 }

@@ -276,13 +276,14 @@ impl RawWriter {
     /// timestamps and their instance life cycle: a dispose or unregister notification is forwarded as such, and
     /// when the reader folded a dispose into the last data sample of an instance (its instance state is already
     /// disposed), that sample goes out as write-and-dispose. Returns the number of messages written.
-    pub fn forward_samples(&self, samples: &[RawSample]) -> Result<usize> {
+    pub fn forward_samples<S: std::borrow::Borrow<RawSample>>(&self, samples: &[S]) -> Result<usize> {
         let mut last_of_instance = std::collections::HashMap::new();
         for (i, s) in samples.iter().enumerate() {
-            last_of_instance.insert(s.info.instance_handle, i);
+            last_of_instance.insert(s.borrow().info.instance_handle, i);
         }
         let mut written = 0;
         for (i, s) in samples.iter().enumerate() {
+            let s = s.borrow();
             if !s.info.valid_data && !self.keyed {
                 // A keyless topic has one instance and no key to name in a dispose or unregister.
                 continue;

@@ -449,29 +449,30 @@ impl Forwarder {
         let mut limiter = Limiter::new(ov);
         let routers = src.router_writers.clone();
         let st = stats.clone();
-        let mut pass: Vec<RawSample> = Vec::new();
         let reader = partita_dds::ListeningReader::batched(&src_topic, &rq, move |batch: &[RawSample]| {
-            pass.clear();
-            {
+            st.received.fetch_add(batch.len() as u64, Ordering::Relaxed);
+            let pass: Vec<&RawSample> = {
                 let routers = routers.read().unwrap_or_else(|p| p.into_inner());
-                for s in batch {
-                    st.received.fetch_add(1, Ordering::Relaxed);
-                    if routers.contains(&s.info.publication_handle) {
-                        st.suppressed_loop.fetch_add(1, Ordering::Relaxed);
-                    } else if s.info.valid_data && !limiter.admit() {
-                        st.dropped_rate.fetch_add(1, Ordering::Relaxed);
-                    } else {
-                        pass.push(s.clone());
-                    }
-                }
-            }
+                batch
+                    .iter()
+                    .filter(|s| {
+                        if routers.contains(&s.info.publication_handle) {
+                            st.suppressed_loop.fetch_add(1, Ordering::Relaxed);
+                            false
+                        } else if s.info.valid_data && !limiter.admit() {
+                            st.dropped_rate.fetch_add(1, Ordering::Relaxed);
+                            false
+                        } else {
+                            true
+                        }
+                    })
+                    .collect()
+            };
             match writer.forward_samples(&pass) {
                 Ok(n) => {
                     st.forwarded.fetch_add(n as u64, Ordering::Relaxed);
                     let now = now_ns();
-                    for s in &pass {
-                        st.record_latency_ns(now - s.info.source_timestamp_ns);
-                    }
+                    st.record_latencies_ns(pass.iter().map(|s| now - s.info.source_timestamp_ns));
                 }
                 Err(e) => {
                     st.errors.fetch_add(1, Ordering::Relaxed);

@@ -35,9 +35,12 @@ impl Default for ForwardStats {
 }
 
 impl ForwardStats {
-    pub fn record_latency_ns(&self, ns: i64) {
+    /// Records the age of each forwarded sample (one lock per batch).
+    pub fn record_latencies_ns(&self, ages: impl Iterator<Item = i64>) {
         let mut h = self.latency.lock().unwrap_or_else(|p| p.into_inner());
-        h.saturating_record(ns.max(1) as u64);
+        for ns in ages {
+            h.saturating_record(ns.max(1) as u64);
+        }
     }
 
     pub fn snapshot(&self, router: &str, route: &str, topic: &str, type_name: &str) -> RouteStats {
