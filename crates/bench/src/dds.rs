@@ -124,7 +124,7 @@ impl Transport for Dds {
         size: usize,
         session: &str,
         work: std::sync::Arc<dyn Fn() + Send + Sync>,
-    ) -> Option<Result<(Box<dyn std::any::Any>, String), DriverError>> {
+    ) -> Option<Result<crate::driver::InlineServer, DriverError>> {
         Some(serve_listening(size, session, work))
     }
     fn closed_loop_inline(
@@ -135,7 +135,7 @@ impl Transport for Dds {
         total: u64,
         timeout: Duration,
         stop: &std::sync::atomic::AtomicBool,
-    ) -> Option<Result<(Vec<(u64, u64)>, Vec<u64>), DriverError>> {
+    ) -> Option<Result<crate::driver::LoopSamples, DriverError>> {
         Some(listening_closed_loop(address, size, total, timeout, stop))
     }
 }
@@ -166,7 +166,7 @@ fn listening_closed_loop(
     total: u64,
     timeout: Duration,
     stop: &std::sync::atomic::AtomicBool,
-) -> Result<(Vec<(u64, u64)>, Vec<u64>), DriverError> {
+) -> Result<crate::driver::LoopSamples, DriverError> {
     use std::sync::{Arc, Mutex};
     let (domain, prefix) = parse_address(address)?;
     let ends = open(domain, &prefix)?;
@@ -241,7 +241,7 @@ fn serve_listening(
     size: usize,
     session: &str,
     work: std::sync::Arc<dyn Fn() + Send + Sync>,
-) -> Result<(Box<dyn std::any::Any>, String), DriverError> {
+) -> Result<crate::driver::InlineServer, DriverError> {
     let domain = session_domain(session);
     let prefix = format!("partita/bench/{session}");
     let ends = open(domain, &prefix)?;

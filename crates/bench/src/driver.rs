@@ -48,6 +48,12 @@ pub trait ServerEndpoint: Send {
     fn reply(&mut self, seq: u64) -> Result<(), DriverError>;
 }
 
+/// A server answering on the transport's own thread: what keeps it alive, and its address.
+pub type InlineServer = (Box<dyn std::any::Any>, String);
+
+/// A closed loop's outcome: `(seq, round-trip ns)` of each answered request, and the sequence numbers lost.
+pub type LoopSamples = (Vec<(u64, u64)>, Vec<u64>);
+
 /// One transport: creates both ends.
 pub trait Transport: Sync {
     /// The name used on the command line (`--transport NAME`).
@@ -68,7 +74,7 @@ pub trait Transport: Sync {
         _size: usize,
         _session: &str,
         _work: std::sync::Arc<dyn Fn() + Send + Sync>,
-    ) -> Option<Result<(Box<dyn std::any::Any>, String), DriverError>> {
+    ) -> Option<Result<InlineServer, DriverError>> {
         None
     }
     /// For a transport whose client can run the closed loop on its own delivery thread (a DDS listener that
@@ -83,7 +89,7 @@ pub trait Transport: Sync {
         _total: u64,
         _timeout: std::time::Duration,
         _stop: &std::sync::atomic::AtomicBool,
-    ) -> Option<Result<(Vec<(u64, u64)>, Vec<u64>), DriverError>> {
+    ) -> Option<Result<LoopSamples, DriverError>> {
         None
     }
 }

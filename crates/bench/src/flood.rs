@@ -129,7 +129,7 @@ pub fn run(cfg: &FloodConfig, program: &std::path::Path, stop: &AtomicBool) -> R
         sample.seq += 1;
         writer.write(&sample).map_err(fail("write"))?;
         written += 1;
-        if written % 256 == 0 && Instant::now() >= next_rss {
+        if written.is_multiple_of(256) && Instant::now() >= next_rss {
             if let Some(k) = rss_kib(pid) {
                 rss_max = rss_max.max(k);
                 rss_n += 1;

@@ -166,7 +166,7 @@ impl Transport for DdsRouted {
         size: usize,
         session: &str,
         work: Arc<dyn Fn() + Send + Sync>,
-    ) -> Option<Result<(Box<dyn std::any::Any>, String), DriverError>> {
+    ) -> Option<Result<crate::driver::InlineServer, DriverError>> {
         crate::dds::Dds.serve_inline(size, session, work)
     }
     fn connect(&self, address: &str, _size: usize, session: &str) -> Result<ClientEndpoint, DriverError> {

@@ -187,10 +187,8 @@ pub fn run_server(cfg: &ServerConfig, stop: &'static AtomicBool) -> Result<(), B
         });
     };
     let work_us = cfg.server_work_us;
-    let inline_work = {
-        let work = work.clone();
-        std::sync::Arc::new(move || work.run(work_us)) as std::sync::Arc<dyn Fn() + Send + Sync>
-    };
+    // BusyWork is Copy: the closure gets its own.
+    let inline_work = std::sync::Arc::new(move || work.run(work_us)) as std::sync::Arc<dyn Fn() + Send + Sync>;
     if let Some(inline) = t.serve_inline(cfg.size, &cfg.session, inline_work) {
         // The transport answers on its own thread; this one only waits for the end.
         let (_server, address) = inline.map_err(derr)?;
@@ -284,7 +282,7 @@ impl Progress {
         Progress { bar, start: Instant::now(), shown: false }
     }
     fn set(&mut self, done: u64) {
-        if done % 256 != 0 {
+        if !done.is_multiple_of(256) {
             return;
         }
         if !self.shown && self.start.elapsed() > Duration::from_secs(2) {

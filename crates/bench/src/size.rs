@@ -27,9 +27,9 @@ pub fn parse_size(text: &str) -> Result<usize, BenchError> {
 
 /// The short form used in scenario names and file names: `64`, `1KiB`, `1500`, `2MiB`.
 pub fn format_size(bytes: usize) -> String {
-    if bytes >= 1024 * 1024 && bytes % (1024 * 1024) == 0 {
+    if bytes >= 1024 * 1024 && bytes.is_multiple_of(1024 * 1024) {
         format!("{}MiB", bytes / (1024 * 1024))
-    } else if bytes >= 1024 && bytes % 1024 == 0 {
+    } else if bytes >= 1024 && bytes.is_multiple_of(1024) {
         format!("{}KiB", bytes / 1024)
     } else {
         bytes.to_string()

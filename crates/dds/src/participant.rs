@@ -22,7 +22,10 @@ impl Drop for Domain {
     }
 }
 
-static DOMAINS: Mutex<Option<HashMap<u32, (Weak<Domain>, String)>>> = Mutex::new(None);
+/// The domains this process created: id → (the live domain, the configuration it was created with).
+type DomainRegistry = HashMap<u32, (Weak<Domain>, String)>;
+
+static DOMAINS: Mutex<Option<DomainRegistry>> = Mutex::new(None);
 
 fn domain(config: &DomainConfig) -> Result<Arc<Domain>> {
     let xml = config.to_cyclone_config()?;

@@ -249,7 +249,7 @@ impl Builder<'_> {
                     // SAFETY: the member's name outlives the call; the member type's ownership passes to t.
                     let r = unsafe { dds_dynamic_type_add_member(t.get(), m) };
                     check(r, "dds_dynamic_type_add_member", || format!("{dds_name}.{}", field.name))?;
-                    if is_root && self.shape.keys.iter().any(|k| *k == field.name) {
+                    if is_root && self.shape.keys.contains(&field.name) {
                         // SAFETY: the member with this id was just added to t.
                         let r = unsafe { dds_dynamic_member_set_key(t.get(), id as u32, true) };
                         check(r, "dds_dynamic_member_set_key", || format!("{dds_name}.{}", field.name))?;

@@ -231,7 +231,7 @@ impl RouterConfig {
         let mut err = |line: Option<usize>, field: String, problem: String, fix: &str| {
             errs.push(ConfigError { file: file.into(), line, field, problem, fix: fix.into() })
         };
-        if parse_duration(&self.stats_period).map_or(true, |d| d.is_zero()) {
+        if parse_duration(&self.stats_period).is_none_or(|d| d.is_zero()) {
             err(line_of("", 0, "stats_period"), "stats_period".into(), format!("{:?} is not a duration", self.stats_period), "write a positive duration with a unit, e.g. \"1s\" or \"500ms\"");
         }
         if self.max_topics == 0 {

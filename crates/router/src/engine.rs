@@ -502,7 +502,7 @@ impl Limiter {
 
     fn admit(&mut self) -> bool {
         self.seen += 1;
-        if (self.seen - 1) % self.downsample as u64 != 0 {
+        if !(self.seen - 1).is_multiple_of(self.downsample as u64) {
             return false;
         }
         if let Some(rate) = self.rate {
