@@ -225,3 +225,94 @@ impl RawTopic {
         Ok(RawTopic::from_parts(participant, handle, name, &desc.type_name, desc.key_count() > 0))
     }
 }
+
+/// A participant seen through discovery (DCPSParticipant).
+#[derive(Debug, Clone)]
+pub struct DiscoveredParticipant {
+    pub key: Guid,
+    pub user_data: Option<Vec<u8>>,
+    /// Propagated properties (only those asked for in [`ParticipantWatcher::new`]).
+    pub properties: Vec<(String, String)>,
+    /// False when the participant has gone away (only `key` is meaningful then).
+    pub alive: bool,
+}
+
+/// Watches the built-in participant topic of a participant's domain.
+pub struct ParticipantWatcher {
+    waitset: ReaderWaitset,
+    reader: Entity,
+    properties: Vec<std::ffi::CString>,
+}
+
+// SAFETY: plain handles; Cyclone's API is thread-safe.
+unsafe impl Send for ParticipantWatcher {}
+unsafe impl Sync for ParticipantWatcher {}
+
+impl ParticipantWatcher {
+    /// Watches participants; `properties` names the propagated properties to read from each.
+    pub fn new(participant: &Participant, properties: &[&str]) -> Result<Self> {
+        let what = "built-in participant reader".to_string();
+        // SAFETY: creating a reader on a built-in pseudo topic of a live participant.
+        let h = unsafe { dds_create_reader(participant.handle(), DDS_BUILTIN_TOPIC_DCPSPARTICIPANT, std::ptr::null(), std::ptr::null()) };
+        check(h, "dds_create_reader", || what.clone())?;
+        let reader = Entity { handle: h, what, _parent: participant.inner.clone() };
+        let waitset = ReaderWaitset::new(participant.handle(), &reader)?;
+        let properties = properties.iter().map(|p| cstring("property name", p)).collect::<Result<_>>()?;
+        Ok(ParticipantWatcher { waitset, reader, properties })
+    }
+
+    pub fn wait(&self, timeout: Duration) -> Result<bool> {
+        self.waitset.wait(timeout)
+    }
+
+    /// Takes every participant that appeared or went away since the last call.
+    pub fn take(&self) -> Result<Vec<DiscoveredParticipant>> {
+        let mut out = Vec::new();
+        loop {
+            let mut buf: [*mut std::ffi::c_void; BATCH] = [std::ptr::null_mut(); BATCH];
+            let mut si: [dds_sample_info_t; BATCH] = unsafe { std::mem::zeroed() };
+            // SAFETY: null buffer entries ask Cyclone to loan its samples; the loan is returned below.
+            let n = unsafe { dds_take(self.reader.handle, buf.as_mut_ptr(), si.as_mut_ptr(), BATCH, BATCH as u32) };
+            let n = check(n, "dds_take", || self.reader.what.clone())? as usize;
+            for i in 0..n {
+                // SAFETY: loaned samples of DCPSParticipant are dds_builtintopic_participant_t, valid during the
+                // loan; everything needed is copied out.
+                unsafe {
+                    let p = &*(buf[i] as *const dds_builtintopic_participant_t);
+                    let valid = si[i].valid_data && !p.qos.is_null();
+                    let mut user_data = None;
+                    let mut properties = Vec::new();
+                    if valid {
+                        let mut ud: *mut std::ffi::c_void = std::ptr::null_mut();
+                        let mut sz = 0usize;
+                        if dds_qget_userdata(p.qos, &mut ud, &mut sz) && !ud.is_null() {
+                            user_data = Some(std::slice::from_raw_parts(ud as *const u8, sz).to_vec());
+                            dds_free(ud);
+                        }
+                        for name in &self.properties {
+                            let mut v: *mut std::os::raw::c_char = std::ptr::null_mut();
+                            if dds_qget_prop(p.qos, name.as_ptr(), &mut v) && !v.is_null() {
+                                properties.push((name.to_string_lossy().into_owned(), CStr::from_ptr(v).to_string_lossy().into_owned()));
+                                dds_free(v as *mut _);
+                            }
+                        }
+                    }
+                    out.push(DiscoveredParticipant {
+                        key: p.key.v,
+                        user_data,
+                        properties,
+                        alive: si[i].valid_data && si[i].instance_state == dds_instance_state_DDS_IST_ALIVE,
+                    });
+                }
+            }
+            if n > 0 {
+                // SAFETY: returning exactly the loan taken above.
+                let r = unsafe { dds_return_loan(self.reader.handle, buf.as_mut_ptr(), n as i32) };
+                check(r, "dds_return_loan", || self.reader.what.clone())?;
+            }
+            if n < BATCH {
+                return Ok(out);
+            }
+        }
+    }
+}

@@ -18,7 +18,9 @@ pub mod qos;
 pub mod sandbox;
 pub mod types;
 
-pub use discovery::{DiscoveredEndpoint, EndpointKind, EndpointWatcher, Guid, TopicDescriptor};
+pub use discovery::{
+    DiscoveredEndpoint, DiscoveredParticipant, EndpointKind, EndpointWatcher, Guid, ParticipantWatcher, TopicDescriptor,
+};
 pub use config::{DomainConfig, Interface, NetworkSettings};
 pub use endpoint::{
     forward_kind, InstanceState, ListeningReader, RawReader, RawSample, RawTopic, RawWriter, Reader, Sample, SampleInfo, Topic, WriteKind, Writer,

@@ -76,9 +76,15 @@ pub struct Participant {
 impl Participant {
     /// Creates a participant on the domain described by `config` (created on first use in this process).
     pub fn new(config: &DomainConfig) -> Result<Self> {
+        Self::with_qos(config, &crate::Qos::new())
+    }
+
+    /// Like [`Participant::new`], announcing the given participant QoS (USER_DATA, properties).
+    pub fn with_qos(config: &DomainConfig, qos: &crate::Qos) -> Result<Self> {
         let d = domain(config)?;
-        // SAFETY: plain entity creation with default QoS and no listener.
-        let handle = unsafe { cyclors::dds_create_participant(config.domain_id, std::ptr::null(), std::ptr::null()) };
+        let raw = qos.to_raw()?;
+        // SAFETY: plain entity creation; Cyclone copies the QoS; no listener.
+        let handle = unsafe { cyclors::dds_create_participant(config.domain_id, raw.as_ptr(), std::ptr::null()) };
         check(handle, "dds_create_participant", || format!("domain {}", config.domain_id))?;
         Ok(Participant { inner: Arc::new(ParticipantInner { handle, domain_id: config.domain_id, _domain: d }) })
     }

@@ -59,6 +59,8 @@ pub struct Qos {
     pub ignore_local: Option<IgnoreLocal>,
     /// Opaque bytes announced with the entity in discovery (USER_DATA).
     pub user_data: Option<Vec<u8>>,
+    /// Name/value properties announced in discovery (propagated PROPERTY entries).
+    pub properties: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,6 +140,10 @@ impl Qos {
     }
     pub fn user_data(mut self, bytes: impl Into<Vec<u8>>) -> Self {
         self.user_data = Some(bytes.into());
+        self
+    }
+    pub fn property(mut self, name: &str, value: &str) -> Self {
+        self.properties.push((name.into(), value.into()));
         self
     }
 }
@@ -234,6 +240,10 @@ impl Qos {
             }
             if let Some(u) = &self.user_data {
                 dds_qset_userdata(p, u.as_ptr() as *const _, u.len());
+            }
+            for (n, v) in &self.properties {
+                let (n, v) = (crate::error::cstring("property name", n)?, crate::error::cstring("property value", v)?);
+                dds_qset_prop_propagate(p, n.as_ptr(), v.as_ptr(), true);
             }
             if let Some(i) = self.ignore_local {
                 let k = match i {

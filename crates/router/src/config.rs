@@ -5,6 +5,7 @@
 //! max_topics = 64             # routed topics at most, over all routes (protection of the partitioned side)
 //! stats_period = "1s"         # how often statistics are published and printed
 //! stats_side = "network"      # side whose domain carries the statistics topic (default: the first side)
+//! mirror_participants = true  # a proxy participant per application participant on the other sides
 //!
 //! [[side]]                    # one DDS participant per side
 //! name = "module"
@@ -107,6 +108,9 @@ fn default_max_topics() -> usize {
 fn default_stats_period() -> String {
     "1s".into()
 }
+fn default_true() -> bool {
+    true
+}
 fn default_name() -> String {
     "router".into()
 }
@@ -151,6 +155,10 @@ pub struct RouterConfig {
     #[serde(default = "default_stats_period")]
     pub stats_period: String,
     pub stats_side: Option<String>,
+    /// Mirror each application participant by a proxy participant on the other sides (same USER_DATA), and
+    /// translate partition names that spell a participant's GUID.
+    #[serde(default = "default_true")]
+    pub mirror_participants: bool,
     #[serde(rename = "side", default)]
     pub sides: Vec<SideConfig>,
     #[serde(rename = "route", default)]

@@ -5,7 +5,8 @@ use crate::pattern::matches;
 use crate::stats::{ForwardStats, RouteStats};
 use partita_dds::qos::{DataRepresentation, Durability, IgnoreLocal, Reliability};
 use partita_dds::{
-    DiscoveredEndpoint, DomainConfig, EndpointKind, EndpointWatcher, Guid, Interface, Participant, Qos, RawSample,
+    DiscoveredEndpoint, DiscoveredParticipant, DomainConfig, EndpointKind, EndpointWatcher, Guid, Interface, Participant,
+    ParticipantWatcher, Qos, RawSample,
     RawTopic, RawWriter, TopicDescriptor, Writer,
 };
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -30,8 +31,13 @@ pub enum RouterError {
 /// One end of the router: a participant on a domain, watching its writers and readers.
 struct Side {
     name: String,
+    config: DomainConfig,
     participant: Participant,
-    prefix: [u8; 12],
+    /// GUID prefixes of this router's participants on this side: the main one and the proxies.
+    router_prefixes: HashSet<[u8; 12]>,
+    participants: ParticipantWatcher,
+    /// Application participants (not any router's), by GUID prefix.
+    app_participants: HashMap<[u8; 12], DiscoveredParticipant>,
     publications: EndpointWatcher,
     subscriptions: EndpointWatcher,
     writers: HashMap<Guid, DiscoveredEndpoint>,
@@ -49,21 +55,54 @@ fn is_builtin(ep: &DiscoveredEndpoint) -> bool {
     ep.qos.partitions.as_ref().is_some_and(|p| p.iter().any(|n| n == "__BUILT-IN PARTITION__"))
 }
 
+/// Property every participant of a router announces (main and proxies), so routers never mirror each other.
+const ROUTER_PROPERTY: &str = "partita.router";
+
+fn prefix_of(guid: &Guid) -> [u8; 12] {
+    let mut p = [0u8; 12];
+    p.copy_from_slice(&guid[..12]);
+    p
+}
+
+/// A participant's GUID as text, the way DDS tools name partitions after participants: four 32-bit words in
+/// hex, big-endian, joined by `_`.
+fn guid_text(prefix: &[u8; 12]) -> String {
+    let w = |i: usize| u32::from_be_bytes([prefix[i], prefix[i + 1], prefix[i + 2], prefix[i + 3]]);
+    format!("{:08x}_{:08x}_{:08x}_{:08x}", w(0), w(4), w(8), 0x1c1)
+}
+
+fn parse_guid_text(s: &str) -> Option<[u8; 12]> {
+    let words: Vec<&str> = s.split('_').collect();
+    if words.len() != 4 || words.iter().any(|w| w.len() != 8) {
+        return None;
+    }
+    let mut p = [0u8; 12];
+    for i in 0..3 {
+        p[i * 4..i * 4 + 4].copy_from_slice(&u32::from_str_radix(words[i], 16).ok()?.to_be_bytes());
+    }
+    Some(p)
+}
+
+fn router_qos(name: &str) -> Qos {
+    Qos::new().property(ROUTER_PROPERTY, name)
+}
+
 impl Side {
-    fn open(cfg: &crate::config::SideConfig) -> Result<Side, RouterError> {
+    fn open(cfg: &crate::config::SideConfig, router: &str) -> Result<Side, RouterError> {
         let e = |source| RouterError::Side { side: cfg.name.clone(), source };
         let iface = if cfg.interface == "lo" { Interface::Loopback } else { Interface::Named(cfg.interface.clone()) };
         let dc = DomainConfig::on_interface(cfg.domain, iface, cfg.peers.clone()).with(|s| s.multicast = cfg.multicast);
-        let participant = Participant::new(&dc).map_err(e)?;
-        let guid = participant.guid().map_err(e)?;
-        let mut prefix = [0u8; 12];
-        prefix.copy_from_slice(&guid[..12]);
+        let participant = Participant::with_qos(&dc, &router_qos(router)).map_err(e)?;
+        let prefix = prefix_of(&participant.guid().map_err(e)?);
         Ok(Side {
             name: cfg.name.clone(),
+            config: dc,
+            participants: ParticipantWatcher::new(&participant, &[ROUTER_PROPERTY]).map_err(e)?,
+            app_participants: HashMap::new(),
             publications: EndpointWatcher::new(&participant, EndpointKind::Publication).map_err(e)?,
             subscriptions: EndpointWatcher::new(&participant, EndpointKind::Subscription).map_err(e)?,
             participant,
-            prefix,
+            router_prefixes: [prefix].into_iter().collect(),
             writers: HashMap::new(),
             readers: HashMap::new(),
             router_writers: Arc::new(RwLock::new(HashSet::new())),
@@ -73,6 +112,20 @@ impl Side {
     /// Applies discovery news; true if anything changed.
     fn poll(&mut self) -> bool {
         let mut changed = false;
+        match self.participants.take() {
+            Ok(news) => {
+                for p in news {
+                    changed = true;
+                    let prefix = prefix_of(&p.key);
+                    if !p.alive {
+                        self.app_participants.remove(&prefix);
+                    } else if p.properties.is_empty() && !self.router_prefixes.contains(&prefix) {
+                        self.app_participants.insert(prefix, p);
+                    }
+                }
+            }
+            Err(e) => eprintln!("router: side {}: participant discovery: {e}", self.name),
+        }
         for (watcher, map) in [(&self.publications, &mut self.writers), (&self.subscriptions, &mut self.readers)] {
             let news = match watcher.take() {
                 Ok(n) => n,
@@ -102,9 +155,8 @@ impl Side {
     }
 
     /// Application endpoints: alive, not a router's, not this router's own participant.
-    fn applications<'a>(&self, map: &'a HashMap<Guid, DiscoveredEndpoint>) -> impl Iterator<Item = &'a DiscoveredEndpoint> {
-        let own = self.prefix;
-        map.values().filter(move |e| e.alive && !is_router(e) && e.key[..12] != own && !is_builtin(e))
+    fn applications<'a>(&'a self, map: &'a HashMap<Guid, DiscoveredEndpoint>) -> impl Iterator<Item = &'a DiscoveredEndpoint> {
+        map.values().filter(move |e| e.alive && !is_router(e) && !self.router_prefixes.contains(&prefix_of(&e.key)) && !is_builtin(e))
     }
 }
 
@@ -117,6 +169,9 @@ pub struct ForwardKey {
     pub topic: String,
     pub type_name: String,
     pub partitions: Vec<String>,
+    /// GUID prefix of the participant owning the endpoint that triggered the route: with participant
+    /// mirroring, the router's endpoint on the other side lives in that participant's proxy.
+    pub owner: [u8; 12],
 }
 
 /// One routed topic in one direction: a listening reader on the source side whose callback, on Cyclone's
@@ -157,7 +212,7 @@ pub struct Router {
 impl Router {
     /// Opens every side and starts discovery and forwarding.
     pub fn start(config: RouterConfig) -> Result<Router, RouterError> {
-        let sides: Vec<Side> = config.sides.iter().map(Side::open).collect::<Result<_, _>>()?;
+        let sides: Vec<Side> = config.sides.iter().map(|c| Side::open(c, &config.name)).collect::<Result<_, _>>()?;
         let shared = Arc::new(Shared {
             name: config.name.clone(),
             side_names: sides.iter().map(|s| s.name.clone()).collect(),
@@ -295,6 +350,7 @@ fn directions(routes: &[RouteConfig], sides: &[Side]) -> Vec<(usize, usize, usiz
 fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Shared>, stop: Arc<AtomicBool>) {
     let dirs = directions(&config.routes, &sides);
     let mut failed: HashMap<ForwardKey, Instant> = HashMap::new();
+    let mut proxies = Proxies::default();
     let mut dirty = true;
     while !stop.load(Ordering::Relaxed) {
         for s in sides.iter_mut() {
@@ -316,7 +372,15 @@ fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Shared>, stop:
             let mut want = |ep: &DiscoveredEndpoint, seen_on: usize| {
                 let mut partitions = ep.qos.partitions.clone().unwrap_or_default();
                 partitions.sort();
-                let key = ForwardKey { route: ri, from, to, topic: ep.topic_name.clone(), type_name: ep.type_name.clone(), partitions };
+                let key = ForwardKey {
+                    route: ri,
+                    from,
+                    to,
+                    topic: ep.topic_name.clone(),
+                    type_name: ep.type_name.clone(),
+                    partitions,
+                    owner: if config.mirror_participants { prefix_of(&ep.key) } else { [0; 12] },
+                };
                 wanted.entry(key).or_insert_with(|| (ep.clone(), seen_on));
             };
             for w in sides[from].applications(&sides[from].writers) {
@@ -359,6 +423,7 @@ fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Shared>, stop:
                 }
             }
         }
+        proxies.prune(&mut sides);
         let topics_in_use: HashSet<String> = fw.keys().map(|k| k.topic.clone()).collect();
         let mut count = topics_in_use.len();
         let mut refused = shared.refused_topics.lock().unwrap_or_else(|p| p.into_inner());
@@ -382,7 +447,26 @@ fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Shared>, stop:
             }
             let route = &config.routes[key.route];
             let ov = route.topics.iter().find(|t| matches(&t.name, &key.topic)).cloned().unwrap_or_default();
-            match Forwarder::start(&sides, seen_on, &ep, &ov, &key, &shared.side_names) {
+            // The router's endpoint on the side where the triggering endpoint lives stays on the router's main
+            // participant with the endpoint's partitions; the one on the other side stands for the endpoint's
+            // participant (its proxy, when mirroring) with partitions translated to that side.
+            let other = if seen_on == key.from { key.to } else { key.from };
+            let parts = ep.qos.partitions.clone().unwrap_or_default();
+            let (host, translated) = if config.mirror_participants {
+                let host = proxies.get(&mut sides, other, seen_on, key.owner, &config.name);
+                let translated: Vec<String> = parts.iter().map(|p| proxies.translate(&mut sides, p, seen_on, other, &config.name)).collect();
+                (host, translated)
+            } else {
+                (None, parts.clone())
+            };
+            let host = host.unwrap_or_else(|| sides[other].participant.clone());
+            let (src_p, dst_p, src_parts, dst_parts) = if seen_on == key.from {
+                (sides[key.from].participant.clone(), host, parts, translated)
+            } else {
+                (host, sides[key.to].participant.clone(), translated, parts)
+            };
+            let placement = Placement { src: src_p, dst: dst_p, src_partitions: src_parts, dst_partitions: dst_parts };
+            match Forwarder::start(&sides, seen_on, &ep, &ov, &key, &shared.side_names, placement) {
                 Ok(f) => {
                     failed.remove(&key);
                     fw.insert(key, f);
@@ -395,6 +479,85 @@ fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Shared>, stop:
             }
         }
     }
+}
+
+/// Proxy participants: for an application participant on one side, a participant of the router's on another
+/// side announcing the same USER_DATA, hosting the router's endpoints that stand for it there. Programs that
+/// recognise their peers by participant (Cyclone's ddsperf) then see their peer across the router.
+#[derive(Default)]
+struct Proxies {
+    /// (side, origin prefix) → the proxy participant on that side and its prefix.
+    by_origin: HashMap<(usize, [u8; 12]), (Participant, [u8; 12])>,
+    /// (side, proxy prefix) → (origin side, origin prefix).
+    origin_of: HashMap<(usize, [u8; 12]), (usize, [u8; 12])>,
+}
+
+impl Proxies {
+    /// The proxy on `side` of the application participant `origin` of `origin_side` (created on first use);
+    /// `None` if that participant is not (or no longer) known.
+    fn get(&mut self, sides: &mut [Side], side: usize, origin_side: usize, origin: [u8; 12], router: &str) -> Option<Participant> {
+        if let Some((p, _)) = self.by_origin.get(&(side, origin)) {
+            return Some(p.clone());
+        }
+        let user_data = sides[origin_side].app_participants.get(&origin)?.user_data.clone();
+        let mut q = router_qos(router);
+        q.user_data = user_data;
+        let p = match Participant::with_qos(&sides[side].config, &q) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("router: side {}: proxy participant: {e}", sides[side].name);
+                return None;
+            }
+        };
+        let prefix = prefix_of(&p.guid().ok()?);
+        sides[side].router_prefixes.insert(prefix);
+        self.origin_of.insert((side, prefix), (origin_side, origin));
+        self.by_origin.insert((side, origin), (p.clone(), prefix));
+        Some(p)
+    }
+
+    /// A partition name as seen on `from`, as it must read on `to`: names that spell a participant's GUID are
+    /// mapped between application participants and their proxies; others are kept.
+    fn translate(&mut self, sides: &mut [Side], name: &str, from: usize, to: usize, router: &str) -> String {
+        let Some(prefix) = parse_guid_text(name) else { return name.to_string() };
+        if let Some(&(origin_side, origin)) = self.origin_of.get(&(from, prefix)) {
+            if origin_side == to {
+                return guid_text(&origin);
+            }
+        }
+        if sides[from].app_participants.contains_key(&prefix) {
+            if self.get(sides, to, from, prefix, router).is_some() {
+                let proxy = self.by_origin[&(to, prefix)].1;
+                return guid_text(&proxy);
+            }
+        }
+        name.to_string()
+    }
+
+    /// Drops the proxies of participants that have gone.
+    fn prune(&mut self, sides: &mut [Side]) {
+        let gone: Vec<(usize, [u8; 12])> = self
+            .origin_of
+            .iter()
+            .filter(|(_, (os, o))| !sides[*os].app_participants.contains_key(o))
+            .map(|(k, _)| *k)
+            .collect();
+        for (side, proxy) in gone {
+            if let Some((os, o)) = self.origin_of.remove(&(side, proxy)) {
+                let _ = os;
+                self.by_origin.remove(&(side, o));
+                sides[side].router_prefixes.remove(&proxy);
+            }
+        }
+    }
+}
+
+/// Where a forwarder's reader and writer live and which partitions they use.
+struct Placement {
+    src: Participant,
+    dst: Participant,
+    src_partitions: Vec<String>,
+    dst_partitions: Vec<String>,
 }
 
 fn reader_and_writer_qos(ep: &DiscoveredEndpoint, ov: &TopicOverride) -> (Qos, Qos) {
@@ -424,23 +587,34 @@ fn reader_and_writer_qos(ep: &DiscoveredEndpoint, ov: &TopicOverride) -> (Qos, Q
 }
 
 impl Forwarder {
-    fn start(sides: &[Side], seen_on: usize, ep: &DiscoveredEndpoint, ov: &TopicOverride, key: &ForwardKey, names: &[String]) -> partita_dds::Result<Forwarder> {
-        let (src, dst) = (&sides[key.from], &sides[key.to]);
-        let (rq, wq) = reader_and_writer_qos(ep, ov);
+    #[allow(clippy::too_many_arguments)]
+    fn start(
+        sides: &[Side],
+        seen_on: usize,
+        ep: &DiscoveredEndpoint,
+        ov: &TopicOverride,
+        key: &ForwardKey,
+        names: &[String],
+        at: Placement,
+    ) -> partita_dds::Result<Forwarder> {
+        let src = &sides[key.from];
+        let (mut rq, mut wq) = reader_and_writer_qos(ep, ov);
+        rq.partitions = Some(at.src_partitions.clone());
+        wq.partitions = Some(at.dst_partitions.clone());
         let (src_topic, dst_topic) = if ep.has_type_info() {
             // The type is known where the endpoint was discovered (its owner answers type look-ups there).
             let desc = TopicDescriptor::resolve(&sides[seen_on].participant, ep, Duration::from_secs(2))?;
             (
-                RawTopic::with_descriptor(&src.participant, &ep.topic_name, &desc, &wq)?,
-                RawTopic::with_descriptor(&dst.participant, &ep.topic_name, &desc, &wq)?,
+                RawTopic::with_descriptor(&at.src, &ep.topic_name, &desc, &wq)?,
+                RawTopic::with_descriptor(&at.dst, &ep.topic_name, &desc, &wq)?,
             )
         } else {
             // Without type information the key layout is unknown: forwarded as keyless, every sample is kept but
             // instances of a keyed type collapse into one on the far side.
             eprintln!("router: topic {} ({}) announced no type information; forwarding it as keyless", ep.topic_name, ep.type_name);
             (
-                RawTopic::keyless(&src.participant, &ep.topic_name, &ep.type_name)?,
-                RawTopic::keyless(&dst.participant, &ep.topic_name, &ep.type_name)?,
+                RawTopic::keyless(&at.src, &ep.topic_name, &ep.type_name)?,
+                RawTopic::keyless(&at.dst, &ep.topic_name, &ep.type_name)?,
             )
         };
         let writer = RawWriter::new(&dst_topic, &wq)?;
@@ -520,4 +694,19 @@ impl Limiter {
 
 fn now_ns() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guid_text_round_trips_and_rejects_other_names() {
+        let p = [0x01, 0x10, 0xce, 0x76, 0x9a, 0xe7, 0xe3, 0x8c, 0xcf, 0xea, 0xff, 0x15];
+        assert_eq!(guid_text(&p), "0110ce76_9ae7e38c_cfeaff15_000001c1");
+        assert_eq!(parse_guid_text("0110ce76_9ae7e38c_cfeaff15_000001c1"), Some(p));
+        for other in ["", "video", "0110ce76_9ae7e38c_cfeaff15", "0110ce7g_9ae7e38c_cfeaff15_000001c1"] {
+            assert_eq!(parse_guid_text(other), None, "{other}");
+        }
+    }
 }

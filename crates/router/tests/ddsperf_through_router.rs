@@ -1,0 +1,36 @@
+//! Cyclone's own ddsperf, a DDS program partita did not write: `ping` on one domain, `pong` on another; round
+//! trips complete only through the router (which mirrors each ddsperf participant on the other domain).
+mod common;
+use common::*;
+use partita_router::Router;
+use std::io::Read;
+
+fn roundtrips(out: &str) -> u64 {
+    // ddsperf ping prints lines like "... size 12 mean 30.1us min ... cnt 1234" for each second with pongs.
+    out.lines()
+        .filter_map(|l| l.split(" cnt ").nth(1))
+        .filter_map(|c| c.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
+fn run_ping(a: u32, b: u32, with_router: bool) -> (u64, String) {
+    let router = with_router.then(|| Router::start(two_sides(a, b, "both_ways = true")).unwrap());
+    let _pong = Reap(Some(ddsperf(b, &["-D", "7", "pong"])));
+    let mut ping = ddsperf(a, &["-D", "5", "ping", "200Hz"]);
+    let mut out = String::new();
+    ping.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    let _ = ping.wait();
+    let stats = router.as_ref().map(|r| r.stats()).unwrap_or_default();
+    drop(router);
+    (roundtrips(&out), format!("{out}\nrouter: {stats:#?}"))
+}
+
+#[test]
+fn ddsperf_ping_pong_complete_only_through_the_router() {
+    let (a, b) = (domain(6), domain(7));
+    let (without, out) = run_ping(a, b, false);
+    assert_eq!(without, 0, "ping and pong are on different domains: no round trip without a router\n{out}");
+    let (with, out) = run_ping(a, b, true);
+    eprintln!("round trips through the router: {with}");
+    assert!(with > 100, "expected round trips through the router, got {with}:\n{out}");
+}
