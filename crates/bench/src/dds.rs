@@ -8,6 +8,8 @@
 //! The client differs the same way: with `dds`, in closed loop, its reply listener records each round trip and
 //! sends the next request on the delivery thread (as ddsperf's ping does); with `dds-waitset`, with `--rate` or
 //! with `--busy-poll`, the benchmark's loop sends and blocks on a waitset (or busy-polls) for replies.
+//! Each side encodes its request or reply once and patches only the sequence number for every write, and reads
+//! only the sequence number of what arrives (ddsperf, likewise, does not rebuild its payload per message).
 //! Requests and replies are typed topics (`partita::bench::Request` / `Reply`: a sequence number and an octet
 //! sequence), reliable, keep-last 1, volatile (as ddsperf's ping/pong), encoded as XCDR1. Both processes create their participant on
 //! loopback only; the domain id and topic names come from the run's session string, so parallel runs do not
@@ -44,6 +46,29 @@ impl TopicType for Reply {
     fn type_name() -> &'static str {
         "partita::bench::Reply"
     }
+}
+
+/// A request or reply encoded once; for each write only its sequence number is patched in place. Both types
+/// start with `seq: u64`, which XCDR1 puts right after the 4-byte header (offset 0 of the body, aligned to 8).
+struct Encoded(Vec<u8>);
+
+impl Encoded {
+    fn new<T: Serialize>(v: &T) -> Self {
+        Encoded(partita_dds::cdr::to_vec(v).expect("a sequence number and a byte sequence always encode"))
+    }
+    fn with_seq(&mut self, seq: u64) -> &[u8] {
+        self.0[4..12].copy_from_slice(&seq.to_le_bytes());
+        &self.0
+    }
+}
+
+/// The sequence number of a request or reply as it arrived (only what the benchmark needs is decoded, as
+/// ddsperf reads its sequence number from its sample); `None` for anything not a little-endian XCDR1 sample.
+fn seq_of(cdr: &[u8]) -> Option<u64> {
+    if cdr.len() < 12 || cdr[..2] != [0, 1] {
+        return None;
+    }
+    Some(u64::from_le_bytes(cdr[4..12].try_into().ok()?))
 }
 
 /// The largest payload accepted (Cyclone fragments large samples; 8 MiB keeps memory use sane).
@@ -147,15 +172,15 @@ struct LoopState {
     sent: Instant,
     samples: Vec<(u64, u64)>,
     lost: Vec<u64>,
-    request: Request,
+    request: Encoded,
 }
 
 /// Sends request `seq` (the caller holds the state lock).
 fn send_next(writer: &Writer<Request>, st: &mut LoopState, seq: u64) -> Result<(), DriverError> {
     st.current = seq;
-    st.request.seq = seq;
     st.sent = Instant::now();
-    writer.write(&st.request).map_err(err("writing a request"))
+    let bytes = st.request.with_seq(seq);
+    writer.raw().write(bytes).map_err(err("writing a request"))
 }
 
 /// The closed loop as ddsperf's ping runs it: the reply listener, on Cyclone's delivery thread, records the
@@ -176,19 +201,19 @@ fn listening_closed_loop(
         sent: Instant::now(),
         samples: Vec::with_capacity(total as usize),
         lost: Vec::new(),
-        request: Request { seq: 0, payload: vec![0xa5; size] },
+        request: Encoded::new(&Request { seq: 0, payload: vec![0xa5; size] }),
     }));
     let (w, st) = (writer.clone(), state.clone());
-    let reader = partita_dds::ListeningReader::typed(&ends.replies, &qos(), move |s: partita_dds::Sample<Reply>| {
-        let Some(reply) = s.value else { return };
+    let reader = partita_dds::ListeningReader::new(&ends.replies, &qos(), move |bytes, info| {
+        let Some(seq) = seq_of(bytes).filter(|_| info.valid_data) else { return };
         let now = Instant::now();
         let mut st = st.lock().unwrap_or_else(|p| p.into_inner());
-        if reply.seq != st.current {
+        if seq != st.current {
             return; // a late reply to a request already counted as lost
         }
         let rtt = now.duration_since(st.sent).as_nanos() as u64;
-        st.samples.push((reply.seq, rtt));
-        let next = reply.seq + 1;
+        st.samples.push((seq, rtt));
+        let next = seq + 1;
         if next < total {
             if let Err(e) = send_next(&w, &mut st, next) {
                 eprintln!("dds client: {e}");
@@ -225,7 +250,7 @@ fn listening_closed_loop(
     drop(reader);
     let st = std::mem::replace(
         &mut *state.lock().unwrap_or_else(|p| p.into_inner()),
-        LoopState { current: 0, sent: Instant::now(), samples: Vec::new(), lost: Vec::new(), request: Request { seq: 0, payload: Vec::new() } },
+        LoopState { current: 0, sent: Instant::now(), samples: Vec::new(), lost: Vec::new(), request: Encoded(Vec::new()) },
     );
     drop(ends);
     Ok((st.samples, st.lost))
@@ -246,17 +271,16 @@ fn serve_listening(
     let prefix = format!("partita/bench/{session}");
     let ends = open(domain, &prefix)?;
     let writer = Writer::new(&ends.replies, &qos()).map_err(err("reply writer"))?;
-    let mut reply = Reply { seq: 0, payload: vec![0x5a; size] };
+    let mut reply = Encoded::new(&Reply { seq: 0, payload: vec![0x5a; size] });
     let mut matched = false;
-    let reader = partita_dds::ListeningReader::typed(&ends.requests, &qos(), move |s: partita_dds::Sample<Request>| {
-        let Some(req) = s.value else { return };
+    let reader = partita_dds::ListeningReader::new(&ends.requests, &qos(), move |bytes, info| {
+        let Some(seq) = seq_of(bytes).filter(|_| info.valid_data) else { return };
         if !matched {
             // The client waits for both matches before its first request; this only covers the reverse race.
             matched = writer.wait_for_readers(1, MATCH_TIMEOUT).is_ok();
         }
         work();
-        reply.seq = req.seq;
-        if let Err(e) = writer.write(&reply) {
+        if let Err(e) = writer.raw().write(reply.with_seq(seq)) {
             eprintln!("dds server: writing a reply: {e}");
         }
     })
@@ -280,7 +304,7 @@ impl Transport for DdsWaitset {
         let ends = open(domain, &prefix)?;
         let reader = Reader::new(&ends.requests, &qos()).map_err(err("request reader"))?;
         let writer = Writer::new(&ends.replies, &qos()).map_err(err("reply writer"))?;
-        let server = DdsServer { _ends: ends, reader, writer, reply: Reply { seq: 0, payload: vec![0x5a; size] }, pending: VecDeque::new(), matched: false };
+        let server = DdsServer { _ends: ends, reader, writer, reply: Encoded::new(&Reply { seq: 0, payload: vec![0x5a; size] }), pending: VecDeque::new(), matched: false };
         Ok((Box::new(server), format!("domain={domain} topic={prefix}")))
     }
     fn connect(&self, address: &str, _size: usize, _session: &str) -> Result<ClientEndpoint, DriverError> {
@@ -303,7 +327,7 @@ pub(crate) fn connect(address: &str) -> Result<ClientEndpoint, DriverError> {
     }
     let ends = std::sync::Arc::new(ends);
     Ok(ClientEndpoint {
-        sender: Box::new(DdsSender { _ends: ends.clone(), writer, request: Request { seq: 0, payload: Vec::new() } }),
+        sender: Box::new(DdsSender { _ends: ends.clone(), writer, request: None }),
         receiver: Box::new(DdsReceiver { _ends: ends, reader, pending: VecDeque::new() }),
     })
 }
@@ -312,7 +336,7 @@ struct DdsServer {
     _ends: Ends,
     reader: Reader<Request>,
     writer: Writer<Reply>,
-    reply: Reply,
+    reply: Encoded,
     pending: VecDeque<u64>,
     matched: bool,
 }
@@ -320,10 +344,12 @@ struct DdsServer {
 impl ServerEndpoint for DdsServer {
     fn recv_request(&mut self, timeout: Duration) -> Result<Option<u64>, DriverError> {
         if self.pending.is_empty() {
-            for s in self.reader.take_wait(timeout).map_err(err("taking requests"))? {
-                if let Some(r) = s.value {
-                    self.pending.push_back(r.seq);
-                }
+            if self.reader.wait(timeout).map_err(err("waiting for requests"))? {
+                let pending = &mut self.pending;
+                self.reader
+                    .raw()
+                    .take_batch(|bytes, info| pending.extend(seq_of(bytes).filter(|_| info.valid_data)))
+                    .map_err(err("taking requests"))?;
             }
         }
         Ok(self.pending.pop_front())
@@ -334,23 +360,21 @@ impl ServerEndpoint for DdsServer {
             self.writer.wait_for_readers(1, MATCH_TIMEOUT).map_err(err("waiting for the client's reply reader"))?;
             self.matched = true;
         }
-        self.reply.seq = seq;
-        self.writer.write(&self.reply).map_err(err("writing a reply"))
+        self.writer.raw().write(self.reply.with_seq(seq)).map_err(err("writing a reply"))
     }
 }
 
 struct DdsSender {
     _ends: std::sync::Arc<Ends>,
     writer: Writer<Request>,
-    request: Request,
+    /// Encoded on the first send (the payload's size is the run's), then only the sequence number changes.
+    request: Option<Encoded>,
 }
 
 impl RequestSender for DdsSender {
     fn send(&mut self, seq: u64, payload: &[u8]) -> Result<(), DriverError> {
-        self.request.seq = seq;
-        self.request.payload.clear();
-        self.request.payload.extend_from_slice(payload);
-        self.writer.write(&self.request).map_err(err("writing a request"))
+        let enc = self.request.get_or_insert_with(|| Encoded::new(&Request { seq, payload: payload.to_vec() }));
+        self.writer.raw().write(enc.with_seq(seq)).map_err(err("writing a request"))
     }
 }
 
@@ -363,12 +387,16 @@ struct DdsReceiver {
 impl ReplyReceiver for DdsReceiver {
     fn recv(&mut self, wait: Wait) -> Result<Option<u64>, DriverError> {
         if self.pending.is_empty() {
-            let got = match wait {
-                Wait::Poll => self.reader.take(),
-                Wait::Block(d) => self.reader.take_wait(d),
+            if let Wait::Block(d) = wait {
+                if !self.reader.wait(d).map_err(err("waiting for replies"))? {
+                    return Ok(None);
+                }
             }
-            .map_err(err("taking replies"))?;
-            self.pending.extend(got.into_iter().filter_map(|s| s.value.map(|r| r.seq)));
+            let pending = &mut self.pending;
+            self.reader
+                .raw()
+                .take_batch(|bytes, info| pending.extend(seq_of(bytes).filter(|_| info.valid_data)))
+                .map_err(err("taking replies"))?;
         }
         Ok(self.pending.pop_front())
     }
@@ -377,6 +405,16 @@ impl ReplyReceiver for DdsReceiver {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn encoded_samples_carry_their_patched_sequence_number() {
+        let mut e = Encoded::new(&Reply { seq: 0, payload: vec![1, 2, 3] });
+        let bytes = e.with_seq(0x0102_0304_0506_0708).to_vec();
+        assert_eq!(seq_of(&bytes), Some(0x0102_0304_0506_0708));
+        let back: Reply = partita_dds::cdr::from_slice(&bytes).unwrap();
+        assert_eq!((back.seq, back.payload), (0x0102_0304_0506_0708, vec![1, 2, 3]));
+        assert_eq!(seq_of(&[0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8]), None, "big-endian samples are not ours");
+    }
 
     #[test]
     fn session_domain_is_stable_and_in_range() {
