@@ -1,0 +1,93 @@
+//! Protection of the partitioned side and observability: a per-topic rate limit drops and counts what exceeds
+//! it, the cap on routed topics refuses (and lists) the topics beyond it, and the statistics reach the DDS topic
+//! partita/router/stats.
+mod common;
+use common::*;
+use partita_dds::{qos::History, DomainConfig, Participant, Qos, Reader, Topic, TopicType, Writer};
+use partita_router::{RouteStats, Router};
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Tick {
+    n: u32,
+}
+
+impl TopicType for Tick {
+    fn type_name() -> &'static str {
+        "partita::test::Tick"
+    }
+}
+
+struct App {
+    _p: Participant,
+    w: Option<Writer<Tick>>,
+    r: Option<Reader<Tick>>,
+}
+
+fn app(domain: u32, topic: &str, writer: bool) -> App {
+    let qos = Qos::reliable().history(History::KeepAll);
+    let p = Participant::new(&DomainConfig::loopback(domain)).unwrap();
+    let t = Topic::<Tick>::new(&p, topic, &qos).unwrap();
+    let (w, r) = if writer { (Some(Writer::new(&t, &qos).unwrap()), None) } else { (None, Some(Reader::new(&t, &qos).unwrap())) };
+    App { _p: p, w, r }
+}
+
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let end = Instant::now() + Duration::from_secs(20);
+    while !f() {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn rate_limit_drops_and_counts_the_excess() {
+    let (a, b) = (domain(12), domain(13));
+    let router = Router::start(two_sides(a, b, "[[route.topic]]\nname = \"ticks\"\nmax_rate = 5.0")).unwrap();
+    let src = app(a, "ticks", true);
+    let dst = app(b, "ticks", false);
+    let w = src.w.as_ref().unwrap();
+    wait_until("the router's reader", || w.matched_readers().unwrap() >= 1);
+    std::thread::sleep(Duration::from_millis(500));
+    for n in 0..200 {
+        w.write(&Tick { n }).unwrap();
+    }
+    wait_until("all 200 samples counted by the router", || {
+        router.stats().iter().filter(|r| r.topic == "ticks").map(|r| r.received).sum::<u64>() >= 200
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let got = dst.r.as_ref().unwrap().take().unwrap().len() as u64;
+    let row = router.stats().into_iter().find(|r| r.topic == "ticks").unwrap();
+    assert_eq!(row.received, 200, "{row:?}");
+    assert!(row.dropped_rate > 0, "200 samples at once must exceed 5/s: {row:?}");
+    assert_eq!(row.forwarded + row.dropped_rate, row.received, "every sample is forwarded or counted: {row:?}");
+    assert_eq!(got, row.forwarded, "the far reader gets what was forwarded: {row:?}");
+}
+
+#[test]
+fn the_topic_cap_refuses_topics_beyond_it_and_stats_are_published() {
+    let (a, b) = (domain(14), domain(15));
+    let cfg = config(&format!(
+        "max_topics = 1\nstats_period = \"200ms\"\nstats_side = \"b\"\n[[side]]\nname = \"a\"\ndomain = {a}\n[[side]]\nname = \"b\"\ndomain = {b}\n\
+         [[route]]\nfrom = \"a\"\nto = \"b\"\n"
+    ));
+    let router = Router::start(cfg).unwrap();
+    let _apps: Vec<App> = ["one", "two"].iter().flat_map(|t| [app(a, t, true), app(b, t, false)]).collect();
+    wait_until("one routed and one refused topic", || router.active().len() == 1 && router.refused_topics().len() == 1);
+    let active = router.active()[0].topic.clone();
+    let refused = router.refused_topics();
+    assert_ne!(refused[0], active);
+    assert!(["one", "two"].contains(&active.as_str()) && ["one", "two"].contains(&refused[0].as_str()));
+
+    // The statistics topic on side b carries the routed topic's row.
+    let p = Participant::new(&DomainConfig::loopback(b)).unwrap();
+    let q = Qos::reliable().keep_last(1).transient_local();
+    let t = Topic::<RouteStats>::new(&p, "partita/router/stats", &q).unwrap();
+    let r = Reader::new(&t, &q).unwrap();
+    let mut rows = Vec::new();
+    wait_until("a statistics sample", || {
+        rows.extend(r.take().unwrap().into_iter().filter_map(|s| s.value));
+        rows.iter().any(|row: &RouteStats| row.topic == active)
+    });
+}
