@@ -147,6 +147,8 @@ pub struct SampleInfo {
     pub source_timestamp_ns: i64,
     pub instance_handle: u64,
     pub publication_handle: u64,
+    /// How many samples of the same instance follow this one in the same take (0: the last of its instance).
+    pub sample_rank: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,6 +172,7 @@ impl From<&dds_sample_info_t> for SampleInfo {
             source_timestamp_ns: si.source_timestamp,
             instance_handle: si.instance_handle,
             publication_handle: si.publication_handle,
+            sample_rank: si.sample_rank,
         }
     }
 }
@@ -270,6 +273,17 @@ impl RawWriter {
             }
         };
         check(r, "dds_writecdr", || self.entity.what.clone()).map(drop)
+    }
+
+    /// Forwards one sample as it was taken, with its source timestamp and life cycle, deciding write-and-dispose
+    /// from its sample rank (the last of its instance in its take); returns false when there was nothing to
+    /// forward (a life-cycle notification of a keyless topic).
+    pub fn forward_taken(&self, cdr: &[u8], info: &SampleInfo) -> Result<bool> {
+        if !info.valid_data && !self.keyed {
+            return Ok(false);
+        }
+        self.forward(cdr, forward_kind(info, info.sample_rank == 0), Some(info.source_timestamp_ns))?;
+        Ok(true)
     }
 
     /// Forwards samples taken from a reader of the same type (on another domain), keeping their source
@@ -481,13 +495,8 @@ fn reader_lost_and_rejected(e: &Entity) -> Result<(u64, u64)> {
     Ok((lost.total_count as u64, rej.total_count as u64))
 }
 
-/// What a listening reader is handed, on Cyclone's delivery thread: each sample of a take, then the batch end.
-enum Delivery<'a> {
-    Sample(&'a [u8], SampleInfo),
-    EndOfBatch,
-}
-
-type SampleCallback = Box<dyn FnMut(Delivery<'_>) + Send>;
+/// What a listening reader calls, on Cyclone's delivery thread, for every sample taken.
+type SampleCallback = Box<dyn FnMut(&[u8], SampleInfo) + Send>;
 
 struct ListenerContext {
     keyed: bool,
@@ -501,10 +510,7 @@ extern "C" fn on_data_available(reader: dds_entity_t, arg: *mut std::ffi::c_void
     let mut cb = ctx.callback.lock().unwrap_or_else(|p| p.into_inner());
     // A panic must not unwind into C.
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        while let Ok(n) = take_cdr_batch(reader, ctx.keyed, |b, i| (cb)(Delivery::Sample(b, i))) {
-            if n > 0 {
-                (cb)(Delivery::EndOfBatch);
-            }
+        while let Ok(n) = take_cdr_batch(reader, ctx.keyed, |b, i| (cb)(b, i)) {
             if n < TAKE_BATCH {
                 break;
             }
@@ -528,26 +534,10 @@ impl Drop for ListeningReader {
 }
 
 impl ListeningReader {
-    /// Creates a reader on `topic` that calls `f(bytes, info)` for every sample taken.
-    pub fn new<T>(topic: &Topic<T>, qos: &Qos, mut f: impl FnMut(&[u8], SampleInfo) + Send + 'static) -> Result<Self> {
-        Self::create(topic, qos, Box::new(move |d: Delivery<'_>| {
-            if let Delivery::Sample(b, i) = d {
-                f(b, i)
-            }
-        }))
-    }
-
-    /// Creates a reader on `topic` that calls `f(samples)` with each batch Cyclone hands over (copied out), so
-    /// that a forwarder sees every sample of a take together (see [`RawWriter::forward_samples`]).
-    pub fn batched<T>(topic: &Topic<T>, qos: &Qos, mut f: impl FnMut(&[RawSample]) + Send + 'static) -> Result<Self> {
-        let mut batch: Vec<RawSample> = Vec::new();
-        Self::create(topic, qos, Box::new(move |d: Delivery<'_>| match d {
-            Delivery::Sample(b, info) => batch.push(RawSample { data: b.to_vec(), info }),
-            Delivery::EndOfBatch => {
-                f(&batch);
-                batch.clear();
-            }
-        }))
+    /// Creates a reader on `topic` that calls `f(bytes, info)` for every sample taken. `info.sample_rank` tells
+    /// whether more samples of the same instance follow in the same take.
+    pub fn new<T>(topic: &Topic<T>, qos: &Qos, f: impl FnMut(&[u8], SampleInfo) + Send + 'static) -> Result<Self> {
+        Self::create(topic, qos, Box::new(f))
     }
 
     /// Samples lost in transport and rejected for lack of room, since the reader was created.

@@ -6,7 +6,7 @@ use crate::stats::{ForwardStats, RouteStats};
 use partita_dds::qos::{DataRepresentation, Durability, IgnoreLocal, Reliability};
 use partita_dds::{
     DiscoveredEndpoint, DiscoveredParticipant, DomainConfig, EndpointKind, EndpointWatcher, Guid, Interface, Participant,
-    ParticipantWatcher, Qos, RawSample,
+    ParticipantWatcher, Qos,
     RawTopic, RawWriter, TopicDescriptor, Writer,
 };
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -623,31 +623,23 @@ impl Forwarder {
         let mut limiter = Limiter::new(ov);
         let routers = src.router_writers.clone();
         let st = stats.clone();
-        let reader = partita_dds::ListeningReader::batched(&src_topic, &rq, move |batch: &[RawSample]| {
-            st.received.fetch_add(batch.len() as u64, Ordering::Relaxed);
-            let pass: Vec<&RawSample> = {
-                let routers = routers.read().unwrap_or_else(|p| p.into_inner());
-                batch
-                    .iter()
-                    .filter(|s| {
-                        if routers.contains(&s.info.publication_handle) {
-                            st.suppressed_loop.fetch_add(1, Ordering::Relaxed);
-                            false
-                        } else if s.info.valid_data && !limiter.admit() {
-                            st.dropped_rate.fetch_add(1, Ordering::Relaxed);
-                            false
-                        } else {
-                            true
-                        }
-                    })
-                    .collect()
-            };
-            match writer.forward_samples(&pass) {
-                Ok(n) => {
-                    st.forwarded.fetch_add(n as u64, Ordering::Relaxed);
-                    let now = now_ns();
-                    st.record_latencies_ns(pass.iter().map(|s| now - s.info.source_timestamp_ns));
+        // Each sample is re-published straight from Cyclone's buffer on the delivery thread, without a copy.
+        let reader = partita_dds::ListeningReader::new(&src_topic, &rq, move |bytes, info| {
+            st.received.fetch_add(1, Ordering::Relaxed);
+            if routers.read().unwrap_or_else(|p| p.into_inner()).contains(&info.publication_handle) {
+                st.suppressed_loop.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            if info.valid_data && !limiter.admit() {
+                st.dropped_rate.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            match writer.forward_taken(bytes, &info) {
+                Ok(true) => {
+                    st.forwarded.fetch_add(1, Ordering::Relaxed);
+                    st.record_latencies_ns(std::iter::once(now_ns() - info.source_timestamp_ns));
                 }
+                Ok(false) => {}
                 Err(e) => {
                     st.errors.fetch_add(1, Ordering::Relaxed);
                     eprintln!("router: {label}: {e}");
