@@ -22,6 +22,8 @@ enum Command {
     Route(route::RouteArgs),
     /// Run benchmarks (request/response round trips: `bench rr`).
     Bench(bench::BenchArgs),
+    /// Build a system (default: the paper's), run its partitions on their plan until Ctrl-C, tear it down.
+    Up(supervise::UpArgs),
     /// Remove everything partita created on this machine (after a crashed supervisor, too).
     Down(supervise::DownArgs),
     /// Show the systems that are up (state under /run/partita) and partita's leftovers.
@@ -39,6 +41,7 @@ fn main() -> ExitCode {
         Command::Check(a) => check::run(a),
         Command::Route(a) => route::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Up(a) => supervise::up(a),
         Command::Down(a) => supervise::down(a),
         Command::Status(a) => supervise::status(a),
         Command::App(a) => supervise::app(a),

@@ -191,3 +191,91 @@ pub fn isolation_bench(a: IsolationBenchArgs) -> ExitCode {
         }
     }
 }
+
+#[derive(Args)]
+pub struct UpArgs {
+    /// The system file (default: the built-in paper-001 system, examples/video-surveillance.toml).
+    pub system: Option<PathBuf>,
+    /// Stop after this many seconds (default: run until SIGINT or SIGTERM).
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Write every executed window start (planned vs actual, JSON lines) to this file.
+    #[arg(long)]
+    pub timeline: Option<PathBuf>,
+}
+
+/// Builds the system, runs it until the duration, Ctrl-C or SIGTERM, then tears everything down.
+pub fn up(a: UpArgs) -> ExitCode {
+    if let Some(d) = a.duration {
+        if !(d > 0.0 && d.is_finite()) {
+            eprintln!("error: --duration {d}: give a positive number of seconds");
+            return ExitCode::from(2);
+        }
+    }
+    let system = match &a.system {
+        Some(p) => partita_system::load(p),
+        None => partita_system::builtin_default(),
+    };
+    let system = match system {
+        Ok(s) => s,
+        Err(errors) => {
+            eprint!("{errors}");
+            return ExitCode::from(2);
+        }
+    };
+    let spec = match partita_supervisor::from_system::spec_from(&system) {
+        Ok(mut s) => {
+            // Partitions name this program as `partita`: run this very binary, wherever it is installed.
+            if let Ok(exe) = std::env::current_exe() {
+                for p in s.modules.iter_mut().flat_map(|m| m.partitions.iter_mut()) {
+                    if p.command.first().map(String::as_str) == Some("partita") {
+                        p.command[0] = exe.display().to_string();
+                    }
+                }
+            }
+            s
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    partita_supervisor::supervisor::install_stop_signals();
+    let sup = match partita_supervisor::supervisor::Supervisor::up(&spec, Path::new(STATE_DIR), None) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("partita up: {e} (nothing was left behind)");
+            return ExitCode::FAILURE;
+        }
+    };
+    eprintln!("partita up: system {} is up ({} modules and nodes); Ctrl-C stops it", spec.name, spec.modules.len());
+    let logs = match sup.run(a.duration.map(std::time::Duration::from_secs_f64), None) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("partita up: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    for (i, log) in logs.iter().enumerate() {
+        let mut late: Vec<u64> = log.starts.iter().map(|s| s.lateness_ns()).collect();
+        late.sort_unstable();
+        if let (Some(p50), Some(max)) = (late.get(late.len() / 2), late.last()) {
+            let p99 = late[(late.len() * 99 / 100).min(late.len() - 1)];
+            eprintln!(
+                "plan {i}: {} window starts, lateness p50/p99/max {:.1}/{:.1}/{:.1} µs",
+                late.len(),
+                *p50 as f64 / 1e3,
+                p99 as f64 / 1e3,
+                *max as f64 / 1e3
+            );
+        }
+    }
+    if let Some(t) = &a.timeline {
+        if let Err(e) = partita_supervisor::supervisor::write_timeline(t, &logs) {
+            eprintln!("partita up: {e}");
+            return ExitCode::FAILURE;
+        }
+        eprintln!("wrote {}", t.display());
+    }
+    ExitCode::SUCCESS
+}

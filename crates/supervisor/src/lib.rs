@@ -5,6 +5,7 @@ pub mod clock;
 pub mod command;
 pub mod error;
 pub mod freeze;
+pub mod from_system;
 pub mod launch;
 
 pub use error::{Result, SupervisorError};

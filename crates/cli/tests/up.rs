@@ -1,0 +1,90 @@
+//! `partita up` end to end (root): a two-partition module on one CPU (800 + 700 µs windows) runs for two
+//! seconds, writes its timeline and leaves nothing behind; a bad file is refused with exit 2 and builds nothing.
+use std::process::Command;
+
+const SYSTEM: &str = r#"
+[system]
+name = "NAME"
+
+[[module]]
+name = "node"
+cpus = [1]
+
+[[module.partition]]
+name = "alpha"
+command = ["sleep", "30"]
+memory = "32MiB"
+
+[[module.partition]]
+name = "beta"
+command = ["sleep", "30"]
+memory = "32MiB"
+io = true
+
+[[module.plan]]
+cpu = 1
+major_frame = "1500us"
+
+[[module.plan.window]]
+partition = "beta"
+start = "0us"
+duration = "800us"
+
+[[module.plan.window]]
+partition = "alpha"
+start = "800us"
+duration = "700us"
+"#;
+
+fn leftovers(tag: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let netns = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    found.extend(String::from_utf8_lossy(&netns.stdout).lines().filter(|l| l.contains(tag)).map(String::from));
+    for root in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/cpuset"] {
+        let p = std::path::Path::new(root).join("partita").join(tag);
+        if p.exists() {
+            found.push(p.display().to_string());
+        }
+    }
+    found
+}
+
+fn write_system(name: &str, text: &str) -> std::path::PathBuf {
+    let p = std::env::temp_dir().join(format!("{name}.toml"));
+    std::fs::write(&p, text.replace("NAME", name)).unwrap();
+    p
+}
+
+#[test]
+fn up_runs_the_plan_writes_the_timeline_and_cleans_up() {
+    let name = format!("up{}", std::process::id() % 100_000);
+    let file = write_system(&name, SYSTEM);
+    let timeline = std::env::temp_dir().join(format!("{name}-timeline.jsonl"));
+    let out = Command::new(env!("CARGO_BIN_EXE_partita"))
+        .args(["up", file.to_str().unwrap(), "--duration", "2", "--timeline", timeline.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&file);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&timeline).unwrap();
+    let _ = std::fs::remove_file(&timeline);
+    let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(lines.len() > 100, "two seconds of a 1.5 ms frame: {} window starts", lines.len());
+    for partition in [0, 1] {
+        assert!(lines.iter().any(|l| l["partition"] == partition), "no window of partition {partition}");
+    }
+    assert!(lines.iter().all(|l| l["switched_ns"].as_u64() >= l["planned_ns"].as_u64()), "a window started before its time");
+    assert!(leftovers(&name).is_empty(), "left behind: {:?}", leftovers(&name));
+}
+
+#[test]
+fn a_bad_system_file_is_refused_and_builds_nothing() {
+    let name = format!("bad{}", std::process::id() % 100_000);
+    let file = write_system(&name, &SYSTEM.replace("duration = \"700us\"", "duration = \"900us\""));
+    let out = Command::new(env!("CARGO_BIN_EXE_partita")).args(["up", file.to_str().unwrap(), "--duration", "1"]).output().unwrap();
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("{name}.toml")) && err.contains("window"), "{err}");
+    assert!(leftovers(&name).is_empty(), "left behind: {:?}", leftovers(&name));
+}

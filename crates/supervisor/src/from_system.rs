@@ -1,0 +1,112 @@
+//! From the validated TOML model (`partita-system`) to what the supervisor builds ([`SystemSpec`]).
+use crate::health::Action;
+use crate::system::{ModuleSpec, PartitionSpec, PlanSpec, SystemSpec};
+use partita_system::{HealthAction, System};
+use std::time::Duration;
+
+/// A model the supervisor cannot build yet, with what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: module {module}: {problem}; {fix}")]
+pub struct Unsupported {
+    pub file: String,
+    pub module: String,
+    pub problem: String,
+    pub fix: String,
+}
+
+fn action(h: &HealthAction) -> Action {
+    match h {
+        HealthAction::Restart { max_restarts, window } => {
+            Action::Restart { max: *max_restarts, within: Duration::from_nanos(window.as_nanos()) }
+        }
+        HealthAction::Stop => Action::Stop,
+        HealthAction::Ignore => Action::Ignore,
+    }
+}
+
+/// Converts a validated system. Addresses are assigned by the supervisor from 198.18.0.0/15 in module and
+/// partition order; the model's domains, plans, limits, commands and health actions are kept.
+pub fn spec_from(system: &System) -> Result<SystemSpec, Unsupported> {
+    let mut modules = Vec::new();
+    for m in &system.modules {
+        if m.plans.len() > 1 {
+            return Err(Unsupported {
+                file: system.source.clone(),
+                module: m.name.clone(),
+                problem: format!("{} plans (one per CPU); the supervisor runs one plan per module so far", m.plans.len()),
+                fix: "give the module a single plan on one CPU".into(),
+            });
+        }
+        let plan = m.plans.first().map(|p| PlanSpec {
+            major_frame: Duration::from_nanos(p.major_frame.0.as_nanos()),
+            windows: p
+                .windows
+                .iter()
+                .map(|w| (w.partition.clone(), Duration::from_nanos(w.start.as_nanos()), Duration::from_nanos(w.duration.as_nanos())))
+                .collect(),
+            executor_cpu: Some(p.cpu),
+        });
+        let cpus = if m.cpus.is_empty() {
+            None
+        } else {
+            Some(m.cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(","))
+        };
+        modules.push(ModuleSpec {
+            name: m.name.clone(),
+            cpus,
+            domain: m.network.domain.get(),
+            plan,
+            partitions: m
+                .partitions
+                .iter()
+                .map(|p| PartitionSpec {
+                    name: p.name.clone(),
+                    command: p.command.clone(),
+                    memory_bytes: Some(p.memory.0),
+                    pids_max: p.pids_max,
+                    action: action(&p.health),
+                    io: p.io,
+                    env: p.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                })
+                .collect(),
+        });
+    }
+    for n in &system.nodes {
+        modules.push(ModuleSpec {
+            name: n.name.clone(),
+            cpus: None,
+            domain: n.domain.get(),
+            plan: None,
+            partitions: vec![PartitionSpec {
+                name: n.name.clone(),
+                command: n.command.clone(),
+                memory_bytes: n.memory.map(|b| b.0),
+                pids_max: None,
+                action: Action::Ignore,
+                io: false,
+                env: n.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            }],
+        });
+    }
+    Ok(SystemSpec { name: system.name.clone(), modules, external_domain: system.network.domain.get() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_papers_system_converts_with_its_plan() {
+        let sys = partita_system::builtin_default().expect("the built-in default is valid");
+        let spec = spec_from(&sys).unwrap();
+        let recorder = spec.modules.iter().find(|m| m.plan.is_some()).expect("a partitioned module");
+        let plan = recorder.plan.as_ref().unwrap();
+        assert_eq!(plan.major_frame, Duration::from_micros(1500));
+        let mut windows: Vec<(String, Duration)> = plan.windows.iter().map(|(p, _, d)| (p.clone(), *d)).collect();
+        windows.sort();
+        assert_eq!(windows, vec![("recorder".into(), Duration::from_micros(700)), ("routing".into(), Duration::from_micros(800))]);
+        assert_eq!(recorder.partitions.iter().filter(|p| p.io).count(), 1);
+        assert!(spec.modules.iter().any(|m| m.plan.is_none()), "the monitoring node is native");
+        assert_eq!(spec.external_domain, sys.network.domain.get());
+    }
+}
