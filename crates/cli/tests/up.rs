@@ -88,3 +88,38 @@ fn a_bad_system_file_is_refused_and_builds_nothing() {
     assert!(err.contains(&format!("{name}.toml")) && err.contains("window"), "{err}");
     assert!(leftovers(&name).is_empty(), "left behind: {:?}", leftovers(&name));
 }
+
+#[test]
+fn a_crashing_partition_is_restarted_while_its_neighbour_keeps_every_window() {
+    let name = format!("crash{}", std::process::id() % 100_000);
+    let text = SYSTEM
+        .replace(
+            "command = [\"sleep\", \"30\"]\nmemory = \"32MiB\"\n\n[[module.partition]]",
+            "command = [\"sh\", \"-c\", \"sleep 0.2; exit 3\"]\nmemory = \"32MiB\"\nhealth = { action = \"restart\", max_restarts = 100, window = \"10s\" }\n\n[[module.partition]]",
+        );
+    assert!(text.contains("exit 3"), "the crashing partition is alpha");
+    let file = write_system(&name, &text);
+    let timeline = std::env::temp_dir().join(format!("{name}-timeline.jsonl"));
+    let out = Command::new(env!("CARGO_BIN_EXE_partita"))
+        .args(["up", file.to_str().unwrap(), "--duration", "3", "--timeline", timeline.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&file);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let events_path = std::path::Path::new("/run/partita").join(&name).join("events.jsonl");
+    let events = std::fs::read_to_string(&events_path).unwrap_or_default();
+    let restarts = events.lines().filter(|l| l.contains("\"restart\"") && l.contains("alpha")).count();
+    assert!(restarts >= 2, "alpha exits every 0.2 s of its own run time and must be restarted:\n{events}");
+    let text = std::fs::read_to_string(&timeline).unwrap();
+    let _ = std::fs::remove_file(&timeline);
+    let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    // Every frame the executor ran has beta's window: the crashes and cold starts took none of it.
+    let frames: std::collections::BTreeSet<u64> = lines.iter().map(|l| l["frame"].as_u64().unwrap()).collect();
+    let beta_frames: std::collections::BTreeSet<u64> =
+        lines.iter().filter(|l| l["partition"] == 1).map(|l| l["frame"].as_u64().unwrap()).collect();
+    assert!(frames.len() > 100);
+    assert_eq!(frames, beta_frames, "frames without a window of beta");
+    // The events and DDS files stay for inspection after a run; this test's are removed here.
+    let _ = std::fs::remove_dir_all(events_path.parent().unwrap());
+    assert!(leftovers(&name).is_empty(), "left behind: {:?}", leftovers(&name));
+}
