@@ -75,6 +75,7 @@ fn up_runs_the_plan_writes_the_timeline_and_cleans_up() {
     }
     assert!(lines.iter().all(|l| l["switched_ns"].as_u64() >= l["planned_ns"].as_u64()), "a window started before its time");
     assert!(leftovers(&name).is_empty(), "left behind: {:?}", leftovers(&name));
+    let _ = std::fs::remove_dir_all(std::path::Path::new("/run/partita").join(&name));
 }
 
 #[test]
