@@ -199,7 +199,8 @@ pub struct UpArgs {
     /// Stop after this many seconds (default: run until SIGINT or SIGTERM).
     #[arg(long)]
     pub duration: Option<f64>,
-    /// Write every executed window start (planned vs actual, JSON lines) to this file.
+    /// Write every executed window start (planned vs actual, JSON lines) to this file, and a picture of six
+    /// frames beside it (same name, .svg).
     #[arg(long)]
     pub timeline: Option<PathBuf>,
 }
@@ -276,6 +277,14 @@ pub fn up(a: UpArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
         eprintln!("wrote {}", t.display());
+        let svg = t.with_extension("svg");
+        match partita_supervisor::supervisor::write_timeline_svg(&svg, &logs, 6) {
+            Ok(()) => eprintln!("wrote {}", svg.display()),
+            Err(e) => {
+                eprintln!("partita up: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
     }
     ExitCode::SUCCESS
 }

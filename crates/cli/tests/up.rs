@@ -68,6 +68,10 @@ fn up_runs_the_plan_writes_the_timeline_and_cleans_up() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = std::fs::read_to_string(&timeline).unwrap();
     let _ = std::fs::remove_file(&timeline);
+    let svg_path = timeline.with_extension("svg");
+    let svg = std::fs::read_to_string(&svg_path).expect("a picture beside the timeline");
+    let _ = std::fs::remove_file(&svg_path);
+    assert!(svg.starts_with("<svg") && svg.matches("<rect").count() > 10, "{svg}");
     let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert!(lines.len() > 100, "two seconds of a 1.5 ms frame: {} window starts", lines.len());
     for partition in [0, 1] {

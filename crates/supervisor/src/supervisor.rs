@@ -393,3 +393,57 @@ mod tests {
         assert_ne!(Names::new("a").link_prefix(), Names::new("b").link_prefix());
     }
 }
+
+/// Draws `frames` consecutive frames of each plan (from the middle of the run) as an SVG picture: one row per
+/// partition, planned windows as outlines, executed windows (from one switch to the next) filled.
+pub fn write_timeline_svg(path: &Path, logs: &[ExecutorLog], frames: u64) -> Result<()> {
+    use std::fmt::Write as _;
+    let (width, row_h, left) = (900.0f64, 22.0f64, 90.0f64);
+    let mut body = String::new();
+    let mut y = 10.0;
+    for (m, log) in logs.iter().enumerate() {
+        let starts: Vec<&crate::executor::WindowStart> = log.starts.iter().collect();
+        if starts.len() < 2 {
+            continue;
+        }
+        let first_frame = starts[starts.len() / 2].frame;
+        let sel: Vec<usize> = (0..starts.len() - 1)
+            .filter(|&i| starts[i].frame >= first_frame && starts[i].frame < first_frame + frames)
+            .collect();
+        let (Some(&a), Some(&b)) = (sel.first(), sel.last()) else { continue };
+        let t0 = starts[a].planned_ns;
+        let t1 = starts[b + 1].planned_ns.max(starts[b + 1].switched_ns);
+        let scale = (width - left - 10.0) / (t1 - t0).max(1) as f64;
+        let x = |t: u64| left + (t.saturating_sub(t0)) as f64 * scale;
+        let mut parts: Vec<usize> = sel.iter().map(|&i| starts[i].partition).collect();
+        parts.sort_unstable();
+        parts.dedup();
+        let _ = writeln!(body, r#"<text x="4" y="{:.0}" font-size="12">plan {m}: frames {}–{} </text>"#, y + 12.0, first_frame, first_frame + frames - 1);
+        y += 18.0;
+        for p in &parts {
+            let _ = writeln!(body, r#"<text x="4" y="{:.0}" font-size="12">partition {p}</text>"#, y + 15.0);
+            for &i in &sel {
+                if starts[i].partition != *p {
+                    continue;
+                }
+                let (ps, pe) = (x(starts[i].planned_ns), x(starts[i + 1].planned_ns));
+                let (as_, ae) = (x(starts[i].switched_ns), x(starts[i + 1].switched_ns));
+                let _ = writeln!(body, r#"<rect x="{ps:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="none" stroke="gray"/>"#, y + 2.0, (pe - ps).max(0.5), row_h - 4.0);
+                let _ = writeln!(body, r#"<rect x="{as_:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="steelblue" opacity="0.7"/>"#, y + 5.0, (ae - as_).max(0.5), row_h - 10.0);
+            }
+            y += row_h;
+        }
+        let span_us = (t1 - t0) as f64 / 1e3;
+        let _ = writeln!(body, r#"<text x="{left}" y="{:.0}" font-size="11">0 µs</text><text x="{:.0}" y="{:.0}" font-size="11" text-anchor="end">{span_us:.0} µs</text>"#, y + 12.0, width - 10.0, y + 12.0);
+        y += 26.0;
+    }
+    let svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{:.0}\" font-family=\"sans-serif\">\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <text x=\"{:.0}\" y=\"{:.0}\" font-size=\"11\">outline: planned window; filled: executed (switch to next switch)</text>\n{body}</svg>\n",
+        y + 20.0,
+        left,
+        y + 12.0
+    );
+    std::fs::write(path, svg).map_err(path_err("write", path))
+}
