@@ -90,6 +90,30 @@ unsafe impl Sync for EndpointWatcher {}
 
 const BATCH: usize = 32;
 
+/// Takes every sample of a built-in topic reader on loan, handing each (as `&S`, the built-in sample type) with
+/// its info to `f`, and returns the loans.
+///
+/// # Safety
+/// `S` must be the sample type of the built-in topic `reader` reads.
+unsafe fn take_loaned<S>(reader: &Entity, mut f: impl FnMut(&S, &dds_sample_info_t)) -> Result<()> {
+    loop {
+        let mut buf: [*mut std::ffi::c_void; BATCH] = [std::ptr::null_mut(); BATCH];
+        let mut si: [dds_sample_info_t; BATCH] = std::mem::zeroed();
+        // Null buffer entries ask Cyclone to loan its samples; the loan is returned below.
+        let n = dds_take(reader.handle, buf.as_mut_ptr(), si.as_mut_ptr(), BATCH, BATCH as u32);
+        let n = check(n, "dds_take", || reader.what.clone())? as usize;
+        for i in 0..n {
+            f(&*(buf[i] as *const S), &si[i]);
+        }
+        if n > 0 {
+            check(dds_return_loan(reader.handle, buf.as_mut_ptr(), n as i32), "dds_return_loan", || reader.what.clone())?;
+        }
+        if n < BATCH {
+            return Ok(());
+        }
+    }
+}
+
 impl EndpointWatcher {
     pub fn new(participant: &Participant, kind: EndpointKind) -> Result<Self> {
         let topic = match kind {
@@ -113,48 +137,33 @@ impl EndpointWatcher {
     /// Takes every endpoint that appeared or went away since the last call.
     pub fn take(&self) -> Result<Vec<DiscoveredEndpoint>> {
         let mut out = Vec::new();
-        loop {
-            let mut buf: [*mut std::ffi::c_void; BATCH] = [std::ptr::null_mut(); BATCH];
-            let mut si: [dds_sample_info_t; BATCH] = unsafe { std::mem::zeroed() };
-            // SAFETY: null buffer entries ask Cyclone to loan its samples; the loan is returned below.
-            let n = unsafe { dds_take(self.reader.handle, buf.as_mut_ptr(), si.as_mut_ptr(), BATCH, BATCH as u32) };
-            let n = check(n, "dds_take", || self.reader.what.clone())? as usize;
-            for i in 0..n {
-                // SAFETY: loaned samples of the built-in endpoint topic are dds_builtintopic_endpoint_t; strings
-                // and QoS are valid while the loan lasts and are copied out here.
-                unsafe {
-                    let ep = &*(buf[i] as *const dds_builtintopic_endpoint_t);
-                    let alive = si[i].valid_data && si[i].instance_state == dds_instance_state_DDS_IST_ALIVE;
-                    let s = |p: *mut std::os::raw::c_char| {
-                        if p.is_null() { String::new() } else { CStr::from_ptr(p).to_string_lossy().into_owned() }
-                    };
-                    let (qos, raw_qos) = if si[i].valid_data && !ep.qos.is_null() {
-                        (Qos::from_raw(ep.qos), Some(Arc::new(OwnedQos::copy_of(ep.qos))))
-                    } else {
-                        (Qos::new(), None)
-                    };
-                    out.push(DiscoveredEndpoint {
-                        kind: self.kind,
-                        key: ep.key.v,
-                        participant_key: ep.participant_key.v,
-                        topic_name: if si[i].valid_data { s(ep.topic_name) } else { String::new() },
-                        type_name: if si[i].valid_data { s(ep.type_name) } else { String::new() },
-                        qos,
-                        alive,
-                        instance_handle: si[i].instance_handle,
-                        raw_qos,
-                    });
-                }
-            }
-            if n > 0 {
-                // SAFETY: returning exactly the loan taken above.
-                let r = unsafe { dds_return_loan(self.reader.handle, buf.as_mut_ptr(), n as i32) };
-                check(r, "dds_return_loan", || self.reader.what.clone())?;
-            }
-            if n < BATCH {
-                return Ok(out);
-            }
+        // SAFETY: this reader reads DCPSPublication or DCPSSubscription, whose samples are
+        // dds_builtintopic_endpoint_t; strings and QoS are valid during the loan and copied out here.
+        unsafe {
+            take_loaned(&self.reader, |ep: &dds_builtintopic_endpoint_t, si| {
+                let alive = si.valid_data && si.instance_state == dds_instance_state_DDS_IST_ALIVE;
+                let s = |p: *mut std::os::raw::c_char| {
+                    if p.is_null() { String::new() } else { CStr::from_ptr(p).to_string_lossy().into_owned() }
+                };
+                let (qos, raw_qos) = if si.valid_data && !ep.qos.is_null() {
+                    (Qos::from_raw(ep.qos), Some(Arc::new(OwnedQos::copy_of(ep.qos))))
+                } else {
+                    (Qos::new(), None)
+                };
+                out.push(DiscoveredEndpoint {
+                    kind: self.kind,
+                    key: ep.key.v,
+                    participant_key: ep.participant_key.v,
+                    topic_name: if si.valid_data { s(ep.topic_name) } else { String::new() },
+                    type_name: if si.valid_data { s(ep.type_name) } else { String::new() },
+                    qos,
+                    alive,
+                    instance_handle: si.instance_handle,
+                    raw_qos,
+                });
+            })?;
         }
+        Ok(out)
     }
 }
 
@@ -268,51 +277,36 @@ impl ParticipantWatcher {
     /// Takes every participant that appeared or went away since the last call.
     pub fn take(&self) -> Result<Vec<DiscoveredParticipant>> {
         let mut out = Vec::new();
-        loop {
-            let mut buf: [*mut std::ffi::c_void; BATCH] = [std::ptr::null_mut(); BATCH];
-            let mut si: [dds_sample_info_t; BATCH] = unsafe { std::mem::zeroed() };
-            // SAFETY: null buffer entries ask Cyclone to loan its samples; the loan is returned below.
-            let n = unsafe { dds_take(self.reader.handle, buf.as_mut_ptr(), si.as_mut_ptr(), BATCH, BATCH as u32) };
-            let n = check(n, "dds_take", || self.reader.what.clone())? as usize;
-            for i in 0..n {
-                // SAFETY: loaned samples of DCPSParticipant are dds_builtintopic_participant_t, valid during the
-                // loan; everything needed is copied out.
-                unsafe {
-                    let p = &*(buf[i] as *const dds_builtintopic_participant_t);
-                    let valid = si[i].valid_data && !p.qos.is_null();
-                    let mut user_data = None;
-                    let mut properties = Vec::new();
-                    if valid {
-                        let mut ud: *mut std::ffi::c_void = std::ptr::null_mut();
-                        let mut sz = 0usize;
-                        if dds_qget_userdata(p.qos, &mut ud, &mut sz) && !ud.is_null() {
-                            user_data = Some(std::slice::from_raw_parts(ud as *const u8, sz).to_vec());
-                            dds_free(ud);
-                        }
-                        for name in &self.properties {
-                            let mut v: *mut std::os::raw::c_char = std::ptr::null_mut();
-                            if dds_qget_prop(p.qos, name.as_ptr(), &mut v) && !v.is_null() {
-                                properties.push((name.to_string_lossy().into_owned(), CStr::from_ptr(v).to_string_lossy().into_owned()));
-                                dds_free(v as *mut _);
-                            }
+        // SAFETY: this reader reads DCPSParticipant, whose samples are dds_builtintopic_participant_t, valid
+        // during the loan; everything needed is copied out.
+        unsafe {
+            take_loaned(&self.reader, |p: &dds_builtintopic_participant_t, si| {
+                let valid = si.valid_data && !p.qos.is_null();
+                let mut user_data = None;
+                let mut properties = Vec::new();
+                if valid {
+                    let mut ud: *mut std::ffi::c_void = std::ptr::null_mut();
+                    let mut sz = 0usize;
+                    if dds_qget_userdata(p.qos, &mut ud, &mut sz) && !ud.is_null() {
+                        user_data = Some(std::slice::from_raw_parts(ud as *const u8, sz).to_vec());
+                        dds_free(ud);
+                    }
+                    for name in &self.properties {
+                        let mut v: *mut std::os::raw::c_char = std::ptr::null_mut();
+                        if dds_qget_prop(p.qos, name.as_ptr(), &mut v) && !v.is_null() {
+                            properties.push((name.to_string_lossy().into_owned(), CStr::from_ptr(v).to_string_lossy().into_owned()));
+                            dds_free(v as *mut _);
                         }
                     }
-                    out.push(DiscoveredParticipant {
-                        key: p.key.v,
-                        user_data,
-                        properties,
-                        alive: si[i].valid_data && si[i].instance_state == dds_instance_state_DDS_IST_ALIVE,
-                    });
                 }
-            }
-            if n > 0 {
-                // SAFETY: returning exactly the loan taken above.
-                let r = unsafe { dds_return_loan(self.reader.handle, buf.as_mut_ptr(), n as i32) };
-                check(r, "dds_return_loan", || self.reader.what.clone())?;
-            }
-            if n < BATCH {
-                return Ok(out);
-            }
+                out.push(DiscoveredParticipant {
+                    key: p.key.v,
+                    user_data,
+                    properties,
+                    alive: si.valid_data && si.instance_state == dds_instance_state_DDS_IST_ALIVE,
+                });
+            })?;
         }
+        Ok(out)
     }
 }
