@@ -114,6 +114,15 @@ impl NetworkSettings {
     /// Cyclone DDS XML for these settings. Valid for any domain id (`Domain id="any"`): the domain id itself is
     /// given to `dds_create_domain`.
     pub fn to_xml(&self) -> Result<String> {
+        Ok(format!("<CycloneDDS>{}</CycloneDDS>", self.domain_xml("any")?))
+    }
+
+    /// The `<Domain id="ID">…</Domain>` element for these settings, to combine several domains in one
+    /// configuration file (a partition on two networks).
+    pub fn domain_xml(&self, id: &str) -> Result<String> {
+        if id != "any" && id.parse::<u32>().map_or(true, |d| d > 232) {
+            return Err(DdsError::Config(format!("domain id {id:?} is neither \"any\" nor 0..=232")));
+        }
         let iface = match &self.interface {
             Interface::Loopback => "lo".to_string(),
             Interface::Named(n) => {
@@ -136,7 +145,7 @@ impl NetworkSettings {
             ));
         }
         let mut x = String::new();
-        x.push_str("<CycloneDDS><Domain id=\"any\"><General><Interfaces>");
+        let _ = write!(x, "<Domain id=\"{id}\"><General><Interfaces>");
         let _ = write!(x, "<NetworkInterface name=\"{iface}\" multicast=\"{}\"/>", self.multicast);
         x.push_str("</Interfaces>");
         let _ = write!(x, "<AllowMulticast>{}</AllowMulticast>", if self.multicast { "true" } else { "false" });
@@ -167,7 +176,7 @@ impl NetworkSettings {
             "<Internal><SynchronousDeliveryPriorityThreshold>{threshold}</SynchronousDeliveryPriorityThreshold>\
              <SynchronousDeliveryLatencyBound>inf</SynchronousDeliveryLatencyBound></Internal>"
         );
-        x.push_str("</Domain></CycloneDDS>");
+        x.push_str("</Domain>");
         Ok(x)
     }
 }

@@ -1,6 +1,5 @@
 //! The Cyclone DDS configuration of one partition, written to a file and handed over as `CYCLONEDDS_URI`.
 use crate::error::{path_err, Result, SupervisorError};
-use std::fmt::Write as _;
 use std::net::Ipv4Addr;
 use std::path::Path;
 
@@ -42,21 +41,15 @@ impl CycloneConfig {
         if let Some(p) = self.peers.iter().find(|p| !crate::vnet::is_project_address(**p)) {
             return Err(SupervisorError::Invalid(format!("peer {p} is outside 198.18.0.0/15")));
         }
-        let mut x = String::new();
-        let _ = writeln!(x, "  <Domain id=\"{}\">", self.domain_id);
-        x.push_str("    <General>\n      <Interfaces>\n");
-        let _ = writeln!(x, "        <NetworkInterface name=\"{}\" multicast=\"{}\"/>", self.interface, self.multicast);
-        x.push_str("      </Interfaces>\n");
-        let _ = writeln!(x, "      <AllowMulticast>{}</AllowMulticast>", if self.multicast { "spdp" } else { "false" });
-        x.push_str("    </General>\n    <Discovery>\n");
-        x.push_str("      <ParticipantIndex>auto</ParticipantIndex>\n");
-        let _ = writeln!(x, "      <MaxAutoParticipantIndex>{}</MaxAutoParticipantIndex>", self.max_participant_index);
-        x.push_str("      <Peers>\n");
-        for p in &self.peers {
-            let _ = writeln!(x, "        <Peer address=\"{p}\"/>");
-        }
-        x.push_str("      </Peers>\n    </Discovery>\n  </Domain>\n");
-        Ok(x)
+        let settings = partita_dds::NetworkSettings {
+            interface: partita_dds::Interface::Named(self.interface.clone()),
+            multicast: self.multicast,
+            peers: self.peers.iter().map(|p| p.to_string()).collect(),
+            max_participant_index: self.max_participant_index,
+            synchronous_delivery: true,
+            max_message_size: None,
+        };
+        settings.domain_xml(&self.domain_id.to_string()).map_err(|e| SupervisorError::Invalid(e.to_string()))
     }
 
     /// Writes the XML of `domains` to `path` and returns the `CYCLONEDDS_URI` value naming it.
