@@ -21,6 +21,8 @@ pub struct BenchArgs {
 enum BenchCommand {
     /// Request/response round-trip time between two processes, per transport and payload size.
     Rr(RrArgs),
+    /// Paper 001's experiments: Tables 1 and 2, the Fig. 5 sweep, the plan's prediction, the multicore variant.
+    Paper(crate::paper::PaperArgs),
     /// The server side of `bench rr` (started by `bench rr` itself).
     #[command(name = "rr-server", hide = true)]
     RrServer(RrServerArgs),
@@ -129,6 +131,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(e),
         },
+        BenchCommand::Paper(a) => crate::paper::paper(a),
         BenchCommand::RouterFlood(a) => match run_flood(a) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(e),

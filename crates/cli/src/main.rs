@@ -2,9 +2,12 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod app;
 mod bench;
 mod check;
+mod paper;
 mod route;
+mod signals;
 mod supervise;
 
 #[derive(Parser)]
@@ -16,6 +19,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Boot the paper's video-surveillance system (built in), measure its monitor, print the table, tear down.
+    Demo(paper::DemoArgs),
     /// Validate a system file (the built-in default without one) and show its plans and networks.
     Check(check::CheckArgs),
     /// Run the DDS routing service between domains.
@@ -28,8 +33,8 @@ enum Command {
     Down(supervise::DownArgs),
     /// Show the systems that are up (state under /run/partita) and partita's leftovers.
     Status(supervise::StatusArgs),
-    /// Applications that run inside partitions (`app probe`).
-    App(supervise::AppArgs),
+    /// The applications that run inside partitions: recorder, monitor, udp-echo, probe.
+    App(app::AppArgs),
     /// Measure freezing backends and the reference frame (supervisor benchmarks).
     #[command(hide = true)]
     IsolationBench(supervise::IsolationBenchArgs),
@@ -38,13 +43,14 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Demo(a) => paper::demo(a),
         Command::Check(a) => check::run(a),
         Command::Route(a) => route::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Up(a) => supervise::up(a),
         Command::Down(a) => supervise::down(a),
         Command::Status(a) => supervise::status(a),
-        Command::App(a) => supervise::app(a),
+        Command::App(a) => app::run(a),
         Command::IsolationBench(a) => supervise::isolation_bench(a),
     }
 }

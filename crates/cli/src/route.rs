@@ -3,14 +3,14 @@ use clap::Args;
 use partita_router::{stats, Router, RouterConfig};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(Args)]
 pub struct RouteArgs {
-    /// The router's TOML configuration (see docs/router.md).
-    pub config: PathBuf,
+    /// The router's TOML configuration (see docs/router.md). Inside an I/O partition it may be left out: the
+    /// router then forwards every topic both ways between the module's domain and the inter-module network.
+    pub config: Option<PathBuf>,
     /// Print the statistics table every stats period.
     #[arg(long)]
     pub stats: bool,
@@ -22,24 +22,34 @@ pub struct RouteArgs {
     pub check: bool,
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
-
 pub fn run(args: RouteArgs) -> ExitCode {
-    let config = match RouterConfig::load(&args.config) {
-        Ok(c) => c,
-        Err(errors) => {
-            for e in errors {
-                eprintln!("error: {e}");
+    let (config, source) = match &args.config {
+        Some(path) => match RouterConfig::load(path) {
+            Ok(c) => (c, path.display().to_string()),
+            Err(errors) => {
+                for e in errors {
+                    eprintln!("error: {e}");
+                }
+                return ExitCode::from(2);
             }
-            return ExitCode::from(2);
-        }
+        },
+        None => match RouterConfig::for_io_partition() {
+            Some(Ok(c)) => (c, "the I/O partition's domains".to_string()),
+            Some(Err(e)) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+            None => {
+                eprintln!(
+                    "error: partita route needs a CONFIG file (see docs/router.md and examples/router-loopback.toml); \
+                     only inside an I/O partition (PARTITA_DOMAIN and PARTITA_EXTERNAL_DOMAIN set by the supervisor) can it be left out"
+                );
+                return ExitCode::from(2);
+            }
+        },
     };
     if args.check {
-        println!("{}: valid ({} sides, {} routes)", args.config.display(), config.sides.len(), config.routes.len());
+        println!("{source}: valid ({} sides, {} routes)", config.sides.len(), config.routes.len());
         return ExitCode::SUCCESS;
     }
     if let Some(d) = args.duration {
@@ -48,11 +58,7 @@ pub fn run(args: RouteArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-    }
+    crate::signals::install();
     let period = config.stats_period();
     let router = match Router::start(config) {
         Ok(r) => Arc::new(r),
@@ -63,7 +69,7 @@ pub fn run(args: RouteArgs) -> ExitCode {
     };
     let start = Instant::now();
     let mut next = start + period;
-    while !STOP.load(Ordering::Relaxed) {
+    while !crate::signals::stop_requested() {
         if args.duration.is_some_and(|d| start.elapsed().as_secs_f64() >= d) {
             break;
         }

@@ -1,4 +1,4 @@
-//! Supervisor commands: `partita down`, `partita status`, the probe application `partita app probe`, and the
+//! Supervisor commands: `partita down`, `partita status`, and the
 //! hidden `partita isolation-bench` (freezing backends, the 1500 µs reference frame).
 use clap::{Args, Subcommand};
 use partita_supervisor::bench;
@@ -59,38 +59,6 @@ pub fn status(_: StatusArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-#[derive(Args)]
-pub struct AppArgs {
-    #[command(subcommand)]
-    app: App,
-}
-
-#[derive(Subcommand)]
-enum App {
-    /// Spins and records when it actually ran (CLOCK_MONOTONIC intervals, one `start end` line in ns each):
-    /// a gap longer than --gap-us between two readings means it was frozen or preempted.
-    Probe {
-        output: PathBuf,
-        duration_ms: u64,
-        #[arg(long, default_value_t = 20)]
-        gap_us: u64,
-    },
-}
-
-pub fn app(a: AppArgs) -> ExitCode {
-    match a.app {
-        App::Probe { output, duration_ms, gap_us } => {
-            let runs = partita_supervisor::probe::spin(duration_ms * 1_000_000, gap_us * 1000, 10_000_000);
-            match partita_supervisor::probe::write_intervals(&output, &runs) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("partita app probe: {e}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
-    }
-}
 
 #[derive(Args)]
 pub struct IsolationBenchArgs {

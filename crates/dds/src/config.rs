@@ -81,6 +81,19 @@ impl DomainConfig {
         })
     }
 
+    /// The inter-module network's domain of an I/O partition (`PARTITA_EXTERNAL_DOMAIN`, configured in the same
+    /// `CYCLONEDDS_URI` file as the module's domain). `None` outside an I/O partition.
+    pub fn from_environment_external() -> Option<Result<Self>> {
+        let uri = std::env::var("CYCLONEDDS_URI").ok()?;
+        let domain = std::env::var("PARTITA_EXTERNAL_DOMAIN").ok()?;
+        Some(match domain.parse::<u32>() {
+            Ok(domain_id) => Ok(DomainConfig { domain_id, source: Source::Uri(uri) }),
+            Err(_) => Err(DdsError::Config(format!(
+                "PARTITA_EXTERNAL_DOMAIN={domain:?} is not a domain id; the supervisor sets it to a number 0..=232"
+            ))),
+        })
+    }
+
     /// The partition's configuration when under the supervisor, else loopback on `fallback_domain`.
     pub fn from_environment_or_loopback(fallback_domain: u32) -> Result<Self> {
         Self::from_environment().unwrap_or_else(|| Ok(Self::loopback(fallback_domain)))

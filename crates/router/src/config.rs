@@ -91,6 +91,9 @@ pub struct SideConfig {
     pub peers: Vec<String>,
     #[serde(default)]
     pub multicast: bool,
+    /// A domain configured by the supervisor (an I/O partition's `CYCLONEDDS_URI`) instead of the fields above.
+    #[serde(skip)]
+    pub supervisor_domain: Option<partita_dds::DomainConfig>,
 }
 
 fn default_interface() -> String {
@@ -218,6 +221,45 @@ impl RouterConfig {
         } else {
             Err(errors)
         }
+    }
+
+    /// The routing service of an I/O partition started without a file: its two domains as the supervisor
+    /// configured them (`PARTITA_DOMAIN`, the module's V-NETWORK, and `PARTITA_EXTERNAL_DOMAIN`, the inter-module
+    /// network), every topic routed both ways. `None` outside an I/O partition.
+    pub fn for_io_partition() -> Option<Result<Self, String>> {
+        let module = partita_dds::DomainConfig::from_environment()?;
+        let external = partita_dds::DomainConfig::from_environment_external()?;
+        let (module, external) = match (module, external) {
+            (Ok(m), Ok(e)) => (m, e),
+            (Err(e), _) | (_, Err(e)) => return Some(Err(e.to_string())),
+        };
+        let side = |name: &str, dc: partita_dds::DomainConfig| SideConfig {
+            name: name.into(),
+            domain: dc.domain_id,
+            interface: default_interface(),
+            peers: Vec::new(),
+            multicast: false,
+            supervisor_domain: Some(dc),
+        };
+        let name = std::env::var("PARTITA_PARTITION").unwrap_or_else(|_| default_name());
+        Some(Ok(RouterConfig {
+            name,
+            max_topics: default_max_topics(),
+            stats_period: default_stats_period(),
+            stats_side: None,
+            mirror_participants: true,
+            sides: vec![side("module", module), side("network", external)],
+            routes: vec![RouteConfig {
+                from: "module".into(),
+                to: "network".into(),
+                both_ways: true,
+                allow: default_allow(),
+                block: Vec::new(),
+                partitions: default_allow(),
+                trigger: Trigger::default(),
+                topics: Vec::new(),
+            }],
+        }))
     }
 
     pub fn stats_period(&self) -> Duration {

@@ -91,7 +91,10 @@ impl Side {
     fn open(cfg: &crate::config::SideConfig, router: &str) -> Result<Side, RouterError> {
         let e = |source| RouterError::Side { side: cfg.name.clone(), source };
         let iface = if cfg.interface == "lo" { Interface::Loopback } else { Interface::Named(cfg.interface.clone()) };
-        let dc = DomainConfig::on_interface(cfg.domain, iface, cfg.peers.clone()).with(|s| s.multicast = cfg.multicast);
+        let dc = match &cfg.supervisor_domain {
+            Some(dc) => dc.clone(),
+            None => DomainConfig::on_interface(cfg.domain, iface, cfg.peers.clone()).with(|s| s.multicast = cfg.multicast),
+        };
         let participant = Participant::with_qos(&dc, &router_qos(router)).map_err(e)?;
         let prefix = prefix_of(&participant.guid().map_err(e)?);
         Ok(Side {

@@ -29,15 +29,7 @@ fn action(h: &HealthAction) -> Action {
 pub fn spec_from(system: &System) -> Result<SystemSpec, Unsupported> {
     let mut modules = Vec::new();
     for m in &system.modules {
-        if m.plans.len() > 1 {
-            return Err(Unsupported {
-                file: system.source.clone(),
-                module: m.name.clone(),
-                problem: format!("{} plans (one per CPU); the supervisor runs one plan per module so far", m.plans.len()),
-                fix: "give the module a single plan on one CPU".into(),
-            });
-        }
-        let plan = m.plans.first().map(|p| PlanSpec {
+        let plans = m.plans.iter().map(|p| PlanSpec {
             major_frame: Duration::from_nanos(p.major_frame.0.as_nanos()),
             windows: p
                 .windows
@@ -45,7 +37,7 @@ pub fn spec_from(system: &System) -> Result<SystemSpec, Unsupported> {
                 .map(|w| (w.partition.clone(), Duration::from_nanos(w.start.as_nanos()), Duration::from_nanos(w.duration.as_nanos())))
                 .collect(),
             executor_cpu: Some(p.cpu),
-        });
+        }).collect();
         let cpus = if m.cpus.is_empty() {
             None
         } else {
@@ -55,7 +47,7 @@ pub fn spec_from(system: &System) -> Result<SystemSpec, Unsupported> {
             name: m.name.clone(),
             cpus,
             domain: m.network.domain.get(),
-            plan,
+            plans,
             partitions: m
                 .partitions
                 .iter()
@@ -76,7 +68,7 @@ pub fn spec_from(system: &System) -> Result<SystemSpec, Unsupported> {
             name: n.name.clone(),
             cpus: None,
             domain: n.domain.get(),
-            plan: None,
+            plans: Vec::new(),
             partitions: vec![PartitionSpec {
                 name: n.name.clone(),
                 command: n.command.clone(),
@@ -99,14 +91,14 @@ mod tests {
     fn the_papers_system_converts_with_its_plan() {
         let sys = partita_system::builtin_default().expect("the built-in default is valid");
         let spec = spec_from(&sys).unwrap();
-        let recorder = spec.modules.iter().find(|m| m.plan.is_some()).expect("a partitioned module");
-        let plan = recorder.plan.as_ref().unwrap();
+        let recorder = spec.modules.iter().find(|m| !m.plans.is_empty()).expect("a partitioned module");
+        let plan = &recorder.plans[0];
         assert_eq!(plan.major_frame, Duration::from_micros(1500));
         let mut windows: Vec<(String, Duration)> = plan.windows.iter().map(|(p, _, d)| (p.clone(), *d)).collect();
         windows.sort();
         assert_eq!(windows, vec![("recorder".into(), Duration::from_micros(700)), ("routing".into(), Duration::from_micros(800))]);
         assert_eq!(recorder.partitions.iter().filter(|p| p.io).count(), 1);
-        assert!(spec.modules.iter().any(|m| m.plan.is_none()), "the monitoring node is native");
+        assert!(spec.modules.iter().any(|m| m.plans.is_empty()), "the monitoring node is native");
         assert_eq!(spec.external_domain, sys.network.domain.get());
     }
 }

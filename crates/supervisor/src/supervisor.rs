@@ -177,7 +177,7 @@ impl Supervisor {
         // A native node is on the inter-module network only: no module network of its own.
         let mut module_bridge = Vec::new();
         for (mi, m) in system.modules.iter().enumerate() {
-            if m.is_native() {
+            if !m.has_module_network() {
                 module_bridge.push(None);
             } else {
                 s.bridges.push(Bridge::create(&names.module_bridge(mi))?);
@@ -194,7 +194,7 @@ impl Supervisor {
         let mut external_members = Vec::new();
         for (mi, m) in system.modules.iter().enumerate() {
             for (pi, p) in m.partitions.iter().enumerate() {
-                if p.io || m.is_native() {
+                if m.is_external(p) {
                     external_members.push((mi, pi));
                 }
             }
@@ -202,14 +202,19 @@ impl Supervisor {
         let ext_addr = |mi: usize, pi: usize| external_members.iter().position(|x| *x == (mi, pi)).map(external_address);
         let all_external: Vec<Ipv4Addr> = (0..external_members.len()).map(external_address).collect();
         // 2. Per partition: cgroup, namespace, V-NICs, DDS configuration; then launch (frozen when planned).
-        let mut freezers: Vec<Vec<Freezer>> = Vec::new();
+        let mut freezers: Vec<Vec<(String, Freezer)>> = Vec::new();
         for (mi, m) in system.modules.iter().enumerate() {
             check_component("module", &m.name)?;
             let mut module_freezers = Vec::new();
             let module_peers: Vec<Ipv4Addr> = (0..m.partitions.len()).map(|pi| module_address(mi, pi)).collect();
             for (pi, p) in m.partitions.iter().enumerate() {
                 check_component("partition", &p.name)?;
-                let limits = Limits { memory_bytes: p.memory_bytes, pids_max: p.pids_max, cpus: m.cpus.clone(), mems: None };
+                // With one plan per CPU, a partition runs on its plan's CPU only.
+                let cpus = match (m.plans.len() > 1, m.plan_of(&p.name)) {
+                    (true, Some(plan)) => plan.executor_cpu.map(|c| c.to_string()).or_else(|| m.cpus.clone()),
+                    _ => m.cpus.clone(),
+                };
+                let limits = Limits { memory_bytes: p.memory_bytes, pids_max: p.pids_max, cpus, mems: None };
                 let cg = Arc::new(PartitionCgroup::create(&layout, &system.name, &names.cgroup_partition(&m.name, &p.name), &limits)?);
                 s.cgroups.push(cg.clone());
                 let ns = NetNamespace::create(&names.netns(&m.name, &p.name))?;
@@ -230,23 +235,23 @@ impl Supervisor {
                 }
                 let xml_path = state_path.join(format!("{}-{}.xml", m.name, p.name));
                 let uri = CycloneConfig::write_all(&domains, &xml_path)?;
-                if m.plan.is_some() {
+                if m.plan_of(&p.name).is_some() {
                     let f = Freezer::new(&cg, backend.unwrap_or_else(|| FreezeBackend::best_for(&cg)))?;
                     s.state.freeze_backend = f.backend().name();
                     f.freeze()?;
-                    module_freezers.push(f);
+                    module_freezers.push((p.name.clone(), f));
                 }
                 let Some((program, args)) = p.command.split_first() else {
                     return Err(SupervisorError::Invalid(format!("partition {} has no command", p.name)));
                 };
                 let mut env = p.env.clone();
-                if external.is_some() && !m.is_native() {
+                if external.is_some() && m.has_module_network() {
                     env.push(("PARTITA_EXTERNAL_DOMAIN".into(), system.external_domain.to_string()));
                 }
                 let spec = LaunchSpec {
                     partition: p.name.clone(),
                     module: m.name.clone(),
-                    domain: if m.is_native() { system.external_domain } else { m.domain },
+                    domain: if m.has_module_network() { m.domain } else { system.external_domain },
                     program: program.clone(),
                     args: args.to_vec(),
                     env,
@@ -267,20 +272,39 @@ impl Supervisor {
             }
             freezers.push(module_freezers);
         }
-        // 3. Plans.
-        for ((m, module_freezers), _) in system.modules.iter().zip(freezers).zip(0..) {
-            let Some(plan) = &m.plan else { continue };
-            let mut windows = Vec::new();
-            for (name, offset, duration) in &plan.windows {
-                let partition = m.partitions.iter().position(|p| &p.name == name).ok_or_else(|| {
-                    SupervisorError::Invalid(format!("plan of module {} names unknown partition {name}", m.name))
-                })?;
-                windows.push(Window { partition, offset: *offset, duration: *duration });
+        // 3. Plans: one executor per plan, owning the freezers of the partitions its windows name.
+        for (m, module_freezers) in system.modules.iter().zip(freezers) {
+            let mut module_freezers: Vec<Option<(String, Freezer)>> = module_freezers.into_iter().map(Some).collect();
+            for plan in &m.plans {
+                let mut plan_freezers = Vec::new();
+                let mut plan_names: Vec<String> = Vec::new();
+                let mut windows = Vec::new();
+                for (name, offset, duration) in &plan.windows {
+                    let partition = match plan_names.iter().position(|n| n == name) {
+                        Some(i) => i,
+                        None => {
+                            let slot = module_freezers
+                                .iter_mut()
+                                .find(|f| f.as_ref().is_some_and(|(n, _)| n == name))
+                                .and_then(Option::take)
+                                .ok_or_else(|| {
+                                    SupervisorError::Invalid(format!(
+                                        "plan of module {} names partition {name}, which is unknown or already in another plan",
+                                        m.name
+                                    ))
+                                })?;
+                            plan_freezers.push(slot.1);
+                            plan_names.push(name.clone());
+                            plan_names.len() - 1
+                        }
+                    };
+                    windows.push(Window { partition, offset: *offset, duration: *duration });
+                }
+                let schedule = Schedule::new(plan.major_frame, windows)?;
+                let cpu = plan.executor_cpu.or_else(|| m.cpus.as_deref().and_then(first_cpu));
+                let config = ExecutorConfig { cpu, ..ExecutorConfig::default() };
+                s.executors.push(Executor::start(schedule, plan_freezers, config)?);
             }
-            let schedule = Schedule::new(plan.major_frame, windows)?;
-            let cpu = plan.executor_cpu.or_else(|| m.cpus.as_deref().and_then(first_cpu));
-            let config = ExecutorConfig { cpu, ..ExecutorConfig::default() };
-            s.executors.push(Executor::start(schedule, module_freezers, config)?);
         }
         s.write_state()?;
         Ok(s)

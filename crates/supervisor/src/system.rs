@@ -19,8 +19,9 @@ pub struct ModuleSpec {
     pub cpus: Option<String>,
     /// Domain id of the module's V-NETWORK.
     pub domain: u32,
-    /// The cyclic plan; `None` for a native node (its partitions run freely).
-    pub plan: Option<PlanSpec>,
+    /// The cyclic plans, one per CPU; none for a native node (its partitions run freely). Each partition is
+    /// in at most one plan; with several plans a partition is pinned to its plan's CPU.
+    pub plans: Vec<PlanSpec>,
     pub partitions: Vec<PartitionSpec>,
 }
 
@@ -47,6 +48,23 @@ pub struct PartitionSpec {
 
 impl ModuleSpec {
     pub fn is_native(&self) -> bool {
-        self.plan.is_none()
+        self.plans.is_empty()
+    }
+
+    /// A module with a network of its own: every partitioned module, and a native one that has an I/O
+    /// partition (a machine whose processes share a local domain, one of them also on the inter-module
+    /// network). A native node without an I/O partition is on the inter-module network only.
+    pub fn has_module_network(&self) -> bool {
+        !self.is_native() || self.partitions.iter().any(|p| p.io)
+    }
+
+    /// Whether partition `p` has a V-NIC on the inter-module network.
+    pub fn is_external(&self, p: &PartitionSpec) -> bool {
+        p.io || !self.has_module_network()
+    }
+
+    /// The plan whose windows name `partition`.
+    pub fn plan_of(&self, partition: &str) -> Option<&PlanSpec> {
+        self.plans.iter().find(|pl| pl.windows.iter().any(|(n, _, _)| n == partition))
     }
 }

@@ -31,14 +31,14 @@ fn ddsperf_ping_pong_between_two_partitions_over_the_module_network() {
             name: "m".into(),
             cpus: Some("1".into()),
             domain: 5,
-            plan: Some(PlanSpec {
+            plans: vec![PlanSpec {
                 major_frame: Duration::from_millis(10),
                 windows: vec![
                     ("ping".into(), Duration::ZERO, Duration::from_millis(5)),
                     ("pong".into(), Duration::from_millis(5), Duration::from_millis(5)),
                 ],
                 executor_cpu: None,
-            }),
+            }],
             partitions: vec![
                 partition("ping", "exec ddsperf -i $PARTITA_DOMAIN -D 8 -Qroundtrips:5 ping"),
                 partition("pong", "exec ddsperf -i $PARTITA_DOMAIN -D 12 pong"),

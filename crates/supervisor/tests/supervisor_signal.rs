@@ -19,11 +19,11 @@ fn sigterm_stops_the_plan_and_removes_the_system() {
             name: "m".into(),
             cpus: Some("1".into()),
             domain: 1,
-            plan: Some(PlanSpec {
+            plans: vec![PlanSpec {
                 major_frame: Duration::from_millis(10),
                 windows: vec![("only".into(), Duration::ZERO, Duration::from_millis(5))],
                 executor_cpu: None,
-            }),
+            }],
             partitions: vec![PartitionSpec {
                 name: "only".into(),
                 command: vec!["sleep".into(), "300".into()],

@@ -30,21 +30,21 @@ fn reference_system(name: &str, recorder_command: &[&str]) -> SystemSpec {
                 name: "node".into(),
                 cpus: Some("1".into()),
                 domain: 1,
-                plan: Some(PlanSpec {
+                plans: vec![PlanSpec {
                     major_frame: Duration::from_micros(1500),
                     windows: vec![
                         ("routing".into(), Duration::ZERO, Duration::from_micros(800)),
                         ("recorder".into(), Duration::from_micros(800), Duration::from_micros(700)),
                     ],
                     executor_cpu: Some(1),
-                }),
+                }],
                 partitions: vec![partition("routing", true, spin), partition("recorder", false, recorder_command)],
             },
             ModuleSpec {
                 name: "monitor".into(),
                 cpus: Some("0".into()),
                 domain: 0,
-                plan: None,
+                plans: Vec::new(),
                 partitions: vec![partition("monitor", false, &["sleep", "300"])],
             },
         ],

@@ -1,0 +1,13 @@
+//! The applications of paper 001's video-surveillance system, run inside partitions as `partita app …`:
+//!
+//! - [`recorder`]: the Video_Recorder partition. Synthetic cameras ([`pattern`]) encoded as PNG, recorded into
+//!   a bounded on-disk ring ([`ring`]), served over DDS ([`surveillance`] topics).
+//! - [`monitor`]: a monitoring node. Requests frames, measures each response time, saves the latest frame.
+//! - [`udp`]: the same request/response over raw UDP, the NETWORK baseline of the paper's Table 1.
+pub mod monitor;
+pub mod pattern;
+pub mod recorder;
+pub mod ring;
+pub mod summary;
+pub mod surveillance;
+pub mod udp;

@@ -1,0 +1,373 @@
+//! The Video_Recorder partition's application: synthetic cameras recorded into the ring, frames served over
+//! DDS.
+//!
+//! Two threads. The capture thread draws, encodes and appends every camera's frame at the configured rate; it
+//! never waits on DDS. The serving thread takes requests and answers them from the newest frame kept in memory
+//! (`Live`) or from the ring (`AtTime`). They share only the ring index and the newest frames, each behind a
+//! mutex held for a lookup or an insertion, never for I/O or encoding: requests, however many, cannot stall
+//! recording, and a monitor that crashes or restarts is just a reader that comes and goes.
+use crate::pattern;
+use crate::ring::{Entry, FrameMeta, OpenReport, RingConfig, RingError, RingIndex, RingReader, RingWriter, ENCODING_PNG};
+use crate::surveillance::*;
+use partita_dds::{DomainConfig, Participant, Reader, Topic, Writer};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+#[derive(Debug, Clone)]
+pub struct RecorderConfig {
+    pub ring: RingConfig,
+    pub cameras: u32,
+    pub width: u32,
+    pub height: u32,
+    /// Frames per second, per camera.
+    pub fps: f64,
+    /// Make every reply exactly this many serialized bytes ([`FrameReply::fit_to`]).
+    pub reply_size: Option<usize>,
+}
+
+impl RecorderConfig {
+    pub fn new(ring: RingConfig) -> Self {
+        RecorderConfig { ring, cameras: 1, width: 320, height: 240, fps: 10.0, reply_size: None }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecorderError {
+    #[error("{0}")]
+    Config(String),
+    #[error(transparent)]
+    Ring(#[from] RingError),
+    #[error("DDS: {0}")]
+    Dds(#[from] partita_dds::DdsError),
+    #[error("the {0} thread panicked")]
+    Panicked(&'static str),
+}
+
+/// Counters, readable while the recorder runs.
+#[derive(Debug, Default)]
+struct Counters {
+    frames: AtomicU64,
+    /// Frame slots skipped because drawing and writing fell behind the rate.
+    late_ticks: AtomicU64,
+    write_errors: AtomicU64,
+    requests: AtomicU64,
+    replies: AtomicU64,
+    /// Replies that could not be brought down to `reply_size`.
+    oversize_replies: AtomicU64,
+    reply_errors: AtomicU64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct RecorderStats {
+    pub frames: u64,
+    pub late_ticks: u64,
+    pub write_errors: u64,
+    pub requests: u64,
+    pub replies: u64,
+    pub oversize_replies: u64,
+    pub reply_errors: u64,
+    pub ring_records: u64,
+}
+
+/// The newest frame of a camera, kept in memory so `Live` requests need no disk read.
+#[derive(Clone)]
+struct Latest {
+    meta: FrameMeta,
+    image: Arc<Vec<u8>>,
+}
+
+struct Shared {
+    stop: AtomicBool,
+    counters: Counters,
+    latest: Mutex<Vec<Option<Latest>>>,
+    index: Arc<Mutex<RingIndex>>,
+    last_error: Mutex<Option<String>>,
+}
+
+impl Shared {
+    fn note_error(&self, e: String) {
+        *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+    }
+}
+
+/// A running recorder. Dropping it stops both threads.
+pub struct Recorder {
+    shared: Arc<Shared>,
+    capture: Option<JoinHandle<()>>,
+    serve: Option<JoinHandle<()>>,
+    open_report: OpenReport,
+    domain_id: u32,
+}
+
+pub fn now_ns() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
+}
+
+impl Recorder {
+    /// Opens the ring (scanning what a previous run left), joins the domain and starts both threads.
+    pub fn start(config: RecorderConfig, dds: &DomainConfig) -> Result<Self, RecorderError> {
+        if config.cameras == 0 || config.width == 0 || config.height == 0 {
+            return Err(RecorderError::Config("cameras, width and height must be at least 1".into()));
+        }
+        if config.width > 8192 || config.height > 8192 {
+            return Err(RecorderError::Config("width and height are at most 8192".into()));
+        }
+        if !(config.fps > 0.0 && config.fps <= 1000.0) {
+            return Err(RecorderError::Config(format!("fps {} is not in (0, 1000]", config.fps)));
+        }
+        let (writer, open_report) = RingWriter::open(config.ring.clone())?;
+        let participant = Participant::new(dds)?;
+        let request_topic = Topic::<FrameRequest>::new(&participant, REQUEST_TOPIC, &request_qos())?;
+        let reply_topic = Topic::<FrameReply>::new(&participant, REPLY_TOPIC, &reply_qos())?;
+        let requests = Reader::new(&request_topic, &request_qos())?;
+        let replies = Writer::new(&reply_topic, &reply_qos())?;
+
+        let shared = Arc::new(Shared {
+            stop: AtomicBool::new(false),
+            counters: Counters::default(),
+            latest: Mutex::new(vec![None; config.cameras as usize]),
+            index: writer.index(),
+            last_error: Mutex::new(None),
+        });
+        let capture = {
+            let (shared, config) = (shared.clone(), config.clone());
+            std::thread::Builder::new()
+                .name("capture".into())
+                .spawn(move || capture_loop(writer, &config, &shared))
+                .map_err(|e| RecorderError::Config(format!("cannot start the capture thread: {e}")))?
+        };
+        let serve = {
+            let shared = shared.clone();
+            let server = Server {
+                reader: RingReader::new(&config.ring.dir),
+                cameras: config.cameras,
+                reply_size: config.reply_size,
+                shared: shared.clone(),
+            };
+            std::thread::Builder::new()
+                .name("serve".into())
+                .spawn(move || {
+                    // The topics and participant live as long as the reader and writer using them.
+                    let _keep = (participant, request_topic, reply_topic);
+                    server.serve_loop(&requests, &replies)
+                })
+                .map_err(|e| RecorderError::Config(format!("cannot start the serving thread: {e}")))?
+        };
+        Ok(Recorder { shared, capture: Some(capture), serve: Some(serve), open_report, domain_id: dds.domain_id })
+    }
+
+    /// What opening the ring found (records kept, damaged stretches skipped, bytes cut).
+    pub fn open_report(&self) -> &OpenReport {
+        &self.open_report
+    }
+
+    pub fn domain_id(&self) -> u32 {
+        self.domain_id
+    }
+
+    pub fn stats(&self) -> RecorderStats {
+        let c = &self.shared.counters;
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        RecorderStats {
+            frames: l(&c.frames),
+            late_ticks: l(&c.late_ticks),
+            write_errors: l(&c.write_errors),
+            requests: l(&c.requests),
+            replies: l(&c.replies),
+            oversize_replies: l(&c.oversize_replies),
+            reply_errors: l(&c.reply_errors),
+            ring_records: self.shared.index.lock().unwrap_or_else(|p| p.into_inner()).len() as u64,
+        }
+    }
+
+    /// The newest recorded frame of `camera`.
+    pub fn latest(&self, camera: u32) -> Option<FrameMeta> {
+        let latest = self.shared.latest.lock().unwrap_or_else(|p| p.into_inner());
+        latest.get(camera as usize).and_then(|l| l.as_ref().map(|l| l.meta))
+    }
+
+    /// The ring's records, oldest first.
+    pub fn ring_entries(&self) -> Vec<Entry> {
+        self.shared.index.lock().unwrap_or_else(|p| p.into_inner()).entries().copied().collect()
+    }
+
+    /// The last write or serving error, if any.
+    pub fn last_error(&self) -> Option<String> {
+        self.shared.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// True while both threads run.
+    pub fn is_running(&self) -> bool {
+        [&self.capture, &self.serve].iter().all(|t| t.as_ref().is_some_and(|t| !t.is_finished()))
+    }
+
+    /// Stops both threads and returns the final counters.
+    pub fn stop(mut self) -> Result<RecorderStats, RecorderError> {
+        self.shutdown()?;
+        Ok(self.stats())
+    }
+
+    fn shutdown(&mut self) -> Result<(), RecorderError> {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        let mut result = Ok(());
+        for (name, t) in [("capture", self.capture.take()), ("serving", self.serve.take())] {
+            if let Some(t) = t {
+                if t.join().is_err() {
+                    result = Err(RecorderError::Panicked(name));
+                }
+            }
+        }
+        result
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
+
+fn capture_loop(mut ring: RingWriter, config: &RecorderConfig, shared: &Shared) {
+    let period = Duration::from_secs_f64(1.0 / config.fps);
+    let mut next = Instant::now();
+    while !shared.stop.load(Ordering::Relaxed) {
+        for camera in 0..config.cameras {
+            let captured_ns = now_ns();
+            let frame = ring.next_frame(camera);
+            let img = pattern::render(camera, frame, captured_ns, config.width, config.height);
+            let meta = FrameMeta { camera, frame, captured_ns, width: config.width, height: config.height, encoding: ENCODING_PNG };
+            let png = match pattern::encode_png(&img) {
+                Ok(p) => Arc::new(p),
+                Err(e) => {
+                    shared.counters.write_errors.fetch_add(1, Ordering::Relaxed);
+                    shared.note_error(e.to_string());
+                    continue;
+                }
+            };
+            if let Err(e) = ring.append(meta, &png) {
+                // Keep going: a full or failing disk must not stop live frames.
+                shared.counters.write_errors.fetch_add(1, Ordering::Relaxed);
+                shared.note_error(e.to_string());
+            }
+            shared.latest.lock().unwrap_or_else(|p| p.into_inner())[camera as usize] = Some(Latest { meta, image: png });
+            shared.counters.frames.fetch_add(1, Ordering::Relaxed);
+        }
+        next += period;
+        let now = Instant::now();
+        if next < now {
+            // Behind: skip the slots already missed rather than bursting to catch up.
+            let behind = (now - next).as_nanos() / period.as_nanos().max(1);
+            shared.counters.late_ticks.fetch_add(behind as u64 + 1, Ordering::Relaxed);
+            next = now;
+            continue;
+        }
+        while !shared.stop.load(Ordering::Relaxed) {
+            let now = Instant::now();
+            if now >= next {
+                break;
+            }
+            std::thread::sleep((next - now).min(Duration::from_millis(50)));
+        }
+    }
+    if let Err(e) = ring.sync() {
+        shared.note_error(e.to_string());
+    }
+}
+
+struct Server {
+    reader: RingReader,
+    cameras: u32,
+    reply_size: Option<usize>,
+    shared: Arc<Shared>,
+}
+
+impl Server {
+    fn serve_loop(mut self, requests: &Reader<FrameRequest>, replies: &Writer<FrameReply>) {
+        let shared = self.shared.clone();
+        let c = &shared.counters;
+        while !shared.stop.load(Ordering::Relaxed) {
+            let samples = match requests.take_wait(Duration::from_millis(100)) {
+                Ok(s) => s,
+                Err(e) => {
+                    c.reply_errors.fetch_add(1, Ordering::Relaxed);
+                    self.shared.note_error(format!("taking requests: {e}"));
+                    std::thread::sleep(Duration::from_millis(100));
+                    continue;
+                }
+            };
+            for req in samples.into_iter().filter_map(|s| s.value) {
+                c.requests.fetch_add(1, Ordering::Relaxed);
+                let mut reply = self.answer(&req);
+                if let Some(size) = self.reply_size {
+                    if !reply.fit_to(size) {
+                        c.oversize_replies.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                match replies.write(&reply) {
+                    Ok(()) => c.replies.fetch_add(1, Ordering::Relaxed),
+                    Err(e) => {
+                        self.shared.note_error(format!("writing a reply: {e}"));
+                        c.reply_errors.fetch_add(1, Ordering::Relaxed)
+                    }
+                };
+            }
+        }
+    }
+
+    /// The reply to one request.
+    pub(crate) fn answer(&mut self, req: &FrameRequest) -> FrameReply {
+        let mut reply = FrameReply {
+            monitor: req.monitor.clone(),
+            seq: req.seq,
+            camera: req.camera,
+            status: ReplyStatus::NoFrame,
+            frame: 0,
+            captured_ns: 0,
+            width: 0,
+            height: 0,
+            encoding: ImageEncoding::Omitted,
+            image: Vec::new(),
+            padding: Vec::new(),
+        };
+        if req.camera >= self.cameras {
+            reply.status = ReplyStatus::NoSuchCamera;
+            return reply;
+        }
+        let found = match req.mode {
+            CaptureMode::Live => {
+                let latest = self.shared.latest.lock().unwrap_or_else(|p| p.into_inner())[req.camera as usize].clone();
+                latest.map(|l| (l.meta, l.image.to_vec()))
+            }
+            CaptureMode::AtTime => self.recorded(req.camera, req.at_ns),
+        };
+        if let Some((meta, image)) = found {
+            reply.status = ReplyStatus::Ok;
+            reply.frame = meta.frame;
+            reply.captured_ns = meta.captured_ns;
+            reply.width = meta.width;
+            reply.height = meta.height;
+            reply.encoding = ImageEncoding::Png;
+            reply.image = image;
+        }
+        reply
+    }
+
+    /// The recorded frame nearest `at_ns`, read from the ring. The writer may reuse the record's segment between
+    /// the lookup and the read; then the lookup is simply repeated.
+    fn recorded(&mut self, camera: u32, at_ns: i64) -> Option<(FrameMeta, Vec<u8>)> {
+        for _ in 0..3 {
+            let entry = self.shared.index.lock().unwrap_or_else(|p| p.into_inner()).nearest(camera, at_ns)?;
+            match self.reader.read(&entry) {
+                Ok(image) => return Some((entry.meta, image)),
+                Err(RingError::Stale { .. }) => continue,
+                Err(e) => {
+                    self.shared.note_error(e.to_string());
+                    return None;
+                }
+            }
+        }
+        None
+    }
+}

@@ -1,0 +1,609 @@
+//! The recorder's bounded on-disk ring of frames.
+//!
+//! A ring is a directory of `segments` files `segment-NNN.ring`, each at most `size / segments` bytes. Records
+//! are appended to the current segment; when the next record does not fit, the writer moves to the next
+//! segment (wrapping to 0) and truncates it, which drops that segment's frames: the oldest ones. So the ring
+//! never holds more than `size` bytes and always holds the newest `size - size / segments` bytes of frames.
+//!
+//! A record is a 56-byte little-endian header, the payload (an encoded image), and zero padding to a multiple
+//! of 8 bytes:
+//!
+//! | offset | field | |
+//! |---|---|---|
+//! | 0 | magic `PTFR` | |
+//! | 4 | payload length, u32 | |
+//! | 8 | camera, u32 | |
+//! | 12 | width, u32 | |
+//! | 16 | height, u32 | |
+//! | 20 | encoding, u32 | 0 = PNG |
+//! | 24 | seq, u64 | ring-wide record number, grows by one per record, across restarts |
+//! | 32 | frame, u64 | the camera's frame number |
+//! | 40 | captured_ns, i64 | wall-clock capture time, ns since the Unix epoch |
+//! | 48 | CRC-32 (IEEE) of bytes 0..48 and the payload | |
+//! | 52 | format version, u32 = 1 | |
+//!
+//! Each record is written with one positioned write of header, payload and padding together, and only then
+//! entered in the in-memory index, so readers never see a record being written. A process killed in the middle
+//! leaves at most a torn record at the end of the current segment; a damaged disk block leaves a record whose
+//! CRC does not match. Opening a ring scans every segment, accepts only records whose magic, version, length and
+//! CRC are right, steps over anything else 8 bytes at a time until the next valid record, and cuts the current
+//! segment (the one holding the highest `seq`) back to the end of its last valid record before appending again.
+//!
+//! Durability ([`FsyncPolicy`]): records reach the page cache at once, so a crash of the recorder process loses
+//! nothing it wrote. Against power loss the default, [`FsyncPolicy::Segment`], flushes a segment with
+//! `fdatasync` when the writer leaves it: at most the current segment's frames can be lost, and any torn record
+//! is found by its CRC. [`FsyncPolicy::Record`] flushes after every record (at the cost of a disk flush per
+//! frame); [`FsyncPolicy::Never`] leaves it to the kernel.
+use std::collections::{HashMap, VecDeque};
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+pub const MAGIC: [u8; 4] = *b"PTFR";
+pub const HEADER_LEN: usize = 56;
+pub const VERSION: u32 = 1;
+const ALIGN: u64 = 8;
+pub const ENCODING_PNG: u32 = 0;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RingError {
+    #[error("ring {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("a record of {record} bytes does not fit a segment of {segment} bytes; give the ring more space or fewer segments")]
+    TooLarge { record: u64, segment: u64 },
+    #[error("ring of {size} bytes in {segments} segments is too small: each segment needs at least {min} bytes")]
+    TooSmall { size: u64, segments: u32, min: u64 },
+    #[error("record {seq} at {path}:{offset} no longer matches its index entry (overwritten or damaged)")]
+    Stale { seq: u64, path: PathBuf, offset: u64 },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RingError + '_ {
+    move |source| RingError::Io { path: path.to_path_buf(), source }
+}
+
+/// When the writer asks the kernel to put records on the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FsyncPolicy {
+    /// Never; the kernel writes back when it likes.
+    Never,
+    /// `fdatasync` a segment when the writer leaves it.
+    #[default]
+    Segment,
+    /// `fdatasync` after every record.
+    Record,
+}
+
+impl std::str::FromStr for FsyncPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "never" => Ok(Self::Never),
+            "segment" => Ok(Self::Segment),
+            "record" => Ok(Self::Record),
+            _ => Err(format!("fsync policy {s:?} is not one of never, segment, record")),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct RingConfig {
+    pub dir: PathBuf,
+    /// Bytes for all segments together.
+    pub size: u64,
+    pub segments: u32,
+    pub fsync: FsyncPolicy,
+}
+
+impl RingConfig {
+    pub fn new(dir: impl Into<PathBuf>, size: u64) -> Self {
+        RingConfig { dir: dir.into(), size, segments: 8, fsync: FsyncPolicy::default() }
+    }
+    pub fn segment_size(&self) -> u64 {
+        (self.size / self.segments.max(1) as u64) / ALIGN * ALIGN
+    }
+    fn segment_path(&self, i: u32) -> PathBuf {
+        segment_path(&self.dir, i)
+    }
+}
+
+pub fn segment_path(dir: &Path, i: u32) -> PathBuf {
+    dir.join(format!("segment-{i:03}.ring"))
+}
+
+/// What a record says about its frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameMeta {
+    pub camera: u32,
+    pub frame: u64,
+    pub captured_ns: i64,
+    pub width: u32,
+    pub height: u32,
+    pub encoding: u32,
+}
+
+/// Where a record is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    pub seq: u64,
+    pub meta: FrameMeta,
+    pub segment: u32,
+    pub offset: u64,
+    pub len: u32,
+}
+
+fn record_size(payload: u64) -> u64 {
+    (HEADER_LEN as u64 + payload).div_ceil(ALIGN) * ALIGN
+}
+
+fn encode_header(seq: u64, m: &FrameMeta, payload: &[u8]) -> [u8; HEADER_LEN] {
+    let mut h = [0u8; HEADER_LEN];
+    h[0..4].copy_from_slice(&MAGIC);
+    h[4..8].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+    h[8..12].copy_from_slice(&m.camera.to_le_bytes());
+    h[12..16].copy_from_slice(&m.width.to_le_bytes());
+    h[16..20].copy_from_slice(&m.height.to_le_bytes());
+    h[20..24].copy_from_slice(&m.encoding.to_le_bytes());
+    h[24..32].copy_from_slice(&seq.to_le_bytes());
+    h[32..40].copy_from_slice(&m.frame.to_le_bytes());
+    h[40..48].copy_from_slice(&m.captured_ns.to_le_bytes());
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&h[0..48]);
+    crc.update(payload);
+    h[48..52].copy_from_slice(&crc.finalize().to_le_bytes());
+    h[52..56].copy_from_slice(&VERSION.to_le_bytes());
+    h
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+}
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+/// Parses and checks the record starting at `buf[0]`; `buf` may run past the record. Returns its sequence
+/// number, metadata and payload length when magic, version, length and CRC are all right.
+fn check_record(buf: &[u8], max_payload: u64) -> Option<(u64, FrameMeta, u32)> {
+    if buf.len() < HEADER_LEN || buf[0..4] != MAGIC || u32_at(buf, 52) != VERSION {
+        return None;
+    }
+    let len = u32_at(buf, 4);
+    if len as u64 > max_payload || buf.len() < HEADER_LEN + len as usize {
+        return None;
+    }
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&buf[0..48]);
+    crc.update(&buf[HEADER_LEN..HEADER_LEN + len as usize]);
+    if crc.finalize() != u32_at(buf, 48) {
+        return None;
+    }
+    let meta = FrameMeta {
+        camera: u32_at(buf, 8),
+        width: u32_at(buf, 12),
+        height: u32_at(buf, 16),
+        encoding: u32_at(buf, 20),
+        frame: u64_at(buf, 32),
+        captured_ns: u64_at(buf, 40) as i64,
+    };
+    Some((u64_at(buf, 24), meta, len))
+}
+
+/// The records in the ring, oldest first. Shared between the writer and readers behind a mutex that either
+/// side holds only to add, drop or look up entries.
+#[derive(Debug, Default)]
+pub struct RingIndex {
+    entries: VecDeque<Entry>,
+}
+
+impl RingIndex {
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.entries.iter()
+    }
+    /// The newest record of `camera`.
+    pub fn latest(&self, camera: u32) -> Option<Entry> {
+        self.entries.iter().rev().find(|e| e.meta.camera == camera).copied()
+    }
+    /// The record of `camera` captured nearest `at_ns` (the earlier one on a tie). A linear scan: the wall
+    /// clock may have been stepped back between records, so capture times need not grow with `seq`.
+    pub fn nearest(&self, camera: u32, at_ns: i64) -> Option<Entry> {
+        self.entries
+            .iter()
+            .filter(|e| e.meta.camera == camera)
+            .min_by_key(|e| ((e.meta.captured_ns as i128 - at_ns as i128).abs(), e.meta.captured_ns))
+            .copied()
+    }
+    fn drop_segment(&mut self, segment: u32) {
+        self.entries.retain(|e| e.segment != segment);
+    }
+}
+
+/// What opening a ring found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenReport {
+    /// Valid records found.
+    pub records: usize,
+    /// Stretches of bytes that were not valid records (torn, damaged), skipped.
+    pub damaged: usize,
+    pub damaged_bytes: u64,
+    /// Bytes cut from the end of the current segment (a torn last record, or damage after the last record).
+    pub truncated_bytes: u64,
+}
+
+/// The single writer of a ring.
+pub struct RingWriter {
+    config: RingConfig,
+    segment_size: u64,
+    current: u32,
+    file: File,
+    offset: u64,
+    next_seq: u64,
+    next_frame: HashMap<u32, u64>,
+    index: Arc<Mutex<RingIndex>>,
+    buf: Vec<u8>,
+}
+
+fn lock(index: &Mutex<RingIndex>) -> std::sync::MutexGuard<'_, RingIndex> {
+    index.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl RingWriter {
+    /// Opens (creating when needed) the ring in `config.dir`, scanning what is there.
+    pub fn open(config: RingConfig) -> Result<(Self, OpenReport), RingError> {
+        let segment_size = config.segment_size();
+        let min = record_size(4096);
+        if config.segments == 0 || segment_size < min {
+            return Err(RingError::TooSmall { size: config.size, segments: config.segments, min });
+        }
+        std::fs::create_dir_all(&config.dir).map_err(io(&config.dir))?;
+        let max_payload = segment_size - HEADER_LEN as u64;
+        let mut report = OpenReport::default();
+        let mut entries = Vec::new();
+        // Per segment: the end of its last valid record.
+        let mut ends = vec![0u64; config.segments as usize];
+        let mut file_lens = vec![0u64; config.segments as usize];
+        for s in 0..config.segments {
+            let path = config.segment_path(s);
+            let data = match std::fs::read(&path) {
+                Ok(d) => d,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(io(&path)(e)),
+            };
+            file_lens[s as usize] = data.len() as u64;
+            let mut off = 0usize;
+            let mut in_damage = false;
+            while off < data.len() {
+                match check_record(&data[off..], max_payload) {
+                    Some((seq, meta, len)) => {
+                        entries.push(Entry { seq, meta, segment: s, offset: off as u64, len });
+                        off += record_size(len as u64) as usize;
+                        ends[s as usize] = off as u64;
+                        in_damage = false;
+                    }
+                    None => {
+                        if !in_damage {
+                            report.damaged += 1;
+                            in_damage = true;
+                        }
+                        let step = (ALIGN as usize).min(data.len() - off);
+                        report.damaged_bytes += step as u64;
+                        off += step;
+                    }
+                }
+            }
+        }
+        entries.sort_by_key(|e| e.seq);
+        report.records = entries.len();
+        let (current, next_seq) = match entries.last() {
+            Some(e) => (e.segment, e.seq + 1),
+            None => (0, 0),
+        };
+        let mut next_frame = HashMap::new();
+        for e in &entries {
+            let n = next_frame.entry(e.meta.camera).or_insert(0);
+            *n = (*n).max(e.meta.frame + 1);
+        }
+        let path = config.segment_path(current);
+        let file = OpenOptions::new().create(true).truncate(false).read(true).write(true).open(&path).map_err(io(&path))?;
+        let offset = ends[current as usize];
+        if file_lens[current as usize] > offset {
+            report.truncated_bytes = file_lens[current as usize] - offset;
+            file.set_len(offset).map_err(io(&path))?;
+            file.sync_data().map_err(io(&path))?;
+        }
+        let index = Arc::new(Mutex::new(RingIndex { entries: entries.into() }));
+        Ok((
+            RingWriter { config, segment_size, current, file, offset, next_seq, next_frame, index, buf: Vec::new() },
+            report,
+        ))
+    }
+
+    pub fn index(&self) -> Arc<Mutex<RingIndex>> {
+        self.index.clone()
+    }
+
+    pub fn config(&self) -> &RingConfig {
+        &self.config
+    }
+
+    /// The frame number the next frame of `camera` should get (continues after a restart).
+    pub fn next_frame(&self, camera: u32) -> u64 {
+        self.next_frame.get(&camera).copied().unwrap_or(0)
+    }
+
+    /// Appends one record, moving to (and emptying) the next segment when the current one is full.
+    pub fn append(&mut self, meta: FrameMeta, payload: &[u8]) -> Result<Entry, RingError> {
+        let size = record_size(payload.len() as u64);
+        if size > self.segment_size {
+            return Err(RingError::TooLarge { record: size, segment: self.segment_size });
+        }
+        if self.offset + size > self.segment_size {
+            self.next_segment()?;
+        }
+        let seq = self.next_seq;
+        self.buf.clear();
+        self.buf.extend_from_slice(&encode_header(seq, &meta, payload));
+        self.buf.extend_from_slice(payload);
+        self.buf.resize(size as usize, 0);
+        let path = self.config.segment_path(self.current);
+        self.file.write_all_at(&self.buf, self.offset).map_err(io(&path))?;
+        if self.config.fsync == FsyncPolicy::Record {
+            self.file.sync_data().map_err(io(&path))?;
+        }
+        let entry = Entry { seq, meta, segment: self.current, offset: self.offset, len: payload.len() as u32 };
+        self.offset += size;
+        self.next_seq += 1;
+        let n = self.next_frame.entry(meta.camera).or_insert(0);
+        *n = (*n).max(meta.frame + 1);
+        lock(&self.index).entries.push_back(entry);
+        Ok(entry)
+    }
+
+    fn next_segment(&mut self) -> Result<(), RingError> {
+        if self.config.fsync != FsyncPolicy::Never {
+            let path = self.config.segment_path(self.current);
+            self.file.sync_data().map_err(io(&path))?;
+        }
+        let next = (self.current + 1) % self.config.segments;
+        // Forget the segment's records before cutting the file, so no reader is sent to bytes that are going.
+        lock(&self.index).drop_segment(next);
+        let path = self.config.segment_path(next);
+        let file = OpenOptions::new().create(true).truncate(false).read(true).write(true).open(&path).map_err(io(&path))?;
+        file.set_len(0).map_err(io(&path))?;
+        self.file = file;
+        self.current = next;
+        self.offset = 0;
+        Ok(())
+    }
+
+    /// Flushes the current segment to the disk.
+    pub fn sync(&self) -> Result<(), RingError> {
+        self.file.sync_data().map_err(io(&self.config.segment_path(self.current)))
+    }
+}
+
+/// Reads records by their index entries; any number of readers may run beside the writer.
+pub struct RingReader {
+    dir: PathBuf,
+    files: HashMap<u32, File>,
+}
+
+impl RingReader {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        RingReader { dir: dir.into(), files: HashMap::new() }
+    }
+
+    /// The payload of the record `entry`, checked against its CRC. A record overwritten since the entry was
+    /// looked up is reported as [`RingError::Stale`].
+    pub fn read(&mut self, entry: &Entry) -> Result<Vec<u8>, RingError> {
+        let path = segment_path(&self.dir, entry.segment);
+        let file = match self.files.entry(entry.segment) {
+            std::collections::hash_map::Entry::Occupied(f) => f.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => v.insert(File::open(&path).map_err(io(&path))?),
+        };
+        let mut buf = vec![0u8; HEADER_LEN + entry.len as usize];
+        let stale = || RingError::Stale { seq: entry.seq, path: path.clone(), offset: entry.offset };
+        match file.read_exact_at(&mut buf, entry.offset) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Err(stale()),
+            Err(e) => return Err(io(&path)(e)),
+        }
+        match check_record(&buf, entry.len as u64) {
+            Some((seq, meta, _)) if seq == entry.seq && meta == entry.meta => {
+                buf.drain(..HEADER_LEN);
+                Ok(buf)
+            }
+            _ => Err(stale()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct TempDir(PathBuf);
+    impl TempDir {
+        fn new(name: &str) -> Self {
+            let p = std::env::temp_dir().join(format!("partita-ring-{}-{name}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&p);
+            TempDir(p)
+        }
+    }
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn meta(camera: u32, frame: u64) -> FrameMeta {
+        FrameMeta { camera, frame, captured_ns: 1_000_000_000 + frame as i64 * 40_000_000, width: 4, height: 2, encoding: 0 }
+    }
+
+    fn payload(frame: u64, len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i as u64 ^ frame.wrapping_mul(31)) as u8).collect()
+    }
+
+    /// 4 segments of the smallest size (4152 bytes): 3 records of 1000 payload bytes, or 7 of 500, fit one.
+    fn config(dir: &Path) -> RingConfig {
+        let seg = record_size(4096);
+        RingConfig { dir: dir.to_path_buf(), size: 4 * seg, segments: 4, fsync: FsyncPolicy::Segment }
+    }
+
+    #[test]
+    fn records_read_back_and_the_index_finds_them() {
+        let t = TempDir::new("basic");
+        let (mut w, report) = RingWriter::open(config(&t.0)).unwrap();
+        assert_eq!(report, OpenReport::default());
+        for f in 0..5 {
+            w.append(meta(0, f), &payload(f, 1000)).unwrap();
+            w.append(meta(1, f), &payload(f + 100, 900)).unwrap();
+        }
+        let index = w.index();
+        let idx = lock(&index);
+        assert_eq!(idx.len(), 10);
+        let mut r = RingReader::new(&t.0);
+        let e = idx.latest(1).unwrap();
+        assert_eq!((e.meta.camera, e.meta.frame), (1, 4));
+        assert_eq!(r.read(&e).unwrap(), payload(104, 900));
+        let e = idx.latest(0).unwrap();
+        assert_eq!(r.read(&e).unwrap(), payload(4, 1000));
+        assert!(idx.latest(7).is_none());
+    }
+
+    #[test]
+    fn nearest_time_picks_the_closest_capture() {
+        let t = TempDir::new("nearest");
+        let (mut w, _) = RingWriter::open(config(&t.0)).unwrap();
+        for f in 0..6 {
+            w.append(meta(0, f), &payload(f, 100)).unwrap();
+        }
+        let index = w.index();
+        let idx = lock(&index);
+        let at = |ns: i64| idx.nearest(0, ns).unwrap().meta.frame;
+        let t2 = meta(0, 2).captured_ns;
+        assert_eq!(at(t2), 2);
+        assert_eq!(at(t2 + 19_999_999), 2);
+        assert_eq!(at(t2 + 20_000_001), 3);
+        assert_eq!(at(t2 + 20_000_000), 2, "a tie goes to the earlier frame");
+        assert_eq!(at(i64::MIN), 0);
+        assert_eq!(at(i64::MAX), 5);
+        assert!(idx.nearest(1, t2).is_none());
+    }
+
+    #[test]
+    fn wrapping_overwrites_the_oldest_segment() {
+        let t = TempDir::new("wrap");
+        let cfg = config(&t.0);
+        let (mut w, _) = RingWriter::open(cfg.clone()).unwrap();
+        let per_segment = cfg.segment_size() / record_size(1000);
+        let total = per_segment * 4;
+        for f in 0..total + 3 {
+            w.append(meta(0, f), &payload(f, 1000)).unwrap();
+        }
+        let index = w.index();
+        let frames: Vec<u64> = lock(&index).entries().map(|e| e.meta.frame).collect();
+        // The first segment was emptied for the last 3 records: frames 0..per_segment are gone.
+        let expected: Vec<u64> = (per_segment..total + 3).collect();
+        assert_eq!(frames, expected);
+        for s in 0..4 {
+            let len = std::fs::metadata(segment_path(&t.0, s)).unwrap().len();
+            assert!(len <= cfg.segment_size(), "segment {s} is {len} bytes");
+        }
+        drop(w);
+        // Reopening finds the same records, and appends after the newest.
+        let (mut w, report) = RingWriter::open(cfg).unwrap();
+        assert_eq!(report.records, expected.len());
+        assert_eq!((report.damaged, report.truncated_bytes), (0, 0));
+        assert_eq!(w.next_frame(0), total + 3);
+        // Segment 0 is full again: the writer moves on to segment 1 and drops its records.
+        let e = w.append(meta(0, total + 3), &payload(0, 1000)).unwrap();
+        assert_eq!((e.segment, e.seq), (1, total + 3));
+        let first = lock(&w.index()).entries().next().unwrap().meta.frame;
+        assert_eq!(first, 2 * per_segment);
+    }
+
+    #[test]
+    fn a_torn_last_record_is_cut_and_writing_continues() {
+        let t = TempDir::new("torn");
+        let cfg = config(&t.0);
+        let (mut w, _) = RingWriter::open(cfg.clone()).unwrap();
+        for f in 0..3 {
+            w.append(meta(0, f), &payload(f, 500)).unwrap();
+        }
+        drop(w);
+        // A kill in the middle of the fourth write: its header and half its payload reached the file.
+        let seg0 = segment_path(&t.0, 0);
+        let good_len = std::fs::metadata(&seg0).unwrap().len();
+        let torn_payload = payload(3, 500);
+        let header = encode_header(3, &meta(0, 3), &torn_payload);
+        let f = OpenOptions::new().write(true).open(&seg0).unwrap();
+        f.write_all_at(&header, good_len).unwrap();
+        f.write_all_at(&torn_payload[..250], good_len + HEADER_LEN as u64).unwrap();
+        drop(f);
+
+        let (mut w, report) = RingWriter::open(cfg.clone()).unwrap();
+        assert_eq!(report.records, 3);
+        assert_eq!(report.damaged, 1);
+        assert_eq!(report.truncated_bytes, HEADER_LEN as u64 + 250);
+        assert_eq!(std::fs::metadata(&seg0).unwrap().len(), good_len, "the torn tail is cut");
+        assert_eq!(w.next_frame(0), 3);
+        let e = w.append(meta(0, 3), &payload(3, 500)).unwrap();
+        assert_eq!((e.seq, e.offset), (3, good_len));
+        drop(w);
+        let (w, report) = RingWriter::open(cfg).unwrap();
+        assert_eq!((report.records, report.damaged), (4, 0));
+        let mut r = RingReader::new(&t.0);
+        let last = lock(&w.index()).latest(0).unwrap();
+        assert_eq!(r.read(&last).unwrap(), payload(3, 500));
+    }
+
+    #[test]
+    fn a_corrupted_record_is_skipped_and_the_rest_kept() {
+        let t = TempDir::new("crc");
+        let cfg = config(&t.0);
+        let (mut w, _) = RingWriter::open(cfg.clone()).unwrap();
+        let mut entries = Vec::new();
+        for f in 0..4 {
+            entries.push(w.append(meta(0, f), &payload(f, 500)).unwrap());
+        }
+        drop(w);
+        // One flipped bit in the payload of frame 1.
+        let seg0 = segment_path(&t.0, 0);
+        let f = OpenOptions::new().read(true).write(true).open(&seg0).unwrap();
+        let at = entries[1].offset + HEADER_LEN as u64 + 10;
+        let mut b = [0u8; 1];
+        f.read_exact_at(&mut b, at).unwrap();
+        f.write_all_at(&[b[0] ^ 0x10], at).unwrap();
+        drop(f);
+
+        let (w, report) = RingWriter::open(cfg).unwrap();
+        assert_eq!(report.records, 3);
+        assert_eq!(report.damaged, 1);
+        assert_eq!(report.damaged_bytes, record_size(500));
+        assert_eq!(report.truncated_bytes, 0, "damage before the last good record is stepped over, not cut");
+        let frames: Vec<u64> = lock(&w.index()).entries().map(|e| e.meta.frame).collect();
+        assert_eq!(frames, vec![0, 2, 3]);
+        // The reader refuses the damaged record if asked for it by an old entry.
+        let mut r = RingReader::new(&t.0);
+        assert!(matches!(r.read(&entries[1]), Err(RingError::Stale { .. })));
+        assert_eq!(r.read(&entries[2]).unwrap(), payload(2, 500));
+    }
+
+    #[test]
+    fn too_small_rings_and_records_are_refused() {
+        let t = TempDir::new("small");
+        let mut cfg = config(&t.0);
+        cfg.size = 1000;
+        assert!(matches!(RingWriter::open(cfg), Err(RingError::TooSmall { .. })));
+        let (mut w, _) = RingWriter::open(config(&t.0)).unwrap();
+        let big = vec![0u8; config(&t.0).segment_size() as usize];
+        assert!(matches!(w.append(meta(0, 0), &big), Err(RingError::TooLarge { .. })));
+    }
+}

@@ -1,0 +1,348 @@
+//! `partita app …`: the applications that run inside partitions (recorder, monitor, udp-echo, probe).
+use clap::{Args, Subcommand, ValueEnum};
+use partita_apps::monitor::{self, LoopConfig, MonitorConfig, Progress, Report};
+use partita_apps::recorder::{Recorder, RecorderConfig};
+use partita_apps::ring::{FsyncPolicy, RingConfig};
+use partita_apps::udp;
+use partita_dds::DomainConfig;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+#[derive(Args)]
+pub struct AppArgs {
+    #[command(subcommand)]
+    app: App,
+}
+
+#[derive(Subcommand)]
+enum App {
+    /// The Video_Recorder partition: synthetic cameras recorded into an on-disk ring, frames served over DDS.
+    Recorder(RecorderArgs),
+    /// A monitoring node: requests frames, measures response times, saves the latest frame.
+    Monitor(MonitorArgs),
+    /// The raw-UDP answerer of `monitor --udp` (the NETWORK baseline).
+    UdpEcho {
+        /// Address to answer on (inside partita's namespaces: lo or a V-NIC address).
+        #[arg(long, default_value = "127.0.0.1:9500")]
+        bind: SocketAddr,
+    },
+    /// Spins and records when it actually ran (CLOCK_MONOTONIC intervals, one `start end` line in ns each):
+    /// a gap longer than --gap-us between two readings means it was frozen or preempted.
+    Probe {
+        output: PathBuf,
+        duration_ms: u64,
+        #[arg(long, default_value_t = 20)]
+        gap_us: u64,
+    },
+}
+
+/// Which of a partition's domains an application joins.
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum Network {
+    /// The inter-module network when the partition has a V-NIC on it (an I/O partition), else the module's.
+    Auto,
+    Module,
+    External,
+}
+
+#[derive(Args)]
+struct DdsArgs {
+    /// Domain id when not under the supervisor (loopback only).
+    #[arg(long, default_value_t = 0)]
+    domain: u32,
+    /// Under the supervisor: which of the partition's networks to join.
+    #[arg(long, value_enum, default_value_t = Network::Auto)]
+    network: Network,
+}
+
+impl DdsArgs {
+    fn config(&self) -> Result<DomainConfig, String> {
+        let external = || DomainConfig::from_environment_external();
+        let module = || DomainConfig::from_environment();
+        let chosen = match self.network {
+            Network::Auto => external().or_else(module),
+            Network::Module => module(),
+            Network::External => match external() {
+                Some(c) => Some(c),
+                None if std::env::var_os("PARTITA_PARTITION").is_some() => {
+                    return Err("--network external: this partition has no V-NIC on the inter-module network (it is not the I/O partition)".into())
+                }
+                None => None,
+            },
+        };
+        match chosen {
+            Some(c) => c.map_err(|e| e.to_string()),
+            None => Ok(DomainConfig::loopback(self.domain)),
+        }
+    }
+}
+
+#[derive(Args)]
+struct RecorderArgs {
+    /// Directory of the recording ring (default: /var/lib/partita/<module>-<partition>, or ./recording
+    /// outside the supervisor).
+    #[arg(long)]
+    ring: Option<PathBuf>,
+    /// Bytes for the whole ring (oldest frames are overwritten): e.g. 64MiB.
+    #[arg(long, default_value = "32MiB", value_parser = parse_size)]
+    ring_size: usize,
+    #[arg(long, default_value_t = 8)]
+    segments: u32,
+    /// When records are flushed to the disk: never, segment, record.
+    #[arg(long, default_value = "segment")]
+    fsync: FsyncPolicy,
+    #[arg(long, default_value_t = 1)]
+    cameras: u32,
+    #[arg(long, default_value_t = 320)]
+    width: u32,
+    #[arg(long, default_value_t = 240)]
+    height: u32,
+    /// Frames per second per camera.
+    #[arg(long, default_value_t = 10.0)]
+    fps: f64,
+    /// Make every reply exactly this many serialized bytes (e.g. 1KiB, 1MiB): the image when it fits,
+    /// padding for the rest (the paper's image size).
+    #[arg(long, value_parser = parse_size)]
+    reply_size: Option<usize>,
+    /// Stop after this many seconds (default: until SIGINT/SIGTERM).
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Print the counters every second.
+    #[arg(long)]
+    stats: bool,
+    #[command(flatten)]
+    dds: DdsArgs,
+}
+
+#[derive(Args)]
+struct MonitorArgs {
+    /// The monitor's name (the key of its requests); default: the partition's name, or monitor-<pid>.
+    #[arg(long)]
+    name: Option<String>,
+    #[arg(long, default_value_t = 0)]
+    camera: u32,
+    /// Ask for the recorded frame captured this many seconds ago instead of the live one.
+    #[arg(long)]
+    ago: Option<f64>,
+    /// Measured requests after the warm-up (0: until --duration or Ctrl-C).
+    #[arg(long, default_value_t = 1000)]
+    count: u64,
+    #[arg(long, default_value_t = 100)]
+    warmup: u64,
+    /// Requests per second (default: the next one as soon as the answer is in).
+    #[arg(long)]
+    rate: Option<f64>,
+    /// Stop after this many seconds.
+    #[arg(long)]
+    duration: Option<f64>,
+    /// A request not answered within this many milliseconds counts as timed out.
+    #[arg(long, default_value_t = 1000)]
+    timeout_ms: u64,
+    /// Seconds to wait for the first answer (discovery, routes, the recorder's first frame).
+    #[arg(long, default_value_t = 30.0)]
+    connect_timeout: f64,
+    /// Save the last frame received as a PNG file.
+    #[arg(long)]
+    save_frame: Option<PathBuf>,
+    /// Write the report (summary and raw samples) as JSON.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// No live line every second.
+    #[arg(long)]
+    quiet: bool,
+    /// Measure raw UDP round trips against `partita app udp-echo` at this address instead of DDS.
+    #[arg(long)]
+    udp: Option<SocketAddr>,
+    /// With --udp: the answer's size (e.g. 1KiB).
+    #[arg(long, default_value = "1KiB", value_parser = parse_size)]
+    reply_size: usize,
+    #[command(flatten)]
+    dds: DdsArgs,
+}
+
+fn parse_size(s: &str) -> Result<usize, String> {
+    partita_bench::size::parse_size(s).map_err(|e| e.to_string())
+}
+
+pub fn run(a: AppArgs) -> ExitCode {
+    match a.app {
+        App::Recorder(r) => recorder(r),
+        App::Monitor(m) => monitor(m),
+        App::UdpEcho { bind } => {
+            crate::signals::install();
+            match udp::serve(bind, crate::signals::flag()) {
+                Ok(n) => {
+                    println!("udp-echo: answered {n} requests");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail("udp-echo", &format!("{bind}: {e}")),
+            }
+        }
+        App::Probe { output, duration_ms, gap_us } => {
+            let runs = partita_supervisor::probe::spin(duration_ms * 1_000_000, gap_us * 1000, 10_000_000);
+            match partita_supervisor::probe::write_intervals(&output, &runs) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail("probe", &e.to_string()),
+            }
+        }
+    }
+}
+
+fn fail(what: &str, msg: &str) -> ExitCode {
+    eprintln!("partita app {what}: error: {msg}");
+    ExitCode::FAILURE
+}
+
+fn default_ring_dir() -> PathBuf {
+    match (std::env::var("PARTITA_MODULE"), std::env::var("PARTITA_PARTITION")) {
+        (Ok(m), Ok(p)) => Path::new("/var/lib/partita").join(format!("{m}-{p}")),
+        _ => PathBuf::from("recording"),
+    }
+}
+
+fn recorder(a: RecorderArgs) -> ExitCode {
+    let dds = match a.dds.config() {
+        Ok(d) => d,
+        Err(e) => return fail("recorder", &e),
+    };
+    let mut ring = RingConfig::new(a.ring.clone().unwrap_or_else(default_ring_dir), a.ring_size as u64);
+    ring.segments = a.segments;
+    ring.fsync = a.fsync;
+    let dir = ring.dir.clone();
+    let config = RecorderConfig { ring, cameras: a.cameras, width: a.width, height: a.height, fps: a.fps, reply_size: a.reply_size };
+    crate::signals::install();
+    let rec = match Recorder::start(config, &dds) {
+        Ok(r) => r,
+        Err(e) => return fail("recorder", &e.to_string()),
+    };
+    let o = rec.open_report();
+    println!(
+        "recorder: ring {} opened: {} records kept, {} damaged stretches ({} bytes) skipped, {} bytes cut; domain {}",
+        dir.display(),
+        o.records,
+        o.damaged,
+        o.damaged_bytes,
+        o.truncated_bytes,
+        rec.domain_id()
+    );
+    let start = Instant::now();
+    let mut next = start + Duration::from_secs(1);
+    while !crate::signals::stop_requested() && rec.is_running() {
+        if a.duration.is_some_and(|d| start.elapsed().as_secs_f64() >= d) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        if a.stats && Instant::now() >= next {
+            next += Duration::from_secs(1);
+            println!("recorder: {}", serde_json::to_string(&rec.stats()).unwrap_or_default());
+        }
+    }
+    let error = rec.last_error();
+    let running = rec.is_running();
+    match rec.stop() {
+        Ok(s) => {
+            println!("recorder: stopped: {}", serde_json::to_string(&s).unwrap_or_default());
+            if !running {
+                return fail("recorder", &format!("a thread ended early: {}", error.unwrap_or_default()));
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail("recorder", &e.to_string()),
+    }
+}
+
+fn live_line(p: &Progress) {
+    eprintln!(
+        "monitor: {:>5.1} s  {:>7} answered  {:>4} timed out  last second p50 {:.1} µs  p99 {:.1} µs  max {:.1} µs",
+        p.elapsed.as_secs_f64(),
+        p.measured,
+        p.timeouts,
+        p.recent.p50_us,
+        p.recent.p99_us,
+        p.recent.max_us
+    );
+}
+
+fn monitor(a: MonitorArgs) -> ExitCode {
+    if a.rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
+        return fail("monitor", "--rate: give a positive number of requests per second");
+    }
+    if a.duration.is_some_and(|d| !(d > 0.0 && d.is_finite())) || !(a.connect_timeout > 0.0 && a.connect_timeout.is_finite()) {
+        return fail("monitor", "--duration and --connect-timeout: give a positive number of seconds");
+    }
+    let measure = LoopConfig {
+        count: a.count,
+        warmup: a.warmup,
+        rate: a.rate,
+        duration: a.duration.map(Duration::from_secs_f64),
+        timeout: Duration::from_millis(a.timeout_ms.max(1)),
+    };
+    let progress = |p: &Progress| {
+        if !a.quiet {
+            live_line(p)
+        }
+    };
+    let result: Result<Report, String> = match a.udp {
+        Some(server) => udp::client(server, a.reply_size, &measure, progress).map_err(|e| format!("{server}: {e}")),
+        None => {
+            let dds = match a.dds.config() {
+                Ok(d) => d,
+                Err(e) => return fail("monitor", &e),
+            };
+            let name = a.name.clone().unwrap_or_else(|| {
+                std::env::var("PARTITA_PARTITION").unwrap_or_else(|_| format!("monitor-{}", std::process::id()))
+            });
+            let mut config = MonitorConfig::new(&name);
+            config.camera = a.camera;
+            config.at_ns = a.ago.map(|s| partita_apps::recorder::now_ns() - (s * 1e9) as i64);
+            config.measure = measure;
+            config.connect_timeout = Duration::from_secs_f64(a.connect_timeout);
+            config.save_frame = a.save_frame.clone();
+            monitor::run(&config, &dds, progress).map_err(|e| e.to_string())
+        }
+    };
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => return fail("monitor", &e),
+    };
+    print!("{}", table(&report));
+    if let Some(path) = &a.json {
+        let text = serde_json::to_string(&report).unwrap_or_default();
+        if let Err(e) = monitor::write_atomically(path, text.as_bytes()) {
+            return fail("monitor", &format!("writing {}: {e}", path.display()));
+        }
+    }
+    if report.answered == 0 {
+        return fail("monitor", "no request was answered");
+    }
+    ExitCode::SUCCESS
+}
+
+/// The response-time table a person reads.
+pub fn table(r: &Report) -> String {
+    let s = &r.summary;
+    let mut out = format!(
+        "| monitor | transport | answered | timed out | reply bytes | min µs | mean µs | p50 µs | p90 µs | p99 µs | max µs |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n\
+         | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |\n",
+        r.name, r.transport, r.answered, r.timeouts, r.reply_bytes, s.min_us, s.mean_us, s.p50_us, s.p90_us, s.p99_us, s.max_us
+    );
+    if let Some(f) = &r.last_frame {
+        out.push_str(&format!(
+            "last frame: camera {} frame {} captured {} UTC, {}x{}, content {}\n",
+            f.camera,
+            f.frame,
+            partita_apps::pattern::time_of_day(f.captured_ns),
+            f.width,
+            f.height,
+            match f.content_ok {
+                Some(true) => "matches the test pattern",
+                Some(false) => "DOES NOT match the test pattern",
+                None => "not sent (the image does not fit the recorder's --reply-size)",
+            }
+        ));
+    }
+    out
+}

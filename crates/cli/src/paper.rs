@@ -1,0 +1,175 @@
+//! `partita demo` (the README's run command) and `partita bench paper` (paper 001's experiments).
+use clap::Args;
+use partita_paper::bench::{self, BenchConfig};
+use partita_paper::demo::{self, DemoConfig};
+use partita_paper::scenario::Scenario;
+use partita_supervisor::supervisor::{install_stop_signals, STATE_DIR};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+fn exe() -> String {
+    std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "partita".into())
+}
+
+#[derive(Args)]
+pub struct DemoArgs {
+    /// Measured requests of the monitor.
+    #[arg(long, default_value_t = 2000)]
+    count: u64,
+    #[arg(long, default_value_t = 200)]
+    warmup: u64,
+    /// Folder for the results (monitor.json with the raw samples, last-frame.png, demo.md).
+    #[arg(long, default_value = "results/demo")]
+    out: PathBuf,
+}
+
+pub fn demo(a: DemoArgs) -> ExitCode {
+    if a.count == 0 {
+        eprintln!("error: --count: give at least 1 request");
+        return ExitCode::from(2);
+    }
+    install_stop_signals();
+    let cfg = DemoConfig { exe: exe(), out: a.out.clone(), state_root: STATE_DIR.into(), count: a.count, warmup: a.warmup };
+    eprintln!(
+        "partita demo: booting the video-surveillance system of paper 001 (recorder 700 µs + routing 800 µs in a \
+         1500 µs frame on CPU 0, a native monitoring node); the monitor makes {} requests after {} warm-up…",
+        a.count, a.warmup
+    );
+    let r = match demo::run(&cfg) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("partita demo: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut text = String::from("# partita demo: the video-surveillance system of paper 001\n\n");
+    text.push_str("Response time of one frame request from the native monitoring node, through the routing partition, to the recorder partition and back:\n\n");
+    text.push_str(&crate::app::table(&r.report));
+    if let Some(d) = r.window_delay {
+        text.push_str(&format!(
+            "\nThe plan alone delays a request by {:.0}–{:.0} µs (routing window, then the recorder's, then routing again); \
+             the plan executor's latest window start was {:.1} µs late.\n",
+            d.min_us,
+            d.max_us,
+            r.window_lateness_max_us.unwrap_or(0.0)
+        ));
+    }
+    text.push_str(&format!(
+        "\nWritten: {} (summary and raw samples), {} (the last frame the monitor received), {}.\n",
+        r.monitor_json.display(),
+        r.frame.display(),
+        a.out.join("demo.md").display()
+    ));
+    print!("{text}");
+    if let Err(e) = std::fs::write(a.out.join("demo.md"), &text) {
+        eprintln!("partita demo: writing {}: {e}", a.out.join("demo.md").display());
+        return ExitCode::FAILURE;
+    }
+    if r.report.answered == 0 {
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
+#[derive(Args)]
+pub struct PaperArgs {
+    /// Output folder: report.md, results.json, results.csv, fig5.svg, raw/*.json.
+    #[arg(long, default_value = "results/paper")]
+    out: PathBuf,
+    /// Scenarios, comma-separated: network, traditional, single, trad-routing, partitioned, multicore.
+    #[arg(long, value_delimiter = ',', default_value = "network,traditional,single,trad-routing,partitioned,multicore")]
+    scenarios: Vec<String>,
+    /// Measured requests per scenario for Tables 1 and 2.
+    #[arg(long, default_value_t = 10_000)]
+    count: u64,
+    #[arg(long, default_value_t = 1_000)]
+    warmup: u64,
+    /// Answer size of Tables 1 and 2.
+    #[arg(long, default_value = "1KiB")]
+    size: String,
+    /// Fig. 5 sizes, comma-separated (empty: no sweep).
+    #[arg(long, value_delimiter = ',', default_value = "1KiB,4KiB,16KiB,64KiB,256KiB,1MiB")]
+    sweep: Vec<String>,
+    /// Measured requests per Fig. 5 point.
+    #[arg(long, default_value_t = 1_000)]
+    sweep_count: u64,
+    #[arg(long, default_value_t = 100)]
+    sweep_warmup: u64,
+    /// CPU of the recorder node (and of the plan).
+    #[arg(long, default_value_t = 0)]
+    cpu: usize,
+    /// CPU of the routing partition in the multicore scenario.
+    #[arg(long, default_value_t = 1)]
+    routing_cpu: usize,
+}
+
+pub fn paper(a: PaperArgs) -> ExitCode {
+    let mut scenarios = Vec::new();
+    for s in &a.scenarios {
+        match Scenario::from_key(s) {
+            Some(x) => scenarios.push(x),
+            None => {
+                eprintln!("error: --scenarios: {s:?} is not one of network, traditional, single, trad-routing, partitioned, multicore");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let size = |s: &str, what: &str| partita_bench::parse_size(s).map_err(|e| format!("{what} {s:?}: {e}"));
+    let table_size = match size(&a.size, "--size") {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut sweep = Vec::new();
+    for s in a.sweep.iter().filter(|s| !s.is_empty()) {
+        match size(s, "--sweep") {
+            Ok(v) => sweep.push(v),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    if a.cpu >= cpus || (scenarios.contains(&Scenario::Multicore) && (a.routing_cpu >= cpus || a.routing_cpu == a.cpu)) {
+        eprintln!("error: --cpu {} / --routing-cpu {}: this machine has CPUs 0..{}; the multicore scenario needs two different ones", a.cpu, a.routing_cpu, cpus - 1);
+        return ExitCode::from(2);
+    }
+    if a.count == 0 || a.sweep_count == 0 {
+        eprintln!("error: --count and --sweep-count: give at least 1 request");
+        return ExitCode::from(2);
+    }
+    install_stop_signals();
+    let cfg = BenchConfig {
+        exe: exe(),
+        out: a.out.clone(),
+        state_root: STATE_DIR.into(),
+        scenarios,
+        table_size,
+        count: a.count,
+        warmup: a.warmup,
+        sweep_sizes: sweep,
+        sweep_count: a.sweep_count,
+        sweep_warmup: a.sweep_warmup,
+        recorder_cpu: a.cpu,
+        routing_cpu: a.routing_cpu,
+    };
+    let res = match bench::run(&cfg, |l| eprintln!("{l}")) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("partita bench paper: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let command = std::env::args().map(|a| if a.contains(' ') { format!("{a:?}") } else { a }).collect::<Vec<_>>().join(" ");
+    let command = command.replacen(&exe(), "partita", 1);
+    if let Err(e) = partita_paper::report::write_all(&res, &a.out, &command) {
+        eprintln!("partita bench paper: writing {}: {e}", a.out.display());
+        return ExitCode::FAILURE;
+    }
+    print!("{}", partita_paper::report::markdown(&res, &command));
+    eprintln!("wrote {}/report.md, results.json, results.csv, fig5.svg, raw/", a.out.display());
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,13 @@
+//! Paper 001 (Pérez & Gutiérrez, DDS on a partitioning hypervisor) on this machine.
+//!
+//! - [`demo`]: the video-surveillance system on its built-in defaults, measured by its monitoring node.
+//! - [`scenario`]: the evaluation's scenarios (Tables 1 and 2, the multicore future work) as systems.
+//! - [`run`]: boot a system, wait for its monitor, tear it down, read the report.
+//! - [`prediction`]: the window delay a cyclic plan adds to a request's path.
+//! - [`bench`] and [`report`]: `partita bench paper` and its Markdown, CSV, JSON and SVG outputs.
+pub mod bench;
+pub mod demo;
+pub mod prediction;
+pub mod report;
+pub mod run;
+pub mod scenario;

@@ -1,0 +1,212 @@
+//! The paper bench's outputs: Markdown report, CSV, JSON, and the Fig. 5 plot as SVG.
+use crate::bench::{Results, Row};
+use crate::scenario::Scenario;
+use std::fmt::Write as _;
+use std::path::Path;
+
+fn size_label(b: usize) -> String {
+    if b >= 1 << 20 && b % (1 << 20) == 0 {
+        format!("{} MiB", b >> 20)
+    } else if b >= 1024 && b % 1024 == 0 {
+        format!("{} KiB", b >> 10)
+    } else {
+        format!("{b} B")
+    }
+}
+
+fn table(out: &mut String, rows: &[&Row]) {
+    out.push_str("| scenario | MIN | AVG | MAX | STD | PER99 | paper MIN | AVG | MAX | STD | PER99 | timed out |\n");
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for r in rows {
+        let s = &r.summary;
+        let paper = r.scenario.paper().map_or("| – | – | – | – | – ".to_string(), |p| {
+            format!("| {:.0} | {:.0} | {:.0} | {:.0} | {:.0} ", p.min, p.avg, p.max, p.std, p.p99)
+        });
+        let _ = writeln!(
+            out,
+            "| {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} {paper}| {} |",
+            r.title, s.min_us, s.mean_us, s.max_us, s.std_us, s.p99_us, r.timeouts
+        );
+    }
+}
+
+/// The Markdown report (tables, ratios, prediction, sweep, plot).
+pub fn markdown(res: &Results, command: &str) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "# Paper 001 on this machine\n");
+    let _ = writeln!(o, "Command: `{command}`  \nMachine: {}  \n", res.machine);
+    let _ = writeln!(
+        o,
+        "Response time of one request/response (request a frame, receive the answer) in µs, {} requests after {} \
+         warm-up, answers of {}. Ours on the left, the paper's (2.8 GHz single-core nodes, Gigabit switch, XtratuM, \
+         RTI Connext) on the right.\n",
+        res.count,
+        res.warmup,
+        size_label(res.table_size)
+    );
+    for (n, title) in [(1u8, "Table 1: overhead test"), (2, "Table 2: performance test")] {
+        let rows: Vec<&Row> = res.tables.iter().filter(|r| r.scenario.table() == n).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(o, "## {title}\n");
+        table(&mut o, &rows);
+        o.push('\n');
+    }
+    if !res.ratios.is_empty() {
+        o.push_str("## Ratios of the mean response times\n\n| ratio | measured | paper |\n|---|---:|---:|\n");
+        for r in &res.ratios {
+            let paper = r.paper.map_or("–".into(), |p| format!("{p:.2}"));
+            let _ = writeln!(o, "| {} | {:.2} | {paper} |", r.name, r.measured);
+        }
+        o.push('\n');
+    }
+    if let Some(p) = &res.prediction {
+        let _ = writeln!(
+            o,
+            "## The plan's prediction\n\nA request passes the routing partition, the recorder and the routing partition \
+             again. With the 700/800 µs windows in the 1500 µs frame the windows alone delay it by {:.0} to {:.0} µs \
+             (mean {:.0} µs over arrival instants); the worst case is a request arriving as the routing window closes. \
+             Adding the unpartitioned response time (TRADITIONAL DDS WITH ROUTING, p99 {:.0} µs) gives the bound \
+             **{:.0} µs**. Measured p99: **{:.0} µs** ({}), max {:.0} µs.\n",
+            p.window_delay.min_us,
+            p.window_delay.max_us,
+            p.window_delay.mean_us,
+            p.unpartitioned_p99_us,
+            p.bound_us,
+            p.measured_p99_us,
+            if p.p99_within_bound { "within the bound" } else { "OVER the bound" },
+            p.measured_max_us
+        );
+    }
+    if let Some((mean, p99)) = res.multicore_penalty_removed {
+        let _ = writeln!(
+            o,
+            "## Multicore: the routing partition on its own CPU\n\nOf the partitioning penalty (PARTITIONED minus \
+             TRADITIONAL WITH ROUTING) the routing partition's own CPU removes {:.0}% of the mean and {:.0}% of the p99.\n",
+            mean * 100.0,
+            p99 * 100.0
+        );
+    }
+    if !res.sweep.is_empty() {
+        o.push_str("## Fig. 5: response time against image size\n\n![Fig. 5](fig5.svg)\n\n");
+        o.push_str("| scenario | size | answered | timed out | mean µs | p99 µs | max µs |\n|---|---:|---:|---:|---:|---:|---:|\n");
+        for r in &res.sweep {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {:.0} | {:.0} | {:.0} |",
+                r.title,
+                size_label(r.reply_size),
+                r.answered,
+                r.timeouts,
+                r.summary.mean_us,
+                r.summary.p99_us,
+                r.summary.max_us
+            );
+        }
+        o.push('\n');
+    }
+    o.push_str("Raw response times of every run: `raw/<scenario>-<size>.json` (`samples_ns`, in order).\n");
+    o
+}
+
+/// One line per run (tables first, then the sweep's other sizes).
+pub fn csv(res: &Results) -> String {
+    let mut o = String::from("part,scenario,reply_size,reply_bytes,requests,answered,timeouts,min_us,mean_us,std_us,p50_us,p90_us,p99_us,max_us,raw\n");
+    let mut line = |part: &str, r: &Row| {
+        let s = &r.summary;
+        let _ = writeln!(
+            o,
+            "{part},{},{},{},{},{},{},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{}",
+            r.key, r.reply_size, r.reply_bytes, r.requests, r.answered, r.timeouts, s.min_us, s.mean_us, s.std_us, s.p50_us, s.p90_us, s.p99_us, s.max_us, r.raw
+        );
+    };
+    for r in &res.tables {
+        line("table", r);
+    }
+    for r in &res.sweep {
+        line("sweep", r);
+    }
+    o
+}
+
+const COLORS: [&str; 6] = ["#555555", "#1f77b4", "#2ca02c", "#ff7f0e", "#d62728", "#9467bd"];
+
+/// Fig. 5: max (solid) and p99 (dashed) response time against answer size, log-log.
+pub fn svg(res: &Results) -> String {
+    let (w, h, left, right, top, bottom) = (820.0, 500.0, 70.0, 250.0, 30.0, 50.0);
+    let sizes: Vec<usize> = {
+        let mut v: Vec<usize> = res.sweep.iter().map(|r| r.reply_size).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let ys: Vec<f64> = res.sweep.iter().flat_map(|r| [r.summary.max_us, r.summary.p99_us]).filter(|v| *v > 0.0).collect();
+    let mut o = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
+    if sizes.is_empty() || ys.is_empty() {
+        o.push_str("<text x=\"20\" y=\"40\">no data</text>\n</svg>\n");
+        return o;
+    }
+    let (xmin, xmax) = ((sizes[0] as f64).log10(), (*sizes.last().unwrap() as f64).log10().max((sizes[0] as f64).log10() + 1.0));
+    let ymin = ys.iter().cloned().fold(f64::MAX, f64::min).log10().floor();
+    let ymax = ys.iter().cloned().fold(0.0, f64::max).log10().ceil().max(ymin + 1.0);
+    let px = |b: f64| left + (b.log10() - xmin) / (xmax - xmin) * (w - left - right);
+    let py = |v: f64| top + (1.0 - (v.max(1e-3).log10() - ymin) / (ymax - ymin)) * (h - top - bottom);
+    let _ = writeln!(o, "<text x=\"{}\" y=\"18\" text-anchor=\"middle\" font-size=\"14\">Fig. 5: response time against image size (max solid, p99 dashed)</text>", (w - right + left) / 2.0);
+    // Axes and grid.
+    let mut d = ymin as i32;
+    while d as f64 <= ymax {
+        let y = py(10f64.powi(d));
+        let _ = writeln!(o, "<line x1=\"{left}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" stroke=\"#ddd\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>", w - right, left - 6.0, y + 4.0, fmt_us(10f64.powi(d)));
+        d += 1;
+    }
+    for &s in &sizes {
+        let x = px(s as f64);
+        let _ = writeln!(o, "<line x1=\"{x:.1}\" y1=\"{top}\" x2=\"{x:.1}\" y2=\"{:.1}\" stroke=\"#eee\"/><text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>", h - bottom, h - bottom + 16.0, size_label(s));
+    }
+    let _ = writeln!(o, "<rect x=\"{left}\" y=\"{top}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"none\" stroke=\"#333\"/>", w - left - right, h - top - bottom);
+    let _ = writeln!(o, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">answer size</text>", (w - right + left) / 2.0, h - 10.0);
+    let _ = writeln!(o, "<text x=\"16\" y=\"{:.1}\" transform=\"rotate(-90 16 {:.1})\" text-anchor=\"middle\">response time</text>", (h - bottom + top) / 2.0, (h - bottom + top) / 2.0);
+    for (i, s) in Scenario::ALL.iter().enumerate() {
+        let mut rows: Vec<&Row> = res.sweep.iter().filter(|r| r.scenario == *s).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        rows.sort_by_key(|r| r.reply_size);
+        let c = COLORS[i % COLORS.len()];
+        for (dash, f) in [("", (|r: &Row| r.summary.max_us) as fn(&Row) -> f64), (" stroke-dasharray=\"5,4\"", |r: &Row| r.summary.p99_us)] {
+            let pts: Vec<String> = rows.iter().map(|r| format!("{:.1},{:.1}", px(r.reply_size as f64), py(f(r)))).collect();
+            let _ = writeln!(o, "<polyline points=\"{}\" fill=\"none\" stroke=\"{c}\" stroke-width=\"2\"{dash}/>", pts.join(" "));
+        }
+        let ly = top + 10.0 + i as f64 * 36.0;
+        let _ = writeln!(o, "<line x1=\"{:.1}\" y1=\"{ly:.1}\" x2=\"{:.1}\" y2=\"{ly:.1}\" stroke=\"{c}\" stroke-width=\"3\"/>", w - right + 12.0, w - right + 36.0);
+        let words: Vec<&str> = s.title().split(' ').collect();
+        let (a, b) = words.split_at(words.len().min(3));
+        let _ = writeln!(o, "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\">{}</text>", w - right + 40.0, ly + 4.0, a.join(" "));
+        if !b.is_empty() {
+            let _ = writeln!(o, "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\">{}</text>", w - right + 40.0, ly + 16.0, b.join(" "));
+        }
+    }
+    o.push_str("</svg>\n");
+    o
+}
+
+fn fmt_us(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{} s", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{} ms", v / 1e3)
+    } else {
+        format!("{v} µs")
+    }
+}
+
+/// Writes report.md, results.json, results.csv and fig5.svg into `out`.
+pub fn write_all(res: &Results, out: &Path, command: &str) -> std::io::Result<()> {
+    std::fs::create_dir_all(out)?;
+    std::fs::write(out.join("report.md"), markdown(res, command))?;
+    std::fs::write(out.join("results.json"), serde_json::to_string_pretty(res).map_err(std::io::Error::other)?)?;
+    std::fs::write(out.join("results.csv"), csv(res))?;
+    std::fs::write(out.join("fig5.svg"), svg(res))?;
+    Ok(())
+}

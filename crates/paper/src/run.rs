@@ -1,0 +1,103 @@
+//! Boots a system, waits for its monitor to finish, tears the system down and reads the monitor's report.
+use partita_apps::monitor::Report;
+use partita_supervisor::executor::ExecutorLog;
+use partita_supervisor::supervisor::{stop_requested, Supervisor};
+use partita_supervisor::system::SystemSpec;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("system {system}: {message}")]
+    Supervisor { system: String, message: String },
+    #[error("system {system}: the monitor wrote no report ({why}); its output ends with:\n{log_tail}")]
+    Monitor { system: String, why: String, log_tail: String },
+    #[error("{path}: {message}")]
+    File { path: PathBuf, message: String },
+    #[error("interrupted (Ctrl-C or SIGTERM); the system was torn down")]
+    Interrupted,
+}
+
+/// A finished run.
+pub struct Finished {
+    pub report: Report,
+    pub executors: Vec<ExecutorLog>,
+}
+
+/// Whether the supervisor's event log says the partition `name` (`module/partition`) has exited.
+fn has_exited(events: &Path, name: &str) -> bool {
+    let Ok(text) = std::fs::read_to_string(events) else { return false };
+    text.lines().any(|l| {
+        serde_json::from_str::<serde_json::Value>(l)
+            .map(|v| v["partition"] == name && (v["event"] == "exit" || v["event"] == "stopped"))
+            .unwrap_or(false)
+    })
+}
+
+fn tail(path: &Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| format!("({}: {e})", path.display()));
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// Runs `spec` until its partition `monitor` (`module/partition`) exits or `limit` passes, then tears it down
+/// and reads the report the monitor wrote to `report_path`.
+pub fn run_until_monitor_exits(
+    spec: &SystemSpec,
+    state_root: &Path,
+    monitor: &str,
+    report_path: &Path,
+    limit: Duration,
+) -> Result<Finished, RunError> {
+    let sys_err = |e: &dyn std::fmt::Display| RunError::Supervisor { system: spec.name.clone(), message: e.to_string() };
+    if let Err(e) = std::fs::remove_file(report_path) {
+        if e.kind() != std::io::ErrorKind::NotFound {
+            return Err(RunError::File { path: report_path.into(), message: e.to_string() });
+        }
+    }
+    let sup = Supervisor::up(spec, state_root, None).map_err(|e| sys_err(&e))?;
+    let events = sup.state_dir().join("events.jsonl");
+    let log = sup.state_dir().join(format!("{}.log", monitor.replace('/', "-")));
+    let stop = Arc::new(AtomicBool::new(false));
+    let timed_out = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (stop, timed_out, monitor) = (stop.clone(), timed_out.clone(), monitor.to_string());
+        std::thread::spawn(move || {
+            let t0 = Instant::now();
+            while !stop.load(Ordering::SeqCst) {
+                if has_exited(&events, &monitor) {
+                    break;
+                }
+                if t0.elapsed() >= limit {
+                    timed_out.store(true, Ordering::SeqCst);
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            stop.store(true, Ordering::SeqCst);
+        })
+    };
+    let result = sup.run(None, Some(stop.clone()));
+    stop.store(true, Ordering::SeqCst);
+    let _ = watcher.join();
+    let executors = result.map_err(|e| sys_err(&e))?;
+    if stop_requested() {
+        return Err(RunError::Interrupted);
+    }
+    let text = match std::fs::read_to_string(report_path) {
+        Ok(t) => t,
+        Err(e) => {
+            let why = if timed_out.load(Ordering::SeqCst) {
+                format!("still running after {:.0} s", limit.as_secs_f64())
+            } else {
+                format!("{}: {e}", report_path.display())
+            };
+            return Err(RunError::Monitor { system: spec.name.clone(), why, log_tail: tail(&log, 10) });
+        }
+    };
+    let report: Report =
+        serde_json::from_str(&text).map_err(|e| RunError::File { path: report_path.into(), message: e.to_string() })?;
+    Ok(Finished { report, executors })
+}
