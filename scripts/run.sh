@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# partita's main job on built-in defaults: for now the request/response benchmark of the foundation — raw UDP,
-# partita's DDS and Cyclone's ddsperf, 1 KiB, 10,000 operations each, on a private loopback — printing the
-# table shaped like paper 001's. Extra arguments are passed to `partita bench rr`.
+# partita's main job on built-in defaults: `partita demo` boots paper 001's video-surveillance system (a recorder
+# partition and the routing I/O partition in a 1500 us frame on CPU 0, a native monitoring node), measures the
+# monitor's frame requests, prints the response-time table, writes results/demo/ and tears everything down.
+# Extra arguments are passed to `partita demo` (e.g. --count 10000). Needs root (namespaces, cgroups).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 cargo build --release -p partita-cli
-exec target/release/partita bench rr --transport udp,dds,ddsperf --size 1KiB --count 10000 --warmup 1000 "$@"
+exec target/release/partita demo "$@"

@@ -163,8 +163,10 @@ pub fn paper(a: PaperArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let command = std::env::args().map(|a| if a.contains(' ') { format!("{a:?}") } else { a }).collect::<Vec<_>>().join(" ");
-    let command = command.replacen(&exe(), "partita", 1);
+    let command = std::iter::once("partita".to_string())
+        .chain(std::env::args().skip(1).map(|a| if a.contains(' ') { format!("{a:?}") } else { a }))
+        .collect::<Vec<_>>()
+        .join(" ");
     if let Err(e) = partita_paper::report::write_all(&res, &a.out, &command) {
         eprintln!("partita bench paper: writing {}: {e}", a.out.display());
         return ExitCode::FAILURE;

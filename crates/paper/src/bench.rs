@@ -106,6 +106,7 @@ fn run_one(cfg: &BenchConfig, s: Scenario, size: usize, count: u64, warmup: u64)
         recorder_cpu: cfg.recorder_cpu,
         routing_cpu: cfg.routing_cpu,
         memory_bytes: 512 << 20,
+        monitor_extra: Vec::new(),
     };
     let spec = s.spec(&params);
     let limit = Duration::from_secs(120) + Duration::from_millis(20) * (count + warmup) as u32;
@@ -161,6 +162,7 @@ pub fn run(cfg: &BenchConfig, mut log: impl FnMut(&str)) -> Result<Results, RunE
         tables.push(row);
     }
     let mut sweep = Vec::new();
+    let _ = std::fs::remove_dir(cfg.out.join("rings"));
     for &size in &cfg.sweep_sizes {
         for &s in &cfg.scenarios {
             if size == cfg.table_size {
@@ -175,6 +177,7 @@ pub fn run(cfg: &BenchConfig, mut log: impl FnMut(&str)) -> Result<Results, RunE
             sweep.push(row);
         }
     }
+    let _ = std::fs::remove_dir(cfg.out.join("rings"));
     let mean = |s: Scenario| tables.iter().find(|r| r.scenario == s).map(|r| r.summary.mean_us);
     let mut ratios = Vec::new();
     for (name, a, b) in [

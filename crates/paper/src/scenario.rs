@@ -211,6 +211,8 @@ pub struct Params {
     /// The routing partition's CPU in the multicore scenario.
     pub routing_cpu: usize,
     pub memory_bytes: u64,
+    /// More arguments for the monitor (e.g. `--rate 50 --duration 8` with `count` 0).
+    pub monitor_extra: Vec<String>,
 }
 
 impl Params {
@@ -233,6 +235,7 @@ impl Params {
                 c.extend(["--save-frame".into(), f.display().to_string()]);
             }
         }
+        c.extend(self.monitor_extra.iter().cloned());
         c
     }
 }

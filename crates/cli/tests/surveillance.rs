@@ -1,0 +1,209 @@
+//! The video-surveillance system of paper 001 under the supervisor (needs root): recording goes on while the
+//! routing partition is killed and restarted, a native monitor gets the right frame through the routing
+//! partition, a damaged recording is skipped on restart, and `partita demo` / `partita bench paper` work.
+use partita_apps::monitor::Report;
+use partita_apps::pattern;
+use partita_apps::ring::{segment_path, RingConfig, RingWriter};
+use partita_paper::run::run_until_monitor_exits;
+use partita_paper::scenario::{Params, Scenario};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const EXE: &str = env!("CARGO_BIN_EXE_partita");
+
+struct TempDir(PathBuf);
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("partita-surv-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+}
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn assert_nothing_left(system: &str) {
+    let left = partita_supervisor::cleanup::find(Some(system)).expect("listing leftovers");
+    assert!(left.netns.is_empty() && left.cgroups.is_empty(), "left behind: {:?} {:?}", left.netns, left.cgroups);
+}
+
+fn now_ns() -> i64 {
+    partita_apps::recorder::now_ns()
+}
+
+/// The pid of `partition` in the supervisor's state file, once it is written.
+fn pid_of(state: &Path, partition: &str) -> Option<i32> {
+    let text = std::fs::read_to_string(state.join("state.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v["partitions"].as_array()?.iter().find(|p| p["partition"] == partition)?["pid"].as_i64().map(|p| p as i32)
+}
+
+#[test]
+fn recording_goes_on_while_the_routing_partition_is_killed_and_the_monitor_gets_the_right_frame_after_its_restart() {
+    let dir = TempDir::new("kill");
+    let params = Params {
+        exe: EXE.into(),
+        reply_size: 64 << 10,
+        count: 0,
+        warmup: 0,
+        timeout_ms: 300,
+        monitor_json: dir.0.join("monitor.json"),
+        ring: dir.0.join("ring"),
+        save_frame: Some(dir.0.join("last.png")),
+        recorder_cpu: 0,
+        routing_cpu: 1,
+        memory_bytes: 256 << 20,
+        monitor_extra: ["--rate", "50", "--duration", "9", "--connect-timeout", "20"].map(String::from).to_vec(),
+    };
+    let mut spec = Scenario::PartitionedRouting.spec(&params);
+    spec.name = format!("t{}kill", std::process::id());
+    let state_root = dir.0.join("state");
+    let state = state_root.join(&spec.name);
+    // Kill the routing partition 3 s after the recorder has started recording, and note when.
+    let killer = {
+        let (state, ring) = (state.clone(), params.ring.clone());
+        std::thread::spawn(move || -> Option<(i32, i64)> {
+            let deadline = Instant::now() + Duration::from_secs(25);
+            while Instant::now() < deadline {
+                let recording = std::fs::read_dir(&ring).map(|d| d.count() > 0).unwrap_or(false);
+                if let (Some(pid), true) = (pid_of(&state, "routing"), recording) {
+                    std::thread::sleep(Duration::from_secs(3));
+                    let at = now_ns();
+                    // SAFETY: kill(2) on the routing partition's pid, a process this test's supervisor started.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                    return Some((pid, at));
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            None
+        })
+    };
+    let done = run_until_monitor_exits(&spec, &state_root, "monitor/monitor", &params.monitor_json, Duration::from_secs(60));
+    let killed = killer.join().unwrap();
+    assert_nothing_left(&spec.name);
+    let done = done.expect("the system ran and the monitor reported");
+    let (killed_pid, killed_at) = killed.expect("the routing partition was killed");
+    let events = std::fs::read_to_string(state.join("events.jsonl")).unwrap();
+    let _ = std::fs::remove_dir_all(&state);
+    assert!(
+        events.lines().any(|l| l.contains("\"camera-node/routing\"") && l.contains("\"restart\"")),
+        "the health monitor restarted the routing partition (pid {killed_pid}): {events}"
+    );
+    let r: Report = done.report;
+    assert!(r.answered > 100, "the monitor was answered: {r:?}");
+    assert!(r.timeouts > 0, "requests made while the routing partition was down time out");
+    // The last frame reached the monitor through the restarted routing partition and is the frame it claims.
+    let last = r.last_frame.expect("a frame");
+    assert!(last.captured_ns > killed_at, "the last frame was captured after the kill");
+    assert_eq!(last.content_ok, Some(true), "the frame's pixels are the test pattern of its camera, number and time");
+    let png = std::fs::read(dir.0.join("last.png")).expect("the monitor saved the frame");
+    let img = pattern::decode_png(&png).unwrap();
+    assert_eq!(img, pattern::render(last.camera, last.frame, last.captured_ns, last.width, last.height));
+    // The recording has no hole around the kill: consecutive frames at most 0.5 s apart (10 fps).
+    let (ring, report) = RingWriter::open(RingConfig::new(dir.0.join("ring"), 16 << 20)).unwrap();
+    assert_eq!(report.damaged, 0);
+    let index = ring.index();
+    let idx = index.lock().unwrap();
+    let times: Vec<i64> = idx.entries().map(|e| e.meta.captured_ns).collect();
+    assert!(times.iter().any(|&t| t < killed_at - 1_000_000_000) && times.iter().any(|&t| t > killed_at + 1_000_000_000));
+    let worst_gap = times.windows(2).map(|w| w[1] - w[0]).max().unwrap();
+    assert!(worst_gap < 500_000_000, "recording paused for {} ms", worst_gap / 1_000_000);
+}
+
+fn recorder(ring: &Path, seconds: &str, domain: &str) -> String {
+    let out = Command::new(EXE)
+        .args(["app", "recorder", "--ring", ring.to_str().unwrap(), "--ring-size", "4MiB", "--fps", "20", "--duration", seconds])
+        .args(["--domain", domain])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "recorder failed: {text}");
+    text
+}
+
+#[test]
+fn a_damaged_or_torn_recording_is_detected_and_skipped_on_restart() {
+    let dir = TempDir::new("ring");
+    let ring = dir.0.join("ring");
+    let first = recorder(&ring, "1.5", "61");
+    assert!(first.contains("0 records kept"), "{first}");
+    let seg = segment_path(&ring, 0);
+    let mut bytes = std::fs::read(&seg).unwrap();
+    assert!(bytes.len() > 4096, "the first run recorded frames");
+    // Damage a byte in the middle of an early record, and leave half a record at the end (a torn write).
+    bytes[200] ^= 0xff;
+    let torn = bytes[..300].to_vec();
+    bytes.extend_from_slice(&torn);
+    std::fs::write(&seg, &bytes).unwrap();
+    let second = recorder(&ring, "0.5", "61");
+    let line = second.lines().find(|l| l.contains("opened")).unwrap();
+    let num = |after: &str| -> u64 {
+        let i = line.find(after).unwrap();
+        line[..i].trim_end().rsplit(' ').next().unwrap().trim_start_matches(':').trim().parse().unwrap()
+    };
+    assert!(num(" records kept") > 0, "{line}");
+    assert!(num(" damaged stretches") >= 1, "{line}");
+    assert!(num(" bytes cut") > 0, "the torn end is cut: {line}");
+    // And the ring is whole again: every record reads back.
+    let (_w, report) = RingWriter::open(RingConfig::new(&ring, 4 << 20)).unwrap();
+    assert_eq!(report.truncated_bytes, 0);
+    assert!(report.records > 0);
+}
+
+#[test]
+fn demo_prints_the_response_time_table_and_saves_a_frame_a_person_can_open() {
+    let dir = TempDir::new("demo");
+    let out = Command::new(EXE)
+        .args(["demo", "--count", "200", "--warmup", "20", "--out", dir.0.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "demo failed: {stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("| monitor | dds | 220 |"), "{stdout}");
+    assert!(stdout.contains("matches the test pattern"), "{stdout}");
+    let report: Report = serde_json::from_str(&std::fs::read_to_string(dir.0.join("monitor.json")).unwrap()).unwrap();
+    assert_eq!(report.samples_ns.len(), 200);
+    let f = report.last_frame.unwrap();
+    let img = pattern::decode_png(&std::fs::read(dir.0.join("last-frame.png")).unwrap()).unwrap();
+    assert_eq!(img, pattern::render(f.camera, f.frame, f.captured_ns, f.width, f.height));
+    assert_nothing_left("video-surveillance");
+}
+
+#[test]
+fn bench_paper_writes_the_tables_the_prediction_and_the_sweep() {
+    let dir = TempDir::new("paper");
+    let out = Command::new(EXE)
+        .args(["bench", "paper", "--scenarios", "network,trad-routing,partitioned,multicore", "--count", "200", "--warmup", "20"])
+        .args(["--sweep", "1KiB,64KiB", "--sweep-count", "30", "--sweep-warmup", "5", "--out", dir.0.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "bench paper failed: {stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.0.join("results.json")).unwrap()).unwrap();
+    let tables = v["tables"].as_array().unwrap();
+    assert_eq!(tables.len(), 4);
+    for row in tables {
+        assert_eq!(row["answered"], 220, "{row}");
+        assert!(row["summary"]["p99_us"].as_f64().unwrap() > 0.0);
+        let raw: Report = serde_json::from_str(&std::fs::read_to_string(dir.0.join(row["raw"].as_str().unwrap())).unwrap()).unwrap();
+        assert_eq!(raw.samples_ns.len(), 200);
+    }
+    assert_eq!(v["sweep"].as_array().unwrap().len(), 8);
+    assert_eq!(v["prediction"]["window_delay"]["max_us"], 2200.0);
+    assert!(v["prediction"]["p99_within_bound"].is_boolean());
+    assert!(v["multicore_penalty_removed"].is_array());
+    let ratios: Vec<&str> = v["ratios"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert!(ratios.contains(&"partitioned/traditional with routing"), "{ratios:?}");
+    let svg = std::fs::read_to_string(dir.0.join("fig5.svg")).unwrap();
+    assert_eq!(svg.matches("<polyline").count(), 8, "max and p99 lines of four scenarios");
+    let md = std::fs::read_to_string(dir.0.join("report.md")).unwrap();
+    assert!(md.contains("## Table 2: performance test") && md.contains("PARTITIONED DDS WITH ROUTING"));
+    for s in ["network", "trad-routing", "partitioned", "multicore"] {
+        assert_nothing_left(&format!("paper-{s}"));
+    }
+}
