@@ -324,10 +324,10 @@ fn monitor(a: MonitorArgs) -> ExitCode {
 pub fn table(r: &Report) -> String {
     let s = &r.summary;
     let mut out = format!(
-        "| monitor | transport | answered | timed out | reply bytes | min µs | mean µs | p50 µs | p90 µs | p99 µs | max µs |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n\
-         | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |\n",
-        r.name, r.transport, r.answered, r.timeouts, r.reply_bytes, s.min_us, s.mean_us, s.p50_us, s.p90_us, s.p99_us, s.max_us
+        "| monitor | transport | requests | measured | timed out | reply bytes | min µs | mean µs | p50 µs | p90 µs | p99 µs | max µs |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n\
+         | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |\n",
+        r.name, r.transport, r.requests, s.count, r.timeouts, r.reply_bytes, s.min_us, s.mean_us, s.p50_us, s.p90_us, s.p99_us, s.max_us
     );
     if let Some(f) = &r.last_frame {
         out.push_str(&format!(

@@ -164,7 +164,7 @@ fn demo_prints_the_response_time_table_and_saves_a_frame_a_person_can_open() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "demo failed: {stdout}{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("| monitor | dds | 220 |"), "{stdout}");
+    assert!(stdout.contains("| monitor | dds | 220 | 200 | 0 |"), "{stdout}");
     assert!(stdout.contains("matches the test pattern"), "{stdout}");
     let report: Report = serde_json::from_str(&std::fs::read_to_string(dir.0.join("monitor.json")).unwrap()).unwrap();
     assert_eq!(report.samples_ns.len(), 200);
