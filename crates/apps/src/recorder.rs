@@ -1,15 +1,16 @@
 //! The Video_Recorder partition's application: synthetic cameras recorded into the ring, frames served over
 //! DDS.
 //!
-//! Two threads. The capture thread draws, encodes and appends every camera's frame at the configured rate; it
-//! never waits on DDS. The serving thread takes requests and answers them from the newest frame kept in memory
-//! (`Live`) or from the ring (`AtTime`). They share only the ring index and the newest frames, each behind a
-//! mutex held for a lookup or an insertion, never for I/O or encoding: requests, however many, cannot stall
-//! recording, and a monitor that crashes or restarts is just a reader that comes and goes.
+//! The capture thread draws, encodes and appends every camera's frame at the configured rate; it never waits on
+//! DDS. Requests are answered as Cyclone delivers them, in a listener on its receive thread (no hand-off to an
+//! application thread), from the newest frame kept in memory (`Live`) or from the ring (`AtTime`). The two
+//! share only the ring index and the newest frames, each behind a mutex held for a lookup or an insertion,
+//! never for I/O or encoding: requests, however many, cannot stall recording, and a monitor that crashes or
+//! restarts is just a reader that comes and goes.
 use crate::pattern;
 use crate::ring::{Entry, FrameMeta, OpenReport, RingConfig, RingError, RingIndex, RingReader, RingWriter, ENCODING_PNG};
 use crate::surveillance::*;
-use partita_dds::{DomainConfig, Participant, Reader, Topic, Writer};
+use partita_dds::{DomainConfig, ListeningReader, Participant, Topic, Writer};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -96,7 +97,8 @@ impl Shared {
 pub struct Recorder {
     shared: Arc<Shared>,
     capture: Option<JoinHandle<()>>,
-    serve: Option<JoinHandle<()>>,
+    /// The request listener (dropped first), then the topics and participant it uses.
+    serving: Option<(ListeningReader, Topic<FrameRequest>, Topic<FrameReply>, Participant)>,
     open_report: OpenReport,
     domain_id: u32,
 }
@@ -106,7 +108,7 @@ pub fn now_ns() -> i64 {
 }
 
 impl Recorder {
-    /// Opens the ring (scanning what a previous run left), joins the domain and starts both threads.
+    /// Opens the ring (scanning what a previous run left), joins the domain and starts recording and serving.
     pub fn start(config: RecorderConfig, dds: &DomainConfig) -> Result<Self, RecorderError> {
         if config.cameras == 0 || config.width == 0 || config.height == 0 {
             return Err(RecorderError::Config("cameras, width and height must be at least 1".into()));
@@ -121,7 +123,6 @@ impl Recorder {
         let participant = Participant::new(dds)?;
         let request_topic = Topic::<FrameRequest>::new(&participant, REQUEST_TOPIC, &request_qos())?;
         let reply_topic = Topic::<FrameReply>::new(&participant, REPLY_TOPIC, &reply_qos())?;
-        let requests = Reader::new(&request_topic, &request_qos())?;
         let replies = Writer::new(&reply_topic, &reply_qos())?;
 
         let shared = Arc::new(Shared {
@@ -138,24 +139,24 @@ impl Recorder {
                 .spawn(move || capture_loop(writer, &config, &shared))
                 .map_err(|e| RecorderError::Config(format!("cannot start the capture thread: {e}")))?
         };
-        let serve = {
-            let shared = shared.clone();
-            let server = Server {
-                reader: RingReader::new(&config.ring.dir),
-                cameras: config.cameras,
-                reply_size: config.reply_size,
-                shared: shared.clone(),
-            };
-            std::thread::Builder::new()
-                .name("serve".into())
-                .spawn(move || {
-                    // The topics and participant live as long as the reader and writer using them.
-                    let _keep = (participant, request_topic, reply_topic);
-                    server.serve_loop(&requests, &replies)
-                })
-                .map_err(|e| RecorderError::Config(format!("cannot start the serving thread: {e}")))?
+        let mut server = Server {
+            reader: RingReader::new(&config.ring.dir),
+            cameras: config.cameras,
+            reply_size: config.reply_size,
+            shared: shared.clone(),
         };
-        Ok(Recorder { shared, capture: Some(capture), serve: Some(serve), open_report, domain_id: dds.domain_id })
+        let listener = ListeningReader::typed(&request_topic, &request_qos(), move |sample| {
+            if let Some(req) = sample.value {
+                server.handle(&req, &replies);
+            }
+        })?;
+        Ok(Recorder {
+            shared,
+            capture: Some(capture),
+            serving: Some((listener, request_topic, reply_topic, participant)),
+            open_report,
+            domain_id: dds.domain_id,
+        })
     }
 
     /// What opening the ring found (records kept, damaged stretches skipped, bytes cut).
@@ -198,9 +199,9 @@ impl Recorder {
         self.shared.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// True while both threads run.
+    /// True while the capture thread runs and requests are served.
     pub fn is_running(&self) -> bool {
-        [&self.capture, &self.serve].iter().all(|t| t.as_ref().is_some_and(|t| !t.is_finished()))
+        self.serving.is_some() && self.capture.as_ref().is_some_and(|t| !t.is_finished())
     }
 
     /// Stops both threads and returns the final counters.
@@ -211,15 +212,12 @@ impl Recorder {
 
     fn shutdown(&mut self) -> Result<(), RecorderError> {
         self.shared.stop.store(true, Ordering::Relaxed);
-        let mut result = Ok(());
-        for (name, t) in [("capture", self.capture.take()), ("serving", self.serve.take())] {
-            if let Some(t) = t {
-                if t.join().is_err() {
-                    result = Err(RecorderError::Panicked(name));
-                }
-            }
+        // Stop answering first (deleting the reader waits for a running callback), then stop recording.
+        drop(self.serving.take());
+        match self.capture.take().map(|t| t.join()) {
+            Some(Err(_)) => Err(RecorderError::Panicked("capture")),
+            _ => Ok(()),
         }
-        result
     }
 }
 
@@ -284,36 +282,24 @@ struct Server {
 }
 
 impl Server {
-    fn serve_loop(mut self, requests: &Reader<FrameRequest>, replies: &Writer<FrameReply>) {
+    /// Answers one request (on Cyclone's receive thread).
+    fn handle(&mut self, req: &FrameRequest, replies: &Writer<FrameReply>) {
         let shared = self.shared.clone();
         let c = &shared.counters;
-        while !shared.stop.load(Ordering::Relaxed) {
-            let samples = match requests.take_wait(Duration::from_millis(100)) {
-                Ok(s) => s,
-                Err(e) => {
-                    c.reply_errors.fetch_add(1, Ordering::Relaxed);
-                    self.shared.note_error(format!("taking requests: {e}"));
-                    std::thread::sleep(Duration::from_millis(100));
-                    continue;
-                }
-            };
-            for req in samples.into_iter().filter_map(|s| s.value) {
-                c.requests.fetch_add(1, Ordering::Relaxed);
-                let mut reply = self.answer(&req);
-                if let Some(size) = self.reply_size {
-                    if !reply.fit_to(size) {
-                        c.oversize_replies.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-                match replies.write(&reply) {
-                    Ok(()) => c.replies.fetch_add(1, Ordering::Relaxed),
-                    Err(e) => {
-                        self.shared.note_error(format!("writing a reply: {e}"));
-                        c.reply_errors.fetch_add(1, Ordering::Relaxed)
-                    }
-                };
+        c.requests.fetch_add(1, Ordering::Relaxed);
+        let mut reply = self.answer(req);
+        if let Some(size) = self.reply_size {
+            if !reply.fit_to(size) {
+                c.oversize_replies.fetch_add(1, Ordering::Relaxed);
             }
         }
+        match replies.write(&reply) {
+            Ok(()) => c.replies.fetch_add(1, Ordering::Relaxed),
+            Err(e) => {
+                self.shared.note_error(format!("writing a reply: {e}"));
+                c.reply_errors.fetch_add(1, Ordering::Relaxed)
+            }
+        };
     }
 
     /// The reply to one request.
