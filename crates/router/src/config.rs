@@ -168,6 +168,12 @@ pub struct RouterConfig {
     pub routes: Vec<RouteConfig>,
 }
 
+/// The two sides of a router embedded in a system file.
+pub const EMBEDDED_SIDES: [&str; 2] = ["module", "network"];
+/// The environment variable through which the supervisor hands an embedded router configuration (TOML) to the
+/// I/O partition's `partita route`.
+pub const EMBEDDED_ENV: &str = "PARTITA_ROUTER_TOML";
+
 /// Parses a duration with a unit: `500us`, `20ms`, `1.5s`.
 pub fn parse_duration(s: &str) -> Option<Duration> {
     let s = s.trim();
@@ -223,9 +229,58 @@ impl RouterConfig {
         }
     }
 
+    /// A router configuration embedded in a system file's I/O partition (`[module.partition.router]`): the
+    /// keys of a router file without `[[side]]`, whose two sides are implicit, `module` (the module's V-NETWORK)
+    /// and `network` (the inter-module network). Errors name `origin`. The returned sides are placeholders;
+    /// [`RouterConfig::for_io_partition`] replaces them with the partition's domains.
+    pub fn parse_embedded(text: &str, origin: &str) -> Result<Self, Vec<ConfigError>> {
+        let err = |field: &str, problem: String, fix: &str| ConfigError {
+            file: origin.into(),
+            line: None,
+            field: field.into(),
+            problem,
+            fix: fix.into(),
+        };
+        let mut cfg: RouterConfig = toml::from_str(text)
+            .map_err(|e| vec![err("(syntax)", e.message().to_string(), "see the configuration reference in docs/router.md")])?;
+        if !cfg.sides.is_empty() {
+            return Err(vec![err(
+                "side",
+                "an I/O partition's router has two implicit sides, `module` and `network`".into(),
+                "remove the [[side]] tables and name the sides module and network in the routes",
+            )]);
+        }
+        cfg.sides = EMBEDDED_SIDES
+            .iter()
+            .enumerate()
+            .map(|(i, n)| SideConfig {
+                name: (*n).into(),
+                domain: i as u32,
+                interface: default_interface(),
+                peers: default_peers(),
+                multicast: false,
+                supervisor_domain: None,
+            })
+            .collect();
+        let errors: Vec<ConfigError> = cfg
+            .validate(origin, text)
+            .into_iter()
+            .map(|mut e| {
+                e.line = None;
+                e
+            })
+            .collect();
+        if errors.is_empty() {
+            Ok(cfg)
+        } else {
+            Err(errors)
+        }
+    }
+
     /// The routing service of an I/O partition started without a file: its two domains as the supervisor
     /// configured them (`PARTITA_DOMAIN`, the module's V-NETWORK, and `PARTITA_EXTERNAL_DOMAIN`, the inter-module
-    /// network), every topic routed both ways. `None` outside an I/O partition.
+    /// network), with the routes of the system file's `[module.partition.router]` when the supervisor passed one
+    /// (`PARTITA_ROUTER_TOML`), else every topic routed both ways. `None` outside an I/O partition.
     pub fn for_io_partition() -> Option<Result<Self, String>> {
         let module = partita_dds::DomainConfig::from_environment()?;
         let external = partita_dds::DomainConfig::from_environment_external()?;
@@ -242,6 +297,18 @@ impl RouterConfig {
             supervisor_domain: Some(dc),
         };
         let name = std::env::var("PARTITA_PARTITION").unwrap_or_else(|_| default_name());
+        if let Ok(text) = std::env::var(EMBEDDED_ENV) {
+            return Some(match RouterConfig::parse_embedded(&text, EMBEDDED_ENV) {
+                Ok(mut cfg) => {
+                    cfg.sides = vec![side("module", module), side("network", external)];
+                    if cfg.name == default_name() {
+                        cfg.name = name;
+                    }
+                    Ok(cfg)
+                }
+                Err(errors) => Err(errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n")),
+            });
+        }
         Some(Ok(RouterConfig {
             name,
             max_topics: default_max_topics(),

@@ -58,7 +58,12 @@ pub fn spec_from(system: &System) -> Result<SystemSpec, Unsupported> {
                     pids_max: p.pids_max,
                     action: action(&p.health),
                     io: p.io,
-                    env: p.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                    env: p
+                        .env
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .chain(p.router.iter().map(|r| (partita_system::ROUTER_ENV.to_string(), r.clone())))
+                        .collect(),
                 })
                 .collect(),
         });
@@ -98,6 +103,10 @@ mod tests {
         windows.sort();
         assert_eq!(windows, vec![("recorder".into(), Duration::from_micros(700)), ("routing".into(), Duration::from_micros(800))]);
         assert_eq!(recorder.partitions.iter().filter(|p| p.io).count(), 1);
+        let routing = recorder.partitions.iter().find(|p| p.io).unwrap();
+        let router = routing.env.iter().find(|(k, _)| k == partita_system::ROUTER_ENV).map(|(_, v)| v.as_str());
+        assert!(router.is_some_and(|t| t.contains("surveillance/*")), "the routing partition gets its router table: {router:?}");
+        assert!(!recorder.partitions.iter().filter(|p| !p.io).any(|p| p.env.iter().any(|(k, _)| k == partita_system::ROUTER_ENV)));
         assert!(spec.modules.iter().any(|m| m.plans.is_empty()), "the monitoring node is native");
         assert_eq!(spec.external_domain, sys.network.domain.get());
     }

@@ -89,6 +89,10 @@ pub enum Problem {
     NoWindow { name: String },
     #[error("a second I/O partition (the first is {first:?}); a module has one I/O partition, set io = false on the others")]
     SecondIoPartition { first: String },
+    #[error("only the I/O partition runs the routing service; set io = true on this partition or remove its router table")]
+    RouterNotIo,
+    #[error("{problem}; {fix} (the router's keys are in docs/router.md; its sides are `module` and `network`)")]
+    Router { problem: String, fix: String },
 }
 
 /// All the problems found in one system file.

@@ -139,6 +139,8 @@ struct RawPartition {
     io: bool,
     domain: Option<S<u64>>,
     address: Option<S<String>>,
+    /// The routing service's configuration (I/O partition only).
+    router: Option<S<toml::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -476,7 +478,26 @@ impl Cx<'_> {
                 } else {
                     None
                 };
-                partitions.push(Partition { name: pname, command, criticality, memory, pids_max, cpus: pcpus, env: p.env.clone(), health, io: p.io, domain, address, external_address });
+                let router = match &p.router {
+                    None => None,
+                    Some(r) if !p.io => {
+                        self.err(&r.span(), &format!("{ppath}.router"), Problem::RouterNotIo);
+                        None
+                    }
+                    Some(r) => {
+                        let text = toml::to_string(r.get_ref()).unwrap_or_default();
+                        match partita_router::RouterConfig::parse_embedded(&text, self.file) {
+                            Ok(_) => Some(text),
+                            Err(errors) => {
+                                for e in errors {
+                                    self.err(&r.span(), &format!("{ppath}.router.{}", e.field), Problem::Router { problem: e.problem, fix: e.fix });
+                                }
+                                None
+                            }
+                        }
+                    }
+                };
+                partitions.push(Partition { name: pname, command, criticality, memory, pids_max, cpus: pcpus, env: p.env.clone(), health, io: p.io, domain, address, external_address, router });
             }
 
             // Plans.

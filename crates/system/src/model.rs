@@ -319,6 +319,9 @@ pub struct Partition {
     pub address: Ipv4Addr,
     /// Its address on the inter-module network (I/O partitions only).
     pub external_address: Option<Ipv4Addr>,
+    /// The routing service's configuration (TOML of `[module.partition.router]`, validated; I/O partition only),
+    /// handed to the partition as `PARTITA_ROUTER_TOML`.
+    pub router: Option<String>,
 }
 
 /// A non-partitioned node: a process on the inter-module network, not frozen by any plan.

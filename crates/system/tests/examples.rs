@@ -35,3 +35,23 @@ fn load_reads_files_and_reports_missing_ones() {
     assert!(matches!(e.0[0].problem, Problem::Unreadable(_)));
     assert_eq!(e.0[0].file, "/nonexistent/x.toml");
 }
+
+#[test]
+fn the_builtin_routing_partition_lets_only_the_surveillance_topics_cross() {
+    let s = parse(BUILTIN_DEFAULT, BUILTIN_DEFAULT_NAME, &Host::with_cpus(1)).unwrap();
+    let text = s.modules[0].io_partition().unwrap().router.clone().expect("a router table");
+    let cfg = partita_router::RouterConfig::parse_embedded(&text, "builtin").unwrap();
+    assert_eq!(cfg.routes.len(), 1);
+    assert_eq!(cfg.routes[0].allow, vec!["surveillance/*".to_string()]);
+    assert!(cfg.routes[0].both_ways);
+}
+
+#[test]
+fn the_multicore_example_gives_the_routing_partition_its_own_cpu() {
+    let text = include_str!("../../../examples/video-surveillance-multicore.toml");
+    let s = parse(text, "multicore.toml", &Host::with_cpus(2)).unwrap();
+    let m = &s.modules[0];
+    assert_eq!(m.plans.len(), 2);
+    assert_eq!(m.plans.iter().map(|p| p.cpu).collect::<Vec<_>>(), vec![0, 1]);
+    assert!(m.io_partition().unwrap().router.is_some());
+}

@@ -359,3 +359,29 @@ duration = "250us"
     let e = errors(&two);
     assert!(e.iter().any(|d| matches!(&d.problem, Problem::CpuTakenByModule { cpu: 1, other } if other == "m")), "{e:?}");
 }
+
+#[test]
+fn an_io_partitions_router_table_is_validated_and_kept() {
+    let router = "io = true\n\n[module.partition.router]\nmax_topics = 4\n\n[[module.partition.router.route]]\nfrom = \"network\"\nto = \"module\"\nallow = [\"camera/*\"]\n";
+    let text = GOOD.replacen("io = true\n", router, 1);
+    let s = parse(&text, "sys.toml", &host()).unwrap();
+    let b = s.modules[0].partition("b").unwrap();
+    let kept = b.router.as_deref().expect("the router table is kept");
+    let cfg = partita_router::RouterConfig::parse_embedded(kept, "kept").unwrap();
+    assert_eq!(cfg.routes[0].allow, vec!["camera/*".to_string()]);
+    assert!(s.modules[0].partition("a").unwrap().router.is_none());
+
+    // A route to a side that is not there.
+    let e = errors(&text.replacen("to = \"module\"", "to = \"elsewhere\"", 1));
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0].path, "module[m].partition[b].router.route[0].to");
+    assert!(matches!(&e[0].problem, Problem::Router { problem, .. } if problem.contains("elsewhere")), "{e:?}");
+
+    // A router table on a partition that is not the I/O partition.
+    let text = GOOD.replacen("command = [\"prog\"]\n", "command = [\"prog\"]\n\n[module.partition.router]\nmax_topics = 4\n", 1);
+    let e = errors(&text);
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0].problem, Problem::RouterNotIo);
+    assert_eq!(e[0].path, "module[m].partition[a].router");
+    assert_eq!(e[0].line, line_of(&text, "[module.partition.router]"));
+}
