@@ -253,6 +253,24 @@ impl MonitorClient {
         Err(MonitorError::NoRecorder(within))
     }
 
+    /// Writes live-frame requests back to back for `duration`, without waiting for answers (taking and
+    /// dropping whatever answers arrive): a flood that loads the routing and recorder partitions. Returns the
+    /// number of requests written.
+    pub fn flood(&mut self, camera: u32, duration: Duration) -> Result<u64, MonitorError> {
+        let end = Instant::now() + duration;
+        let mut written = 0u64;
+        while Instant::now() < end {
+            let req = FrameRequest { monitor: self.name.clone(), seq: self.next_seq, camera, mode: CaptureMode::Live, at_ns: 0 };
+            self.next_seq += 1;
+            self.requests.write(&req)?;
+            written += 1;
+            if written % 64 == 0 {
+                let _ = self.replies.take()?;
+            }
+        }
+        Ok(written)
+    }
+
     /// The last answer that carried a frame.
     pub fn last_reply(&self) -> Option<&FrameReply> {
         self.last.as_ref()

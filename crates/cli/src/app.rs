@@ -152,6 +152,10 @@ struct MonitorArgs {
     /// No live line every second.
     #[arg(long)]
     quiet: bool,
+    /// Instead of measuring, write requests back to back for --duration seconds without waiting for answers
+    /// (a flood that loads the routing and recorder partitions).
+    #[arg(long)]
+    flood: bool,
     /// Measure raw UDP round trips against `partita app udp-echo` at this address instead of DDS.
     #[arg(long)]
     udp: Option<SocketAddr>,
@@ -284,6 +288,24 @@ fn monitor(a: MonitorArgs) -> ExitCode {
             live_line(p)
         }
     };
+    if a.flood {
+        let Some(seconds) = a.duration else {
+            return fail("monitor", "--flood needs --duration SECONDS");
+        };
+        let dds = match a.dds.config() {
+            Ok(d) => d,
+            Err(e) => return fail("monitor", &e),
+        };
+        let name = a.name.clone().unwrap_or_else(|| format!("flood-{}", std::process::id()));
+        let flooded = monitor::MonitorClient::new(&name, &dds).and_then(|mut c| c.flood(a.camera, Duration::from_secs_f64(seconds)));
+        return match flooded {
+            Ok(n) => {
+                println!("monitor {name}: flooded {n} requests in {seconds} s ({:.0}/s)", n as f64 / seconds);
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail("monitor", &e.to_string()),
+        };
+    }
     let result: Result<Report, String> = match a.udp {
         Some(server) => udp::client(server, a.reply_size, &measure, progress).map_err(|e| format!("{server}: {e}")),
         None => {
