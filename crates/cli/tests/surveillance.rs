@@ -217,3 +217,33 @@ fn bench_paper_writes_the_tables_the_prediction_and_the_sweep() {
         assert_nothing_left(&format!("paper-{s}"));
     }
 }
+
+#[test]
+fn a_monitor_gets_the_recorded_frame_nearest_the_time_it_asks_for() {
+    let dir = TempDir::new("ago");
+    let mut rec = Command::new(EXE)
+        .args(["app", "recorder", "--ring", dir.0.join("ring").to_str().unwrap(), "--ring-size", "4MiB", "--fps", "20"])
+        .args(["--duration", "20", "--domain", "62"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Let two seconds of frames be recorded, then ask for the one captured a second before the request.
+    std::thread::sleep(Duration::from_secs(2));
+    let json = dir.0.join("m.json");
+    let asked_at = now_ns();
+    let out = Command::new(EXE)
+        .args(["app", "monitor", "--ago", "1", "--count", "5", "--warmup", "0", "--quiet", "--domain", "62"])
+        .args(["--json", json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    // SAFETY: kill(2) on the recorder this test started.
+    unsafe { libc::kill(rec.id() as i32, libc::SIGTERM) };
+    let _ = rec.wait();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let f = r.last_frame.unwrap();
+    let age_ms = (asked_at - f.captured_ns) / 1_000_000;
+    // 20 fps: the nearest frame is within 50 ms of the time asked for (the ask happens a little after asked_at).
+    assert!((900..=1200).contains(&age_ms), "asked for 1 s ago, got a frame {age_ms} ms older than the request");
+    assert_eq!(f.content_ok, Some(true));
+}
