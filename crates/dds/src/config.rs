@@ -71,12 +71,17 @@ impl DomainConfig {
     /// The configuration the supervisor handed to this process through `CYCLONEDDS_URI` (inside a partition),
     /// with the domain from `PARTITA_DOMAIN`. `None` when not running under the supervisor.
     pub fn from_environment() -> Option<Result<Self>> {
+        Self::from_environment_domain("PARTITA_DOMAIN")
+    }
+
+    /// The supervisor's `CYCLONEDDS_URI` with the domain id in environment variable `var`.
+    fn from_environment_domain(var: &str) -> Option<Result<Self>> {
         let uri = std::env::var("CYCLONEDDS_URI").ok()?;
-        let domain = std::env::var("PARTITA_DOMAIN").ok()?;
+        let domain = std::env::var(var).ok()?;
         Some(match domain.parse::<u32>() {
             Ok(domain_id) => Ok(DomainConfig { domain_id, source: Source::Uri(uri) }),
             Err(_) => Err(DdsError::Config(format!(
-                "PARTITA_DOMAIN={domain:?} is not a domain id; the supervisor sets it to a number 0..=232"
+                "{var}={domain:?} is not a domain id; the supervisor sets it to a number 0..=232"
             ))),
         })
     }
@@ -84,14 +89,7 @@ impl DomainConfig {
     /// The inter-module network's domain of an I/O partition (`PARTITA_EXTERNAL_DOMAIN`, configured in the same
     /// `CYCLONEDDS_URI` file as the module's domain). `None` outside an I/O partition.
     pub fn from_environment_external() -> Option<Result<Self>> {
-        let uri = std::env::var("CYCLONEDDS_URI").ok()?;
-        let domain = std::env::var("PARTITA_EXTERNAL_DOMAIN").ok()?;
-        Some(match domain.parse::<u32>() {
-            Ok(domain_id) => Ok(DomainConfig { domain_id, source: Source::Uri(uri) }),
-            Err(_) => Err(DdsError::Config(format!(
-                "PARTITA_EXTERNAL_DOMAIN={domain:?} is not a domain id; the supervisor sets it to a number 0..=232"
-            ))),
-        })
+        Self::from_environment_domain("PARTITA_EXTERNAL_DOMAIN")
     }
 
     /// The partition's configuration when under the supervisor, else loopback on `fallback_domain`.
