@@ -128,3 +128,35 @@ fn a_crashing_partition_is_restarted_while_its_neighbour_keeps_every_window() {
     let _ = std::fs::remove_dir_all(events_path.parent().unwrap());
     assert!(leftovers(&name).is_empty(), "left behind: {:?}", leftovers(&name));
 }
+
+#[test]
+fn the_addresses_of_the_system_file_are_the_ones_the_partitions_get() {
+    let name = format!("addr{}", std::process::id() % 100_000);
+    // The I/O partition and a native node at addresses the file gives; each writes what `ip` shows.
+    let text = SYSTEM
+        .replace("[[module]]\nname = \"node\"", "[network]\nsubnet = \"198.18.40.0/24\"\n\n[[module]]\nname = \"node\"\nsubnet = \"198.18.41.0/24\"")
+        .replace(
+            "command = [\"sleep\", \"30\"]\nmemory = \"32MiB\"\nio = true",
+            "command = [\"sh\", \"-c\", \"ip -4 -o addr show; sleep 30\"]\nmemory = \"32MiB\"\nio = true\naddress = \"198.18.41.77\"",
+        )
+        + "\n[[node]]\nname = \"watcher\"\ncommand = [\"sh\", \"-c\", \"ip -4 -o addr show; sleep 30\"]\naddress = \"198.18.40.99\"\n";
+    assert!(text.contains("198.18.41.77") && text.contains("subnet = \"198.18.41.0/24\""), "{text}");
+    let file = write_system(&name, &text);
+    let check = Command::new(env!("CARGO_BIN_EXE_partita")).args(["check", file.to_str().unwrap()]).output().unwrap();
+    let shown = String::from_utf8_lossy(&check.stdout).to_string();
+    assert!(check.status.success(), "{shown}{}", String::from_utf8_lossy(&check.stderr));
+    let out = Command::new(env!("CARGO_BIN_EXE_partita")).args(["up", file.to_str().unwrap(), "--duration", "1.5"]).output().unwrap();
+    let _ = std::fs::remove_file(&file);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let state = std::path::Path::new("/run/partita").join(&name);
+    let beta = std::fs::read_to_string(state.join("node-beta.log")).unwrap_or_default();
+    let watcher = std::fs::read_to_string(state.join("watcher-watcher.log")).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&state);
+    assert!(beta.contains("198.18.41.77/24"), "the I/O partition's V-NIC: {beta}");
+    let beta_external = shown.lines().find(|l| l.contains("beta") && l.contains("I/O partition")).unwrap_or_default().to_string();
+    assert!(beta_external.contains("198.18.40."), "check shows the inter-module address: {shown}");
+    let ext = beta_external.split_whitespace().find(|w| w.starts_with("198.18.40.")).unwrap();
+    assert!(beta.contains(&format!("{ext}/24")), "the address check shows ({ext}) is the one it gets: {beta}");
+    assert!(watcher.contains("198.18.40.99/24"), "the native node's address: {watcher}");
+    assert!(leftovers(&name).is_empty(), "left behind: {:?}", leftovers(&name));
+}

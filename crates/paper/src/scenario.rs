@@ -111,6 +111,8 @@ impl Scenario {
             action,
             io,
             env: Vec::new(),
+            address: None,
+            external_address: None,
         };
         let recorder_cmd = p.recorder_command();
         let routing_cmd = vec![p.exe.clone(), "route".into()];

@@ -64,6 +64,8 @@ pub fn spec_from(system: &System) -> Result<SystemSpec, Unsupported> {
                         .map(|(k, v)| (k.clone(), v.clone()))
                         .chain(p.router.iter().map(|r| (partita_system::ROUTER_ENV.to_string(), r.clone())))
                         .collect(),
+                    address: Some((p.address, m.network.subnet.prefix())),
+                    external_address: p.external_address.map(|a| (a, system.network.subnet.prefix())),
                 })
                 .collect(),
         });
@@ -82,6 +84,8 @@ pub fn spec_from(system: &System) -> Result<SystemSpec, Unsupported> {
                 action: Action::Ignore,
                 io: false,
                 env: n.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                address: None,
+                external_address: Some((n.address, system.network.subnet.prefix())),
             }],
         });
     }

@@ -199,14 +199,19 @@ impl Supervisor {
                 }
             }
         }
-        let ext_addr = |mi: usize, pi: usize| external_members.iter().position(|x| *x == (mi, pi)).map(external_address);
-        let all_external: Vec<Ipv4Addr> = (0..external_members.len()).map(external_address).collect();
+        // The system's addresses where it gives them, the supervisor's defaults elsewhere.
+        let ext_of = |i: usize, (mi, pi): (usize, usize)| {
+            system.modules[mi].partitions[pi].external_address.unwrap_or((external_address(i), 24))
+        };
+        let ext_addr = |mi: usize, pi: usize| external_members.iter().position(|x| *x == (mi, pi)).map(|i| ext_of(i, (mi, pi)));
+        let all_external: Vec<Ipv4Addr> = external_members.iter().enumerate().map(|(i, m)| ext_of(i, *m).0).collect();
         // 2. Per partition: cgroup, namespace, V-NICs, DDS configuration; then launch (frozen when planned).
         let mut freezers: Vec<Vec<(String, Freezer)>> = Vec::new();
         for (mi, m) in system.modules.iter().enumerate() {
             check_component("module", &m.name)?;
             let mut module_freezers = Vec::new();
-            let module_peers: Vec<Ipv4Addr> = (0..m.partitions.len()).map(|pi| module_address(mi, pi)).collect();
+            let addr_of = |pi: usize| m.partitions[pi].address.unwrap_or((module_address(mi, pi), 24));
+            let module_peers: Vec<Ipv4Addr> = (0..m.partitions.len()).map(|pi| addr_of(pi).0).collect();
             for (pi, p) in m.partitions.iter().enumerate() {
                 check_component("partition", &p.name)?;
                 // With one plan per CPU, a partition runs on its plan's CPU only.
@@ -222,15 +227,15 @@ impl Supervisor {
                 let mut domains = Vec::new();
                 let address = match module_bridge[mi] {
                     Some(b) => {
-                        let a = module_address(mi, pi);
-                        s.nics.push(VirtualNic::create(&names.vnic(mi, pi), "vnic0", &ns, &s.bridges[b], a, 24)?);
+                        let (a, prefix) = addr_of(pi);
+                        s.nics.push(VirtualNic::create(&names.vnic(mi, pi), "vnic0", &ns, &s.bridges[b], a, prefix)?);
                         domains.push(CycloneConfig::new("vnic0", m.domain, module_peers.clone()));
                         Some(a)
                     }
                     None => None,
                 };
-                if let (Some(a), Some(b)) = (external, external_bridge) {
-                    s.nics.push(VirtualNic::create(&names.external_vnic(mi, pi), "vnic1", &ns, &s.bridges[b], a, 24)?);
+                if let (Some((a, prefix)), Some(b)) = (external, external_bridge) {
+                    s.nics.push(VirtualNic::create(&names.external_vnic(mi, pi), "vnic1", &ns, &s.bridges[b], a, prefix)?);
                     domains.push(CycloneConfig::new("vnic1", system.external_domain, all_external.clone()));
                 }
                 let xml_path = state_path.join(format!("{}-{}.xml", m.name, p.name));
@@ -266,7 +271,7 @@ impl Supervisor {
                     partition: p.name.clone(),
                     pid: None,
                     address,
-                    external_address: external,
+                    external_address: external.map(|(a, _)| a),
                 });
                 s.monitor.start(&format!("{}/{}", m.name, p.name), p.action, cg, Box::new(move || Ok(launch(&spec)?.pid)))?;
             }

@@ -1,6 +1,7 @@
 //! What the supervisor builds: a plain description of modules, partitions, plans and networks. The TOML
 //! system model (crate partita-system) is converted into this; tests build it directly.
 use crate::health::Action;
+use std::net::Ipv4Addr;
 use std::time::Duration;
 
 #[derive(Debug, Clone)]
@@ -44,6 +45,11 @@ pub struct PartitionSpec {
     /// The I/O partition: it also gets a V-NIC on the inter-module network.
     pub io: bool,
     pub env: Vec<(String, String)>,
+    /// Its V-NIC address and prefix length on the module's V-NETWORK; `None`: assigned by the supervisor.
+    pub address: Option<(Ipv4Addr, u8)>,
+    /// Its address and prefix length on the inter-module network (I/O partitions and native nodes); `None`:
+    /// assigned by the supervisor.
+    pub external_address: Option<(Ipv4Addr, u8)>,
 }
 
 impl ModuleSpec {

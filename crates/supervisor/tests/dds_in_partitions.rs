@@ -17,6 +17,8 @@ fn partition(name: &str, script: &str) -> PartitionSpec {
         action: Action::Stop,
         io: false,
         env: vec![],
+        address: None,
+        external_address: None,
     }
 }
 

@@ -32,6 +32,8 @@ fn sigterm_stops_the_plan_and_removes_the_system() {
                 action: Action::Stop,
                 io: false,
                 env: vec![],
+                address: None,
+                external_address: None,
             }],
         }],
     };

@@ -17,6 +17,8 @@ fn partition(name: &str, io: bool, command: &[&str]) -> PartitionSpec {
         action: Action::Restart { max: 3, within: Duration::from_secs(10) },
         io,
         env: vec![],
+        address: None,
+        external_address: None,
     }
 }
 
