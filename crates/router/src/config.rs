@@ -30,6 +30,7 @@
 //! [[route.topic]]             # per-topic overrides (first matching pattern wins)
 //! name = "video/*"
 //! max_rate = 30.0             # samples/s forwarded at most; the rest is dropped and counted
+//! max_rate_per_instance = 10.0 # samples/s per instance (key) at most: one flooding key cannot starve others
 //! downsample = 2              # forward one sample in N
 //! history = 8                 # bounded queue per route (keep-last N on the router's reader)
 //! reliability = "best-effort" # or "reliable"; default: the discovered writer's
@@ -123,6 +124,9 @@ fn default_name() -> String {
 pub struct TopicOverride {
     pub name: String,
     pub max_rate: Option<f64>,
+    /// Samples per second forwarded at most per instance (per key value), so that one writer flooding its own
+    /// key cannot use up a topic's whole `max_rate`.
+    pub max_rate_per_instance: Option<f64>,
     pub downsample: Option<u32>,
     pub history: Option<u32>,
     pub reliability: Option<ReliabilityOverride>,
@@ -408,6 +412,9 @@ impl RouterConfig {
                 let l = |k: &str| line_of("[[route.topic]]", j, k);
                 if t.max_rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
                     err(l("max_rate"), f("max_rate"), format!("{:?} is not a positive rate", t.max_rate.unwrap()), "give samples per second above 0, or remove the key");
+                }
+                if t.max_rate_per_instance.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
+                    err(l("max_rate_per_instance"), f("max_rate_per_instance"), format!("{:?} is not a positive rate", t.max_rate_per_instance.unwrap()), "give samples per second above 0, or remove the key");
                 }
                 if t.downsample == Some(0) {
                     err(l("downsample"), f("downsample"), "0".into(), "forward one sample in N with N >= 1");
