@@ -132,13 +132,6 @@ impl Recorder {
             index: writer.index(),
             last_error: Mutex::new(None),
         });
-        let capture = {
-            let (shared, config) = (shared.clone(), config.clone());
-            std::thread::Builder::new()
-                .name("capture".into())
-                .spawn(move || capture_loop(writer, &config, &shared))
-                .map_err(|e| RecorderError::Config(format!("cannot start the capture thread: {e}")))?
-        };
         let mut server = Server {
             reader: RingReader::new(&config.ring.dir),
             cameras: config.cameras,
@@ -150,6 +143,14 @@ impl Recorder {
                 server.handle(&req, &replies);
             }
         })?;
+        // Recording starts last, so that an error above leaves no thread running.
+        let capture = {
+            let (shared, config) = (shared.clone(), config.clone());
+            std::thread::Builder::new()
+                .name("capture".into())
+                .spawn(move || capture_loop(writer, &config, &shared))
+                .map_err(|e| RecorderError::Config(format!("cannot start the capture thread: {e}")))?
+        };
         Ok(Recorder {
             shared,
             capture: Some(capture),

@@ -90,14 +90,14 @@ pub fn markdown(res: &Results, command: &str) -> String {
     }
     if !res.sweep.is_empty() {
         o.push_str("## Fig. 5: response time against image size\n\n![Fig. 5](fig5.svg)\n\n");
-        o.push_str("| scenario | size | answered | timed out | mean µs | p99 µs | max µs |\n|---|---:|---:|---:|---:|---:|---:|\n");
+        o.push_str("| scenario | size | measured | timed out | mean µs | p99 µs | max µs |\n|---|---:|---:|---:|---:|---:|---:|\n");
         for r in &res.sweep {
             let _ = writeln!(
                 o,
                 "| {} | {} | {} | {} | {:.0} | {:.0} | {:.0} |",
                 r.title,
                 size_label(r.reply_size),
-                r.answered,
+                r.summary.count,
                 r.timeouts,
                 r.summary.mean_us,
                 r.summary.p99_us,
