@@ -256,10 +256,16 @@ impl MonitorClient {
     /// Writes live-frame requests back to back for `duration`, without waiting for answers (taking and
     /// dropping whatever answers arrive): a flood that loads the routing and recorder partitions. Returns the
     /// number of requests written.
-    pub fn flood(&mut self, camera: u32, duration: Duration) -> Result<u64, MonitorError> {
+    /// `progress(written)` is called about once a second.
+    pub fn flood(&mut self, camera: u32, duration: Duration, mut progress: impl FnMut(u64)) -> Result<u64, MonitorError> {
         let end = Instant::now() + duration;
         let mut written = 0u64;
+        let mut report = Instant::now() + Duration::from_secs(1);
         while Instant::now() < end {
+            if Instant::now() >= report {
+                progress(written);
+                report += Duration::from_secs(1);
+            }
             let req = FrameRequest { monitor: self.name.clone(), seq: self.next_seq, camera, mode: CaptureMode::Live, at_ns: 0 };
             self.next_seq += 1;
             self.requests.write(&req)?;

@@ -297,7 +297,9 @@ fn monitor(a: MonitorArgs) -> ExitCode {
             Err(e) => return fail("monitor", &e),
         };
         let name = a.name.clone().unwrap_or_else(|| format!("flood-{}", std::process::id()));
-        let flooded = monitor::MonitorClient::new(&name, &dds).and_then(|mut c| c.flood(a.camera, Duration::from_secs_f64(seconds)));
+        let flooded = monitor::MonitorClient::new(&name, &dds).and_then(|mut c| {
+            c.flood(a.camera, Duration::from_secs_f64(seconds), |n| println!("monitor {name}: flooded {n} requests so far"))
+        });
         return match flooded {
             Ok(n) => {
                 println!("monitor {name}: flooded {n} requests in {seconds} s ({:.0}/s)", n as f64 / seconds);
