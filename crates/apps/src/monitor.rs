@@ -270,7 +270,7 @@ impl MonitorClient {
             self.next_seq += 1;
             self.requests.write(&req)?;
             written += 1;
-            if written % 64 == 0 {
+            if written.is_multiple_of(64) {
                 let _ = self.replies.take()?;
             }
         }

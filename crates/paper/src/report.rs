@@ -5,9 +5,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 fn size_label(b: usize) -> String {
-    if b >= 1 << 20 && b % (1 << 20) == 0 {
+    if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
         format!("{} MiB", b >> 20)
-    } else if b >= 1024 && b % 1024 == 0 {
+    } else if b >= 1024 && b.is_multiple_of(1024) {
         format!("{} KiB", b >> 10)
     } else {
         format!("{b} B")
