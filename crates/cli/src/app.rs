@@ -175,8 +175,8 @@ pub fn run(a: AppArgs) -> ExitCode {
         App::Recorder(r) => recorder(r),
         App::Monitor(m) => monitor(m),
         App::UdpEcho { bind } => {
-            crate::signals::install();
-            match udp::serve(bind, crate::signals::flag()) {
+            partita_supervisor::supervisor::install_stop_signals();
+            match udp::serve(bind, partita_supervisor::supervisor::stop_flag()) {
                 Ok(n) => {
                     println!("udp-echo: answered {n} requests");
                     ExitCode::SUCCESS
@@ -216,7 +216,7 @@ fn recorder(a: RecorderArgs) -> ExitCode {
     ring.fsync = a.fsync;
     let dir = ring.dir.clone();
     let config = RecorderConfig { ring, cameras: a.cameras, width: a.width, height: a.height, fps: a.fps, reply_size: a.reply_size };
-    crate::signals::install();
+    partita_supervisor::supervisor::install_stop_signals();
     let rec = match Recorder::start(config, &dds) {
         Ok(r) => r,
         Err(e) => return fail("recorder", &e.to_string()),
@@ -233,7 +233,7 @@ fn recorder(a: RecorderArgs) -> ExitCode {
     );
     let start = Instant::now();
     let mut next = start + Duration::from_secs(1);
-    while !crate::signals::stop_requested() && rec.is_running() {
+    while !partita_supervisor::supervisor::stop_requested() && rec.is_running() {
         if a.duration.is_some_and(|d| start.elapsed().as_secs_f64() >= d) {
             break;
         }

@@ -7,7 +7,6 @@ mod bench;
 mod check;
 mod paper;
 mod route;
-mod signals;
 mod supervise;
 
 #[derive(Parser)]

@@ -58,7 +58,7 @@ pub fn run(args: RouteArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    crate::signals::install();
+    partita_supervisor::supervisor::install_stop_signals();
     let period = config.stats_period();
     let router = match Router::start(config) {
         Ok(r) => Arc::new(r),
@@ -69,7 +69,7 @@ pub fn run(args: RouteArgs) -> ExitCode {
     };
     let start = Instant::now();
     let mut next = start + period;
-    while !crate::signals::stop_requested() {
+    while !partita_supervisor::supervisor::stop_requested() {
         if args.duration.is_some_and(|d| start.elapsed().as_secs_f64() >= d) {
             break;
         }

@@ -27,13 +27,16 @@ extern "C" fn on_stop_signal(_: libc::c_int) {
     STOP_SIGNAL.store(true, Ordering::SeqCst);
 }
 
-/// Makes SIGINT and SIGTERM request an orderly teardown instead of killing the supervisor.
+/// Makes SIGINT and SIGTERM request an orderly stop instead of killing the process: the supervisor tears its
+/// system down, and the long-running roles (route, recorder, udp-echo) end their loops. Interrupted system
+/// calls are restarted (`SA_RESTART`), so only the flag tells of the signal.
 pub fn install_stop_signals() {
     for sig in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: the handler only stores to an atomic, which is async-signal-safe; `sa` is fully initialised.
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
             sa.sa_sigaction = on_stop_signal as extern "C" fn(libc::c_int) as *const () as usize;
+            sa.sa_flags = libc::SA_RESTART;
             libc::sigemptyset(&mut sa.sa_mask);
             libc::sigaction(sig, &sa, std::ptr::null_mut());
         }
@@ -42,6 +45,11 @@ pub fn install_stop_signals() {
 
 pub fn stop_requested() -> bool {
     STOP_SIGNAL.load(Ordering::SeqCst)
+}
+
+/// The flag [`install_stop_signals`] sets, for code that polls an `&AtomicBool`.
+pub fn stop_flag() -> &'static AtomicBool {
+    &STOP_SIGNAL
 }
 
 /// Host-side names of everything of one system. Interface names are `pt` + a 4-hex-digit tag of the system
