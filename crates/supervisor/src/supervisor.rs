@@ -126,6 +126,8 @@ pub struct State {
 /// killed, then cgroups, V-NICs, namespaces and bridges go, the state directory last.
 pub struct Supervisor {
     executors: Vec<Executor>,
+    /// Per executor: the module index of each partition it schedules (its freezers' order).
+    plan_partitions: Vec<Vec<usize>>,
     monitor: HealthMonitor,
     cgroups: Vec<Arc<PartitionCgroup>>,
     nics: Vec<VirtualNic>,
@@ -163,6 +165,7 @@ impl Supervisor {
         let events = std::fs::File::create(&events_path).map_err(path_err("create", &events_path))?;
         let mut s = Supervisor {
             executors: Vec::new(),
+            plan_partitions: Vec::new(),
             monitor: HealthMonitor::new(EventLog::new(Some(Box::new(events)))),
             cgroups: Vec::new(),
             nics: Vec::new(),
@@ -214,7 +217,7 @@ impl Supervisor {
         let ext_addr = |mi: usize, pi: usize| external_members.iter().position(|x| *x == (mi, pi)).map(|i| ext_of(i, (mi, pi)));
         let all_external: Vec<Ipv4Addr> = external_members.iter().enumerate().map(|(i, m)| ext_of(i, *m).0).collect();
         // 2. Per partition: cgroup, namespace, V-NICs, DDS configuration; then launch (frozen when planned).
-        let mut freezers: Vec<Vec<(String, Freezer)>> = Vec::new();
+        let mut freezers: Vec<Vec<Option<Freezer>>> = Vec::new();
         for (mi, m) in system.modules.iter().enumerate() {
             check_component("module", &m.name)?;
             let mut module_freezers = Vec::new();
@@ -248,12 +251,15 @@ impl Supervisor {
                 }
                 let xml_path = state_path.join(format!("{}-{}.xml", m.name, p.name));
                 let uri = CycloneConfig::write_all(&domains, &xml_path)?;
-                if m.plan_of(&p.name).is_some() {
-                    let f = Freezer::new(&cg, backend.unwrap_or_else(|| FreezeBackend::best_for(&cg)))?;
-                    s.state.freeze_backend = f.backend().name();
-                    f.freeze()?;
-                    module_freezers.push((p.name.clone(), f));
-                }
+                module_freezers.push(match m.plan_of(&p.name) {
+                    Some(_) => {
+                        let f = Freezer::new(&cg, backend.unwrap_or_else(|| FreezeBackend::best_for(&cg)))?;
+                        s.state.freeze_backend = f.backend().name();
+                        f.freeze()?;
+                        Some(f)
+                    }
+                    None => None,
+                });
                 let Some((program, args)) = p.command.split_first() else {
                     return Err(SupervisorError::Invalid(format!("partition {} has no command", p.name)));
                 };
@@ -285,38 +291,31 @@ impl Supervisor {
             }
             freezers.push(module_freezers);
         }
-        // 3. Plans: one executor per plan, owning the freezers of the partitions its windows name.
-        for (m, module_freezers) in system.modules.iter().zip(freezers) {
-            let mut module_freezers: Vec<Option<(String, Freezer)>> = module_freezers.into_iter().map(Some).collect();
-            for plan in &m.plans {
-                let mut plan_freezers = Vec::new();
-                let mut plan_names: Vec<String> = Vec::new();
+        // 3. Plans: one executor per plan, owning the freezers of its partitions (in module order).
+        for (m, mut module_freezers) in system.modules.iter().zip(freezers) {
+            for (k, plan) in m.plans.iter().enumerate() {
+                let members: Vec<usize> = (0..m.partitions.len()).filter(|&pi| m.plan_index(&m.partitions[pi].name) == Some(k)).collect();
                 let mut windows = Vec::new();
                 for (name, offset, duration) in &plan.windows {
-                    let partition = match plan_names.iter().position(|n| n == name) {
-                        Some(i) => i,
-                        None => {
-                            let slot = module_freezers
-                                .iter_mut()
-                                .find(|f| f.as_ref().is_some_and(|(n, _)| n == name))
-                                .and_then(Option::take)
-                                .ok_or_else(|| {
-                                    SupervisorError::Invalid(format!(
-                                        "plan of module {} names partition {name}, which is unknown or already in another plan",
-                                        m.name
-                                    ))
-                                })?;
-                            plan_freezers.push(slot.1);
-                            plan_names.push(name.clone());
-                            plan_names.len() - 1
-                        }
-                    };
+                    let partition = m
+                        .partitions
+                        .iter()
+                        .position(|p| &p.name == name)
+                        .and_then(|pi| members.iter().position(|&x| x == pi))
+                        .ok_or_else(|| {
+                            SupervisorError::Invalid(format!(
+                                "plan of module {} names partition {name}, which is unknown or already in another plan",
+                                m.name
+                            ))
+                        })?;
                     windows.push(Window { partition, offset: *offset, duration: *duration });
                 }
+                let plan_freezers = members.iter().filter_map(|&pi| module_freezers[pi].take()).collect();
                 let schedule = Schedule::new(plan.major_frame, windows)?;
                 let cpu = plan.executor_cpu.or_else(|| m.cpus.as_deref().and_then(first_cpu));
                 let config = ExecutorConfig { cpu, ..ExecutorConfig::default() };
                 s.executors.push(Executor::start(schedule, plan_freezers, config)?);
+                s.plan_partitions.push(members);
             }
         }
         s.write_state()?;
@@ -369,8 +368,13 @@ impl Supervisor {
     /// Stops the plans and removes everything, in reverse order of the build.
     pub fn down(mut self) -> Result<Vec<ExecutorLog>> {
         let mut logs = Vec::new();
-        for e in self.executors.drain(..) {
-            logs.push(e.stop()?);
+        for (e, members) in self.executors.drain(..).zip(std::mem::take(&mut self.plan_partitions)) {
+            let mut log = e.stop()?;
+            // The executor numbers its partitions among its own; the timeline numbers them in their module.
+            for start in &mut log.starts {
+                start.partition = members[start.partition];
+            }
+            logs.push(log);
         }
         self.monitor.kill_all();
         Ok(logs)
@@ -399,8 +403,9 @@ pub fn read_states(state_root: &Path) -> Vec<(PathBuf, serde_json::Value)> {
 }
 
 
-/// Writes every recorded window start of the plans as JSON lines (`module` = index of the planned module),
-/// for comparing the executed timeline with the plan.
+/// Writes every recorded window start of the plans as JSON lines (`module` = index of the plan, one per
+/// planned module unless a module has one per CPU; `partition` = index of the partition in its module), for
+/// comparing the executed timeline with the plan.
 pub fn write_timeline(path: &Path, logs: &[ExecutorLog]) -> Result<()> {
     use std::io::Write;
     let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(path_err("create", path))?);

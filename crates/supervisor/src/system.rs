@@ -69,8 +69,13 @@ impl ModuleSpec {
         p.io || !self.has_module_network()
     }
 
+    /// The index of the (first) plan whose windows name `partition`.
+    pub fn plan_index(&self, partition: &str) -> Option<usize> {
+        self.plans.iter().position(|pl| pl.windows.iter().any(|(n, _, _)| n == partition))
+    }
+
     /// The plan whose windows name `partition`.
     pub fn plan_of(&self, partition: &str) -> Option<&PlanSpec> {
-        self.plans.iter().find(|pl| pl.windows.iter().any(|(n, _, _)| n == partition))
+        self.plan_index(partition).map(|i| &self.plans[i])
     }
 }
