@@ -194,13 +194,8 @@ pub fn up(a: UpArgs) -> ExitCode {
     };
     let spec = match partita_supervisor::from_system::spec_from(&system) {
         Ok(mut s) => {
-            // Partitions name this program as `partita`: run this very binary, wherever it is installed.
             if let Ok(exe) = std::env::current_exe() {
-                for p in s.modules.iter_mut().flat_map(|m| m.partitions.iter_mut()) {
-                    if p.command.first().map(String::as_str) == Some("partita") {
-                        p.command[0] = exe.display().to_string();
-                    }
-                }
+                s.run_partita_as(&exe.display().to_string());
             }
             s
         }

@@ -1,7 +1,7 @@
 //! `partita bench paper`: every scenario in one run, the 1 KiB tables and the image-size sweep.
 use crate::prediction::{window_delay, PlanWindows, WindowDelay};
 use crate::run::{run_until_monitor_exits, RunError};
-use crate::scenario::{Params, Scenario, MAJOR_FRAME_US, RECORDER_WINDOW_US, ROUTING_WINDOW_US};
+use crate::scenario::{Params, Scenario};
 use partita_apps::summary::Summary;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -40,6 +40,10 @@ pub struct Row {
     pub summary: Summary,
     /// The plan executors' largest window-start lateness in this run (partitioned scenarios), µs.
     pub window_lateness_max_us: Option<f64>,
+    /// The delay the scenario's plans add to a request's path ([`CHAIN`]); `None` where the path is not
+    /// windowed.
+    #[serde(skip)]
+    pub window_delay: Option<WindowDelay>,
     /// Where the raw samples are (relative to the output folder).
     pub raw: String,
 }
@@ -109,10 +113,12 @@ fn run_one(cfg: &BenchConfig, s: Scenario, size: usize, count: u64, warmup: u64)
         monitor_extra: Vec::new(),
     };
     let spec = s.spec(&params);
+    let window_delay = window_delay(&PlanWindows::of_system(&spec), &CHAIN);
     let limit = Duration::from_secs(120) + Duration::from_millis(20) * (count + warmup) as u32;
     let done = run_until_monitor_exits(&spec, &cfg.state_root, "monitor/monitor", &params.monitor_json, limit);
     let _ = std::fs::remove_dir_all(&ring);
     let done = done?;
+    let window_lateness_max_us = done.window_lateness_max_us();
     let r = done.report;
     Ok(Row {
         scenario: s,
@@ -124,29 +130,13 @@ fn run_one(cfg: &BenchConfig, s: Scenario, size: usize, count: u64, warmup: u64)
         answered: r.answered,
         timeouts: r.timeouts,
         summary: r.summary,
-        window_lateness_max_us: (!done.executors.is_empty())
-            .then(|| done.executors.iter().map(|e| e.max_lateness_ns).max().unwrap_or(0) as f64 / 1e3),
+        window_lateness_max_us,
+        window_delay,
         raw: format!("raw/{name}"),
     })
 }
 
-/// The plans of the partitioned scenarios, for the prediction.
-pub fn plans(s: Scenario) -> Vec<PlanWindows> {
-    let us = |v: u64| v * 1000;
-    let frame = us(MAJOR_FRAME_US);
-    match s {
-        Scenario::PartitionedRouting => vec![PlanWindows {
-            major_frame_ns: frame,
-            windows: vec![("recorder".into(), 0, us(RECORDER_WINDOW_US)), ("routing".into(), us(RECORDER_WINDOW_US), us(ROUTING_WINDOW_US))],
-        }],
-        Scenario::Multicore => vec![
-            PlanWindows { major_frame_ns: frame, windows: vec![("recorder".into(), 0, frame)] },
-            PlanWindows { major_frame_ns: frame, windows: vec![("routing".into(), 0, frame)] },
-        ],
-        _ => Vec::new(),
-    }
-}
-
+/// A request's path through the recorder node: into the module, to the recorder, and back out.
 pub const CHAIN: [&str; 3] = ["routing", "recorder", "routing"];
 
 /// Runs the tables, then the sweep; `log` gets a line per run.
@@ -196,7 +186,7 @@ pub fn run(cfg: &BenchConfig, mut log: impl FnMut(&str)) -> Result<Results, RunE
     }
     let row = |s: Scenario| tables.iter().find(|r| r.scenario == s);
     let prediction = match (row(Scenario::PartitionedRouting), row(Scenario::TraditionalRouting)) {
-        (Some(p), Some(t)) => window_delay(&plans(Scenario::PartitionedRouting), &CHAIN).map(|wd| {
+        (Some(p), Some(t)) => p.window_delay.map(|wd| {
             let bound = wd.max_us + t.summary.p99_us;
             Prediction {
                 window_delay: wd,

@@ -34,20 +34,26 @@ pub struct DemoResult {
     pub frame: PathBuf,
 }
 
-/// The built-in system, its `partita` commands pointing at `exe`, its monitor told what to measure.
-pub fn system(cfg: &DemoConfig) -> Result<(SystemSpec, PathBuf, PathBuf), DemoError> {
+/// The built-in system to run: its `partita` commands pointing at `exe`, its monitor told what to measure.
+pub struct DemoSystem {
+    pub spec: SystemSpec,
+    /// The monitoring node, as the supervisor names it (`module/partition`).
+    pub monitor: String,
+    pub monitor_json: PathBuf,
+    pub frame: PathBuf,
+}
+
+pub fn system(cfg: &DemoConfig) -> Result<DemoSystem, DemoError> {
     let model = partita_system::builtin_default().map_err(|e| DemoError::System(e.to_string()))?;
     let mut spec = partita_supervisor::from_system::spec_from(&model).map_err(|e| DemoError::System(e.to_string()))?;
+    spec.run_partita_as(&cfg.exe);
     let json = cfg.out.join("monitor.json");
     let frame = cfg.out.join("last-frame.png");
-    let mut monitors = 0;
+    let mut monitors = Vec::new();
     for m in &mut spec.modules {
         for p in &mut m.partitions {
-            if p.command.first().map(String::as_str) == Some("partita") {
-                p.command[0] = cfg.exe.clone();
-            }
             if m.plans.is_empty() && p.command.get(1..3) == Some(&["app".to_string(), "monitor".to_string()]) {
-                monitors += 1;
+                monitors.push(format!("{}/{}", m.name, p.name));
                 p.command.extend(
                     [
                         "--name", "monitor", "--quiet", "--count", &cfg.count.to_string(), "--warmup", &cfg.warmup.to_string(),
@@ -58,39 +64,26 @@ pub fn system(cfg: &DemoConfig) -> Result<(SystemSpec, PathBuf, PathBuf), DemoEr
             }
         }
     }
-    if monitors != 1 {
-        return Err(DemoError::System(format!("expected one native monitoring node running `partita app monitor`, found {monitors}")));
+    match <[String; 1]>::try_from(monitors) {
+        Ok([monitor]) => Ok(DemoSystem { spec, monitor, monitor_json: json, frame }),
+        Err(found) => Err(DemoError::System(format!(
+            "expected one native monitoring node running `partita app monitor`, found {}",
+            found.len()
+        ))),
     }
-    Ok((spec, json, frame))
 }
 
 pub fn run(cfg: &DemoConfig) -> Result<DemoResult, DemoError> {
-    let (spec, json, frame) = system(cfg)?;
+    let sys = system(cfg)?;
     std::fs::create_dir_all(&cfg.out).map_err(|e| RunError::File { path: cfg.out.clone(), message: e.to_string() })?;
-    let monitor = spec
-        .modules
-        .iter()
-        .find(|m| m.plans.is_empty() && m.partitions.iter().any(|p| p.command.iter().any(|a| a == "monitor")))
-        .map(|m| format!("{}/{}", m.name, m.partitions[0].name))
-        .unwrap_or_default();
     let limit = Duration::from_secs(90) + Duration::from_millis(20) * (cfg.count + cfg.warmup) as u32;
-    let done = run_until_monitor_exits(&spec, &cfg.state_root, &monitor, &json, limit)?;
-    let plans: Vec<PlanWindows> = spec
-        .modules
-        .iter()
-        .flat_map(|m| m.plans.iter())
-        .map(|p| PlanWindows {
-            major_frame_ns: p.major_frame.as_nanos() as u64,
-            windows: p.windows.iter().map(|(n, o, d)| (n.clone(), o.as_nanos() as u64, d.as_nanos() as u64)).collect(),
-        })
-        .collect();
+    let done = run_until_monitor_exits(&sys.spec, &cfg.state_root, &sys.monitor, &sys.monitor_json, limit)?;
     Ok(DemoResult {
-        window_delay: window_delay(&plans, &CHAIN),
-        window_lateness_max_us: (!done.executors.is_empty())
-            .then(|| done.executors.iter().map(|e| e.max_lateness_ns).max().unwrap_or(0) as f64 / 1e3),
-        system: spec,
+        window_delay: window_delay(&PlanWindows::of_system(&sys.spec), &CHAIN),
+        window_lateness_max_us: done.window_lateness_max_us(),
+        system: sys.spec,
         report: done.report,
-        monitor_json: json,
-        frame,
+        monitor_json: sys.monitor_json,
+        frame: sys.frame,
     })
 }

@@ -7,6 +7,7 @@
 //! waits for the next routing window, then for the recorder's, then for the routing window again). Adding the
 //! response time of the same system without windows (TRADITIONAL DDS WITH ROUTING, measured in the same run)
 //! gives the predicted bound the measured figures are checked against.
+use partita_supervisor::system::SystemSpec;
 use serde::Serialize;
 
 /// A cyclic plan on one CPU, or the windows of a partition that has a CPU of its own.
@@ -18,6 +19,18 @@ pub struct PlanWindows {
 }
 
 impl PlanWindows {
+    /// The plans of every module of `spec`.
+    pub fn of_system(spec: &SystemSpec) -> Vec<PlanWindows> {
+        spec.modules
+            .iter()
+            .flat_map(|m| m.plans.iter())
+            .map(|p| PlanWindows {
+                major_frame_ns: p.major_frame.as_nanos() as u64,
+                windows: p.windows.iter().map(|(n, o, d)| (n.clone(), o.as_nanos() as u64, d.as_nanos() as u64)).collect(),
+            })
+            .collect()
+    }
+
     /// The earliest instant at or after `t` (ns, absolute) when `partition` is inside one of its windows.
     fn next_run(&self, partition: &str, t: u64) -> Option<u64> {
         let f = self.major_frame_ns;

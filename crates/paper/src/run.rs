@@ -26,6 +26,13 @@ pub struct Finished {
     pub executors: Vec<ExecutorLog>,
 }
 
+impl Finished {
+    /// The plan executors' largest window-start lateness, µs; `None` when the system had no plan.
+    pub fn window_lateness_max_us(&self) -> Option<f64> {
+        self.executors.iter().map(|e| e.max_lateness_ns).max().map(|ns| ns as f64 / 1e3)
+    }
+}
+
 /// Whether the supervisor's event log says the partition `name` (`module/partition`) has exited.
 fn has_exited(events: &Path, name: &str) -> bool {
     let Ok(text) = std::fs::read_to_string(events) else { return false };

@@ -52,6 +52,18 @@ pub struct PartitionSpec {
     pub external_address: Option<(Ipv4Addr, u8)>,
 }
 
+impl SystemSpec {
+    /// Makes partitions whose command names the program `partita` run `exe` instead (this very binary,
+    /// wherever it is installed).
+    pub fn run_partita_as(&mut self, exe: &str) {
+        for p in self.modules.iter_mut().flat_map(|m| m.partitions.iter_mut()) {
+            if p.command.first().map(String::as_str) == Some("partita") {
+                p.command[0] = exe.to_string();
+            }
+        }
+    }
+}
+
 impl ModuleSpec {
     pub fn is_native(&self) -> bool {
         self.plans.is_empty()
