@@ -53,7 +53,8 @@ pub struct Report {
     pub timeouts: u64,
     /// Answers that said the request could not be served (no such camera, no frame yet).
     pub refused: u64,
-    /// Serialized size of the last answer (DDS: the CDR sample; UDP: the payload), bytes.
+    /// Serialized size of the last answer (DDS: the CDR sample; UDP: the payload), bytes; set by the caller of
+    /// [`measure`].
     pub reply_bytes: u64,
     pub elapsed_s: f64,
     pub summary: Summary,
@@ -77,8 +78,8 @@ pub struct FrameInfo {
 
 /// The outcome of one request.
 pub enum Outcome {
-    /// Answered; the answer's size in bytes.
-    Answered(usize),
+    /// Answered (the caller knows the answer and its size).
+    Answered,
     /// Answered with a refusal (counted, not measured).
     Refused,
     TimedOut,
@@ -114,9 +115,8 @@ pub fn measure(
         let dt = t0.elapsed();
         report.requests += 1;
         match outcome {
-            Outcome::Answered(bytes) => {
+            Outcome::Answered => {
                 report.answered += 1;
-                report.reply_bytes = bytes as u64;
                 if seq >= config.warmup {
                     report.samples_ns.push(dt.as_nanos() as u64);
                 }
@@ -316,9 +316,8 @@ pub fn run(config: &MonitorConfig, dds: &DomainConfig, progress: impl FnMut(&Pro
     let mut report = measure(&config.measure, progress, |_, timeout| {
         match client.request(camera, at_ns, timeout) {
             Ok(Some(r)) if r.status == ReplyStatus::Ok => {
-                let size = serialized_size(&r);
                 client.last = Some(r);
-                Ok(Outcome::Answered(size))
+                Ok(Outcome::Answered)
             }
             Ok(Some(_)) => Ok(Outcome::Refused),
             Ok(None) => Ok(Outcome::TimedOut),
@@ -335,6 +334,8 @@ pub fn run(config: &MonitorConfig, dds: &DomainConfig, progress: impl FnMut(&Pro
     report.transport = "dds".into();
     report.name = config.name.clone();
     if let Some(last) = client.last_reply() {
+        // Outside the measuring loop: re-encoding a reply only to learn its size is not part of a request.
+        report.reply_bytes = serialized_size(last) as u64;
         report.last_frame = frame_info(last);
         if let (Some(path), ImageEncoding::Png) = (&config.save_frame, last.encoding) {
             write_atomically(path, &last.image).map_err(|source| MonitorError::Save { path: path.clone(), source })?;

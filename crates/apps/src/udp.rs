@@ -86,12 +86,17 @@ pub fn client(server: SocketAddr, reply_size: usize, config: &LoopConfig, progre
             return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, format!("no UDP server answered at {server}")));
         }
     }
+    let mut last_bytes = 0;
     let mut report = measure(config, progress, |seq, timeout| {
         Ok(match one(&sock, &mut buf, seq, reply_size, timeout)? {
-            Some(n) => Outcome::Answered(n),
+            Some(n) => {
+                last_bytes = n;
+                Outcome::Answered
+            }
             None => Outcome::TimedOut,
         })
     })?;
+    report.reply_bytes = last_bytes as u64;
     report.transport = "udp".into();
     report.name = format!("udp {server}");
     Ok(report)
