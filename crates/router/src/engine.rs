@@ -687,9 +687,10 @@ const MAX_INSTANCE_BUCKETS: usize = 4096;
 /// notifications always pass.
 struct Limiter {
     topic: Option<Bucket>,
-    per_instance: Option<f64>,
-    instances: HashMap<u64, Bucket>,
+    /// Per instance: a bucket each (at most [`MAX_INSTANCE_BUCKETS`]), then this one shared by the rest; its
+    /// rate is the per-instance rate.
     shared: Option<Bucket>,
+    instances: HashMap<u64, Bucket>,
     downsample: u32,
     seen: u64,
 }
@@ -699,9 +700,8 @@ impl Limiter {
         let now = Instant::now();
         Limiter {
             topic: ov.max_rate.map(|r| Bucket::new(r, now)),
-            per_instance: ov.max_rate_per_instance,
-            instances: HashMap::new(),
             shared: ov.max_rate_per_instance.map(|r| Bucket::new(r, now)),
+            instances: HashMap::new(),
             downsample: ov.downsample.unwrap_or(1).max(1),
             seen: 0,
         }
@@ -712,16 +712,16 @@ impl Limiter {
         if !(self.seen - 1).is_multiple_of(self.downsample as u64) {
             return false;
         }
-        if self.topic.is_none() && self.per_instance.is_none() {
+        if self.topic.is_none() && self.shared.is_none() {
             return true;
         }
         let now = Instant::now();
-        if let Some(rate) = self.per_instance {
+        if let Some(shared) = &mut self.shared {
             let full = self.instances.len() >= MAX_INSTANCE_BUCKETS;
             let bucket = match self.instances.get_mut(&instance) {
                 Some(b) => b,
-                None if !full => self.instances.entry(instance).or_insert_with(|| Bucket::new(rate, now)),
-                None => self.shared.as_mut().expect("a shared bucket with a per-instance rate"),
+                None if !full => self.instances.entry(instance).or_insert_with(|| Bucket::new(shared.rate, now)),
+                None => shared,
             };
             if !bucket.take(now) {
                 return false;
