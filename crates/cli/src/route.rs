@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 #[derive(Args)]
 pub struct RouteArgs {
     /// The router's TOML configuration (see docs/router.md). Inside an I/O partition it may be left out: the
-    /// router then forwards every topic both ways between the module's domain and the inter-module network.
+    /// router then routes between the module's domain and the inter-module network as the system file's
+    /// `[module.partition.router]` says, or every topic both ways without that table.
     pub config: Option<PathBuf>,
     /// Print the statistics table every stats period.
     #[arg(long)]
