@@ -115,7 +115,10 @@ impl Scenario {
             external_address: None,
         };
         let recorder_cmd = p.recorder_command();
-        let routing_cmd = vec![p.exe.clone(), "route".into()];
+        // The recorder on the module's domain and the routing service as the I/O partition.
+        let recorder_and_routing = || {
+            vec![part("recorder", p.recorder_command(), false, restart), part("routing", vec![p.exe.clone(), "route".into()], true, restart)]
+        };
         let us = Duration::from_micros;
         let frame = us(MAJOR_FRAME_US);
         let recorder_module = match self {
@@ -126,7 +129,7 @@ impl Scenario {
                 plans: Vec::new(),
                 partitions: vec![part(
                     "recorder",
-                    vec![p.exe.clone(), "app".into(), "udp-echo".into(), "--bind".into(), format!("{}:{UDP_PORT}", external_address(0))],
+                    vec![p.exe.clone(), "app".into(), "udp-echo".into(), "--bind".into(), udp_server()],
                     false,
                     restart,
                 )],
@@ -154,7 +157,7 @@ impl Scenario {
                 cpus: Some(p.recorder_cpu.to_string()),
                 domain: 1,
                 plans: Vec::new(),
-                partitions: vec![part("recorder", recorder_cmd, false, restart), part("routing", routing_cmd, true, restart)],
+                partitions: recorder_and_routing(),
             },
             Scenario::PartitionedRouting => ModuleSpec {
                 name: "camera-node".into(),
@@ -168,7 +171,7 @@ impl Scenario {
                     ],
                     executor_cpu: Some(p.recorder_cpu),
                 }],
-                partitions: vec![part("recorder", recorder_cmd, false, restart), part("routing", routing_cmd, true, restart)],
+                partitions: recorder_and_routing(),
             },
             Scenario::Multicore => ModuleSpec {
                 name: "camera-node".into(),
@@ -178,7 +181,7 @@ impl Scenario {
                     PlanSpec { major_frame: frame, windows: vec![("recorder".into(), Duration::ZERO, frame)], executor_cpu: Some(p.recorder_cpu) },
                     PlanSpec { major_frame: frame, windows: vec![("routing".into(), Duration::ZERO, frame)], executor_cpu: Some(p.routing_cpu) },
                 ],
-                partitions: vec![part("recorder", recorder_cmd, false, restart), part("routing", routing_cmd, true, restart)],
+                partitions: recorder_and_routing(),
             },
         };
         let monitor = ModuleSpec {
@@ -217,6 +220,12 @@ pub struct Params {
     pub monitor_extra: Vec<String>,
 }
 
+/// Where the NETWORK scenario's answerer listens: the recorder node is the first member of the inter-module
+/// network, so the supervisor gives it the first external address.
+fn udp_server() -> String {
+    format!("{}:{UDP_PORT}", external_address(0))
+}
+
 impl Params {
     fn recorder_command(&self) -> Vec<String> {
         let mut c: Vec<String> = vec![self.exe.clone(), "app".into(), "recorder".into(), "--ring".into(), self.ring.display().to_string()];
@@ -230,7 +239,7 @@ impl Params {
         c.extend(["--count".into(), self.count.to_string(), "--warmup".into(), self.warmup.to_string()]);
         c.extend(["--timeout-ms".into(), self.timeout_ms.to_string(), "--json".into(), self.monitor_json.display().to_string()]);
         if s == Scenario::Network {
-            c.extend(["--udp".into(), format!("{}:{UDP_PORT}", external_address(0)), "--reply-size".into(), self.reply_size.to_string()]);
+            c.extend(["--udp".into(), udp_server(), "--reply-size".into(), self.reply_size.to_string()]);
         } else {
             c.extend(["--name".into(), "monitor".into()]);
             if let Some(f) = &self.save_frame {
