@@ -53,7 +53,7 @@ pub fn serve(bind: SocketAddr, stop: &AtomicBool) -> std::io::Result<u64> {
         let seq = &buf[8..16];
         let chunks = size.div_ceil(CHUNK).max(1);
         for i in 0..chunks {
-            let len = CHUNK.min(size - i * CHUNK.min(size));
+            let len = CHUNK.min(size - i * CHUNK);
             out[0..8].copy_from_slice(seq);
             out[8..12].copy_from_slice(&(i as u32).to_le_bytes());
             out[12..16].copy_from_slice(&(chunks as u32).to_le_bytes());
