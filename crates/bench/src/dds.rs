@@ -161,7 +161,7 @@ impl Transport for Dds {
         timeout: Duration,
         stop: &std::sync::atomic::AtomicBool,
     ) -> Option<Result<crate::driver::LoopSamples, DriverError>> {
-        Some(listening_closed_loop(address, size, total, timeout, stop))
+        Some(listening_closed_loop(address, size, total, timeout, stop, || ()))
     }
 }
 
@@ -185,12 +185,13 @@ fn send_next(writer: &Writer<Request>, st: &mut LoopState, seq: u64) -> Result<(
 
 /// The closed loop as ddsperf's ping runs it: the reply listener, on Cyclone's delivery thread, records the
 /// round trip and sends the next request at once. This thread only watches for a reply that never comes.
-fn listening_closed_loop(
+pub(crate) fn listening_closed_loop(
     address: &str,
     size: usize,
     total: u64,
     timeout: Duration,
     stop: &std::sync::atomic::AtomicBool,
+    settle: fn(),
 ) -> Result<crate::driver::LoopSamples, DriverError> {
     use std::sync::{Arc, Mutex};
     let (domain, prefix) = parse_address(address)?;
@@ -227,6 +228,7 @@ fn listening_closed_loop(
     // The reply reader is matched by the server's writer shortly after; a first request lost to that race is
     // retried as a time-out would be.
     std::thread::sleep(Duration::from_millis(200));
+    settle();
     send_next(&writer, &mut state.lock().unwrap_or_else(|p| p.into_inner()), 0)?;
     loop {
         std::thread::sleep(Duration::from_millis(5));

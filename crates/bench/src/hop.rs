@@ -15,13 +15,17 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A forwarder process started by a client; killed by pid and reaped when the client ends.
-pub struct Forwarder(Child);
+/// A forwarder process started by a client; killed by pid and reaped when the client ends, its configuration
+/// file (if any) removed then.
+pub struct Forwarder(Child, Option<std::path::PathBuf>);
 
 impl Drop for Forwarder {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+        if let Some(f) = &self.1 {
+            let _ = std::fs::remove_file(f);
+        }
     }
 }
 
@@ -35,7 +39,7 @@ fn spawn_self(args: &[String]) -> Result<(Forwarder, String), DriverError> {
         .spawn()
         .map_err(|e| DriverError::io(format!("starting {} {}", exe.display(), args.join(" ")), e))?;
     let out = child.stdout.take().expect("piped stdout");
-    let fwd = Forwarder(child);
+    let fwd = Forwarder(child, None);
     let mut line = String::new();
     BufReader::new(out).read_line(&mut line).map_err(|e| DriverError::io("reading the forwarder's READY line", e))?;
     match line.trim().strip_prefix("READY") {
@@ -170,29 +174,62 @@ impl Transport for DdsRouted {
         crate::dds::Dds.serve_inline(size, session, work)
     }
     fn connect(&self, address: &str, _size: usize, session: &str) -> Result<ClientEndpoint, DriverError> {
-        let (server_domain, prefix) = crate::dds::parse_address(address)?;
-        let client_domain = (server_domain + 117) % 233;
-        let cfg = std::env::temp_dir().join(format!("partita-bench-router-{session}.toml"));
-        let text = format!(
-            "name = \"bench\"\nstats_period = \"10s\"\n[[side]]\nname = \"client\"\ndomain = {client_domain}\n\
-             [[side]]\nname = \"server\"\ndomain = {server_domain}\n[[route]]\nfrom = \"client\"\nto = \"server\"\n\
-             both_ways = true\nallow = [\"{prefix}/*\"]\n"
-        );
-        std::fs::write(&cfg, text).map_err(|e| DriverError::io(format!("writing {}", cfg.display()), e))?;
-        let exe = std::env::current_exe().map_err(|e| DriverError::io("finding this executable", e))?;
-        let child = Command::new(&exe)
-            .args(["route", &cfg.to_string_lossy()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| DriverError::io("starting partita route", e))?;
-        let fwd = Forwarder(child);
-        let client = crate::dds::connect(&format!("domain={client_domain} topic={prefix}"))?;
-        // Matching the router's endpoints on the client's side does not mean the far side is matched yet:
-        // give the router time to build both routes before measuring (volatile samples sent earlier are lost).
-        std::thread::sleep(Duration::from_millis(1500));
-        let _ = std::fs::remove_file(&cfg);
+        let (fwd, client_address) = start_router(address, session)?;
+        let client = crate::dds::connect(&client_address)?;
+        settle();
         Ok(wrap(client, fwd))
     }
+    /// In closed loop the client's reply listener sends the next request, exactly as with `dds`, so the two
+    /// differ only by the router hop.
+    fn closed_loop_inline(
+        &self,
+        address: &str,
+        size: usize,
+        session: &str,
+        total: u64,
+        timeout: Duration,
+        stop: &std::sync::atomic::AtomicBool,
+    ) -> Option<Result<crate::driver::LoopSamples, DriverError>> {
+        let (fwd, client_address) = match start_router(address, session) {
+            Ok(v) => v,
+            Err(e) => return Some(Err(e)),
+        };
+        let outcome = crate::dds::listening_closed_loop(&client_address, size, total, timeout, stop, settle);
+        drop(fwd);
+        Some(outcome)
+    }
+}
+
+/// Starts `partita route` between the server's domain and a client domain of its own (both ways, every topic
+/// under the server's prefix); returns the router with the address the client uses.
+fn start_router(address: &str, session: &str) -> Result<(Forwarder, String), DriverError> {
+    let (server_domain, prefix) = crate::dds::parse_address(address)?;
+    let client_domain = (server_domain + 117) % 233;
+    let cfg = std::env::temp_dir().join(format!("partita-bench-router-{session}.toml"));
+    let text = format!(
+        "name = \"bench\"\nstats_period = \"10s\"\n[[side]]\nname = \"client\"\ndomain = {client_domain}\n\
+         [[side]]\nname = \"server\"\ndomain = {server_domain}\n[[route]]\nfrom = \"client\"\nto = \"server\"\n\
+         both_ways = true\nallow = [\"{prefix}/*\"]\n"
+    );
+    std::fs::write(&cfg, text).map_err(|e| DriverError::io(format!("writing {}", cfg.display()), e))?;
+    let exe = std::env::current_exe().map_err(|e| DriverError::io("finding this executable", e))?;
+    let child = Command::new(&exe)
+        .args(["route", &cfg.to_string_lossy()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn();
+    match child {
+        Ok(c) => Ok((Forwarder(c, Some(cfg)), format!("domain={client_domain} topic={prefix}"))),
+        Err(e) => {
+            let _ = std::fs::remove_file(&cfg);
+            Err(DriverError::io("starting partita route", e))
+        }
+    }
+}
+
+/// Matching the router's endpoints on the client's side does not mean the far side is matched yet: the router
+/// needs time to build both routes before measuring (volatile samples sent earlier are lost).
+fn settle() {
+    std::thread::sleep(Duration::from_millis(1500));
 }
