@@ -48,6 +48,7 @@ impl CycloneConfig {
             max_participant_index: self.max_participant_index,
             synchronous_delivery: true,
             max_message_size: None,
+            fragment_size: None,
         };
         settings.domain_xml(&self.domain_id.to_string()).map_err(|e| SupervisorError::Invalid(e.to_string()))
     }
