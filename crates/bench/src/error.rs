@@ -56,6 +56,12 @@ pub enum BenchError {
     Interrupted,
     #[error("entering a private network namespace: {0}")]
     Sandbox(String),
+    #[error("real-time setup: {0}")]
+    Realtime(String),
+    #[error("--busy-poll with --fifo: a spinning SCHED_FIFO client would keep the other processes of the run off its CPU; choose one")]
+    BusyPollUnderFifo,
+    #[error("--fifo {0}: give a SCHED_FIFO priority from 1 to 98")]
+    BadPriority(u8),
 }
 
 impl BenchError {
@@ -69,6 +75,8 @@ impl BenchError {
                 | BenchError::UnknownTransport { .. }
                 | BenchError::ZeroCount
                 | BenchError::BadRate(_)
+                | BenchError::BusyPollUnderFifo
+                | BenchError::BadPriority(_)
                 | BenchError::BadTimeout
                 | BenchError::BadServerWork(_)
                 | BenchError::OutputDir { .. }

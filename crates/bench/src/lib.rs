@@ -12,6 +12,7 @@ pub mod error;
 pub mod flood;
 pub mod hop;
 pub mod machine;
+pub mod realtime;
 pub mod report;
 pub mod rr;
 pub mod size;

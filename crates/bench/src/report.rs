@@ -78,8 +78,9 @@ pub fn markdown(report: &Report) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "Round-trip time, µs ({}, {} measured operations per scenario after {} warm-up; {} on {}, {} cores).\n",
+        "Round-trip time, µs ({}, {}, {} measured operations per scenario after {} warm-up; {} on {}, {} cores).\n",
         report.config.mode(),
+        report.config.setup(),
         report.config.count,
         report.config.warmup,
         report.machine.cpu_model,
@@ -119,7 +120,46 @@ pub fn markdown(report: &Report) -> String {
     for n in notes {
         let _ = writeln!(t, "\n{n}");
     }
+    let hops = hop_rows(report);
+    if !hops.is_empty() {
+        let _ = writeln!(t, "\nRound trip added by one forwarding hop (p50, this run): the router's hop (dds-routed − dds) against a minimal raw-UDP relay's (udp-relay − udp).\n");
+        let _ = writeln!(t, "| size | relay adds | router adds | router / relay |");
+        let _ = writeln!(t, "|---|---:|---:|---:|");
+        for h in hops {
+            let _ = writeln!(t, "| {} | {} | {} | {:.2} |", crate::size::format_size(h.size), f(h.relay_us), f(h.router_us), h.ratio());
+        }
+    }
     t
+}
+
+/// The round trip one forwarding hop adds at one payload size, from the p50s of four scenarios of one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HopRow {
+    pub size: usize,
+    pub relay_us: f64,
+    pub router_us: f64,
+}
+
+impl HopRow {
+    pub fn ratio(&self) -> f64 {
+        self.router_us / self.relay_us
+    }
+}
+
+/// One row per size measured with all of udp, udp-relay, dds and dds-routed.
+pub fn hop_rows(report: &Report) -> Vec<HopRow> {
+    let p50 = |transport: &str, size: usize| {
+        report.scenarios.iter().find(|s| s.transport == transport && s.size == size).and_then(|s| s.stats.as_ref()).map(|s| s.p50_us)
+    };
+    report
+        .config
+        .sizes
+        .iter()
+        .filter_map(|&size| {
+            let (udp, relay, dds, routed) = (p50("udp", size)?, p50("udp-relay", size)?, p50("dds", size)?, p50("dds-routed", size)?);
+            Some(HopRow { size, relay_us: relay - udp, router_us: routed - dds })
+        })
+        .collect()
 }
 
 fn csv(report: &Report) -> String {
@@ -177,6 +217,71 @@ pub fn write_all(dir: &Path, report: &Report) -> Result<Vec<PathBuf>, BenchError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn scenario(transport: &str, size: usize, rtt_us: u64) -> crate::rr::ScenarioResult {
+        crate::rr::ScenarioResult {
+            scenario: format!("{transport} {size}"),
+            transport: transport.into(),
+            size,
+            mode: "closed-loop".into(),
+            warmup_requested: 0,
+            warmup_done: 0,
+            warmup_lost: 0,
+            count_requested: 3,
+            lost: 0,
+            started: String::new(),
+            finished: String::new(),
+            stats: crate::Stats::from_ns(&[rtt_us * 1000; 3]),
+            reference: None,
+            server_iterations_per_us: None,
+            samples_ns: None,
+        }
+    }
+
+    #[test]
+    fn the_hop_table_subtracts_each_direct_path_from_its_forwarded_one() {
+        let config = crate::RrConfig {
+            transports: vec![],
+            sizes: vec![64, 1024],
+            count: 3,
+            warmup: 0,
+            rate_hz: None,
+            server_work_us: 0.0,
+            busy_poll: false,
+            raw: false,
+            out: PathBuf::from("/tmp"),
+            timeout_ms: 1000,
+            fifo_priority: Some(50),
+            cpu_dma_latency_us: Some(0),
+        };
+        let report = Report {
+            benchmark: "rr".into(),
+            unit: "µs".into(),
+            clock: "test".into(),
+            machine: Machine::probe(),
+            versions: Versions::new("test"),
+            config,
+            started: String::new(),
+            finished: String::new(),
+            // 1 KiB lacks the relay: no row for it.
+            scenarios: vec![
+                scenario("udp", 64, 10),
+                scenario("udp-relay", 64, 30),
+                scenario("dds", 64, 20),
+                scenario("dds-routed", 64, 50),
+                scenario("udp", 1024, 10),
+                scenario("dds", 1024, 20),
+                scenario("dds-routed", 1024, 50),
+            ],
+        };
+        let rows = hop_rows(&report);
+        assert_eq!(rows.len(), 1);
+        assert_eq!((rows[0].size, rows[0].relay_us.round(), rows[0].router_us.round()), (64, 20.0, 30.0));
+        assert!((rows[0].ratio() - 1.5).abs() < 0.01);
+        let md = markdown(&report);
+        assert!(md.contains("SCHED_FIFO 50, cpu_dma_latency 0 µs"), "{md}");
+        assert!(md.contains("| 64 | 20"), "{md}");
+    }
 
     #[test]
     fn unwritable_folder_is_a_usage_error() {

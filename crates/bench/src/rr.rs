@@ -27,6 +27,10 @@ pub struct RrConfig {
     pub out: PathBuf,
     /// A reply later than this is counted as lost.
     pub timeout_ms: u64,
+    /// Every process of the run under SCHED_FIFO at this priority (see [`crate::realtime`]).
+    pub fifo_priority: Option<u8>,
+    /// `/dev/cpu_dma_latency` held at this many µs during the run.
+    pub cpu_dma_latency_us: Option<u32>,
 }
 
 impl RrConfig {
@@ -45,6 +49,14 @@ impl RrConfig {
         }
         if self.timeout_ms == 0 {
             return Err(BenchError::BadTimeout);
+        }
+        if let Some(p) = self.fifo_priority {
+            if !(1..=98).contains(&p) {
+                return Err(BenchError::BadPriority(p));
+            }
+            if self.busy_poll {
+                return Err(BenchError::BusyPollUnderFifo);
+            }
         }
         if self.transports.is_empty() {
             return Err(BenchError::NoTransport);
@@ -74,6 +86,18 @@ impl RrConfig {
             "open-loop"
         } else {
             "closed-loop"
+        }
+    }
+
+    /// The scheduling setup in words, for reports.
+    pub fn setup(&self) -> String {
+        let policy = match self.fifo_priority {
+            Some(p) => format!("SCHED_FIFO {p}"),
+            None => "normal scheduling".into(),
+        };
+        match self.cpu_dma_latency_us {
+            Some(us) => format!("{policy}, cpu_dma_latency {us} µs"),
+            None => policy,
         }
     }
 
@@ -537,6 +561,8 @@ mod tests {
             raw: false,
             out: PathBuf::from("/tmp"),
             timeout_ms: 1000,
+            fifo_priority: None,
+            cpu_dma_latency_us: None,
         }
     }
 
@@ -555,6 +581,9 @@ mod tests {
             (RrConfig { transports: vec![], ..cfg() }, |e| matches!(e, BenchError::NoTransport)),
             (RrConfig { timeout_ms: 0, ..cfg() }, |e| matches!(e, BenchError::BadTimeout)),
             (RrConfig { server_work_us: -1.0, ..cfg() }, |e| matches!(e, BenchError::BadServerWork(_))),
+            (RrConfig { fifo_priority: Some(0), ..cfg() }, |e| matches!(e, BenchError::BadPriority(0))),
+            (RrConfig { fifo_priority: Some(99), ..cfg() }, |e| matches!(e, BenchError::BadPriority(99))),
+            (RrConfig { fifo_priority: Some(50), busy_poll: true, ..cfg() }, |e| matches!(e, BenchError::BusyPollUnderFifo)),
         ];
         for (c, want) in cases {
             let e = c.validate().unwrap_err();

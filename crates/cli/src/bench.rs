@@ -92,6 +92,12 @@ struct RrArgs {
     /// A reply later than this many milliseconds counts as lost.
     #[arg(long, default_value_t = 1_000)]
     timeout_ms: u64,
+    /// Run client, servers and forwarders under SCHED_FIFO at this priority (1..=98), as cyclictest runs.
+    #[arg(long)]
+    fifo: Option<u8>,
+    /// Hold /dev/cpu_dma_latency at this many µs while measuring (0 keeps the CPUs out of idle states).
+    #[arg(long)]
+    cpu_dma_latency: Option<u32>,
 }
 
 #[derive(Args)]
@@ -173,8 +179,15 @@ fn run_rr(a: RrArgs) -> Result<(), BenchError> {
         raw: a.raw,
         out: out.clone(),
         timeout_ms: a.timeout_ms,
+        fifo_priority: a.fifo,
+        cpu_dma_latency_us: a.cpu_dma_latency,
     };
     cfg.validate()?;
+    // Before any thread or process of the run exists, so that all of them inherit the policy.
+    if let Some(p) = cfg.fifo_priority {
+        partita_bench::realtime::enter_fifo(p)?;
+    }
+    let _idle_hold = cfg.cpu_dma_latency_us.map(partita_bench::realtime::CpuLatencyHold::new).transpose()?;
     report::prepare_dir(&out)?;
     // Client, server and ddsperf processes see only a loopback interface of their own: Cyclone binds its
     // receive sockets to the wildcard address, and nothing of the benchmark may touch the host's interfaces.
