@@ -43,6 +43,11 @@ pub struct NetworkSettings {
     /// hand-off on every sample; Cyclone's `Internal/SynchronousDeliveryPriorityThreshold`, whose default of 0
     /// already does this for writers of transport priority >= 0).
     pub synchronous_delivery: bool,
+    /// Data arriving on the shared unicast socket gets a receive thread of its own that blocks in `recvmsg`,
+    /// instead of one thread multiplexing every socket (`epoll_wait` then `recvmsg` for each datagram):
+    /// Cyclone's `Internal/MultipleReceiveThreads`, off by default because firewalls may block the datagram
+    /// Cyclone sends itself to stop that thread; partita's networks are loopback and its own bridges.
+    pub multiple_receive_threads: bool,
     /// Largest RTPS message Cyclone builds (`General/MaxMessageSize`, Cyclone's default 14,720 B).
     pub max_message_size: Option<u32>,
     /// Samples larger than this travel in fragments of this size (`General/FragmentSize`, Cyclone's default
@@ -74,6 +79,7 @@ impl DomainConfig {
                 peers,
                 max_participant_index: 20,
                 synchronous_delivery: true,
+                multiple_receive_threads: true,
                 max_message_size: lo.then_some(LOOPBACK_MAX_MESSAGE_SIZE),
                 fragment_size: lo.then_some(LOOPBACK_FRAGMENT_SIZE),
             }),
@@ -200,7 +206,9 @@ impl NetworkSettings {
         let _ = write!(
             x,
             "<Internal><SynchronousDeliveryPriorityThreshold>{threshold}</SynchronousDeliveryPriorityThreshold>\
-             <SynchronousDeliveryLatencyBound>inf</SynchronousDeliveryLatencyBound></Internal>"
+             <SynchronousDeliveryLatencyBound>inf</SynchronousDeliveryLatencyBound>\
+             <MultipleReceiveThreads>{}</MultipleReceiveThreads></Internal>",
+            self.multiple_receive_threads
         );
         x.push_str("</Domain>");
         Ok(x)

@@ -47,6 +47,7 @@ impl CycloneConfig {
             peers: self.peers.iter().map(|p| p.to_string()).collect(),
             max_participant_index: self.max_participant_index,
             synchronous_delivery: true,
+            multiple_receive_threads: true,
             max_message_size: None,
             fragment_size: None,
         };
