@@ -94,6 +94,8 @@ fn bad_arguments_exit_with_status_2() {
         (&["--size", "12q"], "size"),
         (&["--rate", "-1"], "rate"),
         (&["--server-work", "-5"], "server-work"),
+        (&["--fifo", "0"], "--fifo"),
+        (&["--fifo", "10", "--busy-poll"], "busy-poll"),
     ];
     for (extra, needle) in cases {
         let mut args = vec!["bench", "rr", "--out", d];
@@ -127,6 +129,32 @@ fn dds_round_trips_end_to_end() {
         let (min, p50, p99, max) = (f(stats, "min_us"), f(stats, "p50_us"), f(stats, "p99_us"), f(stats, "max_us"));
         assert!(min > 0.0 && min <= p50 && p50 <= p99 && p99 <= max, "{stats}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn one_forwarding_hop_under_the_realtime_setup() {
+    // The relay and the router between client and server, every process under SCHED_FIFO, idle states held
+    // off: all four paths answer, and the report names the setup and ends with the hop table.
+    let dir = fresh_dir("hop");
+    let out = partita(&[
+        "bench", "rr", "--transport", "udp,udp-relay,dds,dds-routed", "--size", "64", "--count", "100", "--warmup",
+        "10", "--fifo", "10", "--cpu-dma-latency", "0", "--out", dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = json(&dir.join("results.json"));
+    assert_eq!(r["config"]["fifo_priority"], 10);
+    for (i, name) in ["udp", "udp-relay", "dds", "dds-routed"].iter().enumerate() {
+        let s = &r["scenarios"][i];
+        assert_eq!(s["transport"], *name);
+        let answered = s["stats"]["count"].as_u64().unwrap_or(0);
+        assert!(answered > 0, "{s}");
+        assert_eq!(answered + s["lost"].as_u64().unwrap(), 100, "{s}");
+    }
+    let table = std::fs::read_to_string(dir.join("table.md")).unwrap();
+    assert!(table.contains("SCHED_FIFO 10, cpu_dma_latency 0 µs"), "{table}");
+    let row = table.lines().find(|l| l.starts_with("| 64 |")).unwrap_or_else(|| panic!("no hop row: {table}"));
+    assert_eq!(row.split('|').filter(|c| !c.trim().is_empty()).count(), 4, "{row}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
