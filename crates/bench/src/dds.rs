@@ -185,6 +185,8 @@ fn send_next(writer: &Writer<Request>, st: &mut LoopState, seq: u64) -> Result<(
 
 /// The closed loop as ddsperf's ping runs it: the reply listener, on Cyclone's delivery thread, records the
 /// round trip and sends the next request at once. This thread only watches for a reply that never comes.
+/// `settle` runs once both ends are matched, before the first request (a forwarder in the path may need time
+/// to build its routes).
 pub(crate) fn listening_closed_loop(
     address: &str,
     size: usize,
