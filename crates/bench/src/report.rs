@@ -241,18 +241,10 @@ mod tests {
     #[test]
     fn the_hop_table_subtracts_each_direct_path_from_its_forwarded_one() {
         let config = crate::RrConfig {
-            transports: vec![],
             sizes: vec![64, 1024],
-            count: 3,
-            warmup: 0,
-            rate_hz: None,
-            server_work_us: 0.0,
-            busy_poll: false,
-            raw: false,
-            out: PathBuf::from("/tmp"),
-            timeout_ms: 1000,
             fifo_priority: Some(50),
             cpu_dma_latency_us: Some(0),
+            ..crate::rr::tests::cfg()
         };
         let report = Report {
             benchmark: "rr".into(),

@@ -546,10 +546,11 @@ pub fn run_all(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn cfg() -> RrConfig {
+    /// A valid configuration for tests here and in other modules: one UDP scenario of 10 operations.
+    pub(crate) fn cfg() -> RrConfig {
         RrConfig {
             transports: vec!["udp".into()],
             sizes: vec![64],
