@@ -41,16 +41,14 @@ impl CycloneConfig {
         if let Some(p) = self.peers.iter().find(|p| !crate::vnet::is_project_address(**p)) {
             return Err(SupervisorError::Invalid(format!("peer {p} is outside 198.18.0.0/15")));
         }
-        let settings = partita_dds::NetworkSettings {
-            interface: partita_dds::Interface::Named(self.interface.clone()),
-            multicast: self.multicast,
-            peers: self.peers.iter().map(|p| p.to_string()).collect(),
-            max_participant_index: self.max_participant_index,
-            synchronous_delivery: true,
-            multiple_receive_threads: true,
-            max_message_size: None,
-            fragment_size: None,
-        };
+        // The DDS layer's settings for a named interface, so that every other knob is the one it writes too.
+        let peers = self.peers.iter().map(|p| p.to_string()).collect();
+        let config = partita_dds::DomainConfig::on_interface(self.domain_id, partita_dds::Interface::Named(self.interface.clone()), peers)
+            .with(|s| {
+                s.multicast = self.multicast;
+                s.max_participant_index = self.max_participant_index;
+            });
+        let settings = config.settings().expect("a configuration built from settings has them");
         settings.domain_xml(&self.domain_id.to_string()).map_err(|e| SupervisorError::Invalid(e.to_string()))
     }
 
