@@ -62,6 +62,8 @@ pub enum BenchError {
     BusyPollUnderFifo,
     #[error("--fifo {0}: give a SCHED_FIFO priority from 1 to 98")]
     BadPriority(u8),
+    #[error("--batch-delay {text:?}: {reason}")]
+    BadBatchDelay { text: String, reason: String },
 }
 
 impl BenchError {
@@ -77,6 +79,7 @@ impl BenchError {
                 | BenchError::BadRate(_)
                 | BenchError::BusyPollUnderFifo
                 | BenchError::BadPriority(_)
+                | BenchError::BadBatchDelay { .. }
                 | BenchError::BadTimeout
                 | BenchError::BadServerWork(_)
                 | BenchError::OutputDir { .. }

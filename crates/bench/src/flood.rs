@@ -1,9 +1,11 @@
 //! Forwarding throughput and memory of the routing service under a sustained flood (`partita bench
 //! router-flood`): this process writes samples of one topic as fast as it can on one domain, a `partita route`
 //! process forwards them to a second domain, and a listening reader here counts what arrives. The router's
-//! resident memory is sampled from `/proc/PID/status` throughout.
+//! resident memory is sampled from `/proc/PID/status` throughout, and its own statistics (topic
+//! `partita/router/stats`) tell in how many messages it sent the forwarded samples.
 use crate::error::BenchError;
-use partita_dds::{qos::Reliability, DomainConfig, ListeningReader, Participant, Qos, Topic, TopicType, Writer};
+use partita_dds::{qos::Reliability, DomainConfig, ListeningReader, Participant, Qos, Reader, Topic, TopicType, Writer};
+use partita_router::{RouteStats, RouterConfig};
 use serde::{Deserialize, Serialize};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -31,6 +33,8 @@ pub struct FloodConfig {
     /// Reliable: the writer is held back by the router (throughput without loss). Best effort: the writer
     /// outruns the router (what it drops, and whether its memory stays bounded).
     pub reliable: bool,
+    /// The router's `batch_delay` ("0s": every forwarded sample in a message of its own).
+    pub batch_delay: String,
 }
 
 /// What was measured.
@@ -46,6 +50,10 @@ pub struct FloodResult {
     pub router_rss_kib_max: u64,
     pub router_rss_kib_end: u64,
     pub router_rss_samples: usize,
+    /// From the router's statistics: samples it forwarded and messages it sent them in (warm-up included).
+    pub router_forwarded: u64,
+    pub router_sends: u64,
+    pub samples_per_send: f64,
 }
 
 struct Router(Child);
@@ -67,16 +75,39 @@ fn fail(what: &str) -> impl FnOnce(partita_dds::DdsError) -> BenchError + '_ {
     move |e| BenchError::Driver { transport: "router-flood".into(), source: crate::DriverError::Other(format!("{what}: {e}")) }
 }
 
+const TOPIC: &str = "partita/bench/flood";
+
+/// The router's configuration for a flood from domain `a` to domain `b`, validated as `partita route` will.
+fn router_config(a: u32, b: u32, batch_delay: &str) -> Result<String, BenchError> {
+    let text = format!(
+        "name = \"flood\"\nstats_period = \"250ms\"\nbatch_delay = {batch_delay:?}\n[[side]]\nname = \"a\"\ndomain = {a}\n\
+         [[side]]\nname = \"b\"\ndomain = {b}\n[[route]]\nfrom = \"a\"\nto = \"b\"\nallow = [\"{TOPIC}\"]\n"
+    );
+    RouterConfig::parse(&text, std::path::Path::new("--batch-delay")).map_err(|errors| BenchError::BadBatchDelay {
+        text: batch_delay.into(),
+        reason: errors.iter().map(|e| format!("{}; {}", e.problem, e.fix)).collect::<Vec<_>>().join("; "),
+    })?;
+    Ok(text)
+}
+
+/// Checks a `--batch-delay` value before anything starts.
+pub fn check_batch_delay(batch_delay: &str) -> Result<(), BenchError> {
+    router_config(1, 2, batch_delay).map(drop)
+}
+
 /// Runs the flood. `program` is the `partita` binary (for `partita route`).
 pub fn run(cfg: &FloodConfig, program: &std::path::Path, stop: &AtomicBool) -> Result<FloodResult, BenchError> {
     let a = 1 + std::process::id() % 100;
     let b = a + 100;
     let conf = std::env::temp_dir().join(format!("partita-flood-{}.toml", std::process::id()));
-    let text = format!(
-        "name = \"flood\"\nstats_period = \"10s\"\n[[side]]\nname = \"a\"\ndomain = {a}\n[[side]]\nname = \"b\"\ndomain = {b}\n\
-         [[route]]\nfrom = \"a\"\nto = \"b\"\nallow = [\"partita/bench/flood\"]\n"
-    );
+    let text = router_config(a, b, &cfg.batch_delay)?;
     std::fs::write(&conf, text).map_err(|e| BenchError::Write { path: conf.clone(), source: e })?;
+    let result = flood(cfg, program, &conf, a, b, stop);
+    let _ = std::fs::remove_file(&conf);
+    result
+}
+
+fn flood(cfg: &FloodConfig, program: &std::path::Path, conf: &std::path::Path, a: u32, b: u32, stop: &AtomicBool) -> Result<FloodResult, BenchError> {
     let child = Command::new(program)
         .args(["route", &conf.to_string_lossy()])
         .stdin(Stdio::null())
@@ -94,8 +125,11 @@ pub fn run(cfg: &FloodConfig, program: &std::path::Path, stop: &AtomicBool) -> R
     };
     let pa = Participant::new(&DomainConfig::loopback(a)).map_err(fail("participant on the source domain"))?;
     let pb = Participant::new(&DomainConfig::loopback(b)).map_err(fail("participant on the destination domain"))?;
-    let ta = Topic::<Flood>::new(&pa, "partita/bench/flood", &qos).map_err(fail("topic"))?;
-    let tb = Topic::<Flood>::new(&pb, "partita/bench/flood", &qos).map_err(fail("topic"))?;
+    let ta = Topic::<Flood>::new(&pa, TOPIC, &qos).map_err(fail("topic"))?;
+    let tb = Topic::<Flood>::new(&pb, TOPIC, &qos).map_err(fail("topic"))?;
+    let stats_qos = Qos::reliable().keep_last(1).transient_local();
+    let stats_topic = Topic::<RouteStats>::new(&pa, "partita/router/stats", &stats_qos).map_err(fail("statistics topic"))?;
+    let stats = Reader::new(&stats_topic, &stats_qos).map_err(fail("statistics reader"))?;
     let received = Arc::new(AtomicU64::new(0));
     let r = received.clone();
     let _reader = ListeningReader::new(&tb, &qos, move |_, info| {
@@ -142,8 +176,16 @@ pub fn run(cfg: &FloodConfig, program: &std::path::Path, stop: &AtomicBool) -> R
     std::thread::sleep(Duration::from_millis(300));
     let got = received.load(Ordering::Relaxed) - base;
     let rss_end = rss_kib(pid).unwrap_or(0);
+    // The router's own count of what it forwarded and in how many messages, once it has published the flood's
+    // last sample.
+    let mut last: Option<RouteStats> = None;
+    let settle = Instant::now();
+    while last.as_ref().is_none_or(|r| r.forwarded < got) && settle.elapsed() < Duration::from_secs(3) {
+        let rows = stats.take().map_err(fail("reading the router's statistics"))?;
+        last = rows.into_iter().filter_map(|s| s.value).rfind(|r| r.topic == TOPIC).or(last);
+        std::thread::sleep(Duration::from_millis(50));
+    }
     drop(router);
-    let _ = std::fs::remove_file(&conf);
     if stop.load(Ordering::Relaxed) {
         return Err(BenchError::Interrupted);
     }
@@ -158,5 +200,8 @@ pub fn run(cfg: &FloodConfig, program: &std::path::Path, stop: &AtomicBool) -> R
         router_rss_kib_max: rss_max.max(rss_end),
         router_rss_kib_end: rss_end,
         router_rss_samples: rss_n,
+        router_forwarded: last.as_ref().map_or(0, |r| r.forwarded),
+        router_sends: last.as_ref().map_or(0, |r| r.sends),
+        samples_per_send: last.as_ref().map_or(0.0, |r| if r.sends == 0 { 0.0 } else { r.forwarded as f64 / r.sends as f64 }),
     })
 }

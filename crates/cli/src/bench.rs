@@ -46,7 +46,11 @@ struct RouterFloodArgs {
     /// hold the writer back (throughput without loss).
     #[arg(long)]
     best_effort: bool,
-    /// Write the result as JSON to this file.
+    /// The router's batch_delay, one flood each, in this order: the default compares a router that sends every
+    /// sample on its own ("0s") with its default batching ("100us") in one run.
+    #[arg(long, default_value = "0s,100us", value_delimiter = ',')]
+    batch_delay: Vec<String>,
+    /// Write the results as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
 }
@@ -231,29 +235,49 @@ fn run_flood(a: RouterFloodArgs) -> Result<(), BenchError> {
     if !(a.seconds > 0.0 && a.seconds.is_finite()) {
         return Err(BenchError::BadSeconds(a.seconds));
     }
+    if a.batch_delay.is_empty() {
+        return Err(BenchError::BadBatchDelay { text: String::new(), reason: "give at least one delay, e.g. 0s,100us".into() });
+    }
+    for d in &a.batch_delay {
+        partita_bench::flood::check_batch_delay(d)?;
+    }
     let program = std::env::current_exe()
         .map_err(|e| BenchError::Server { transport: "router-flood".into(), reason: format!("finding this executable: {e}") })?;
     partita_dds::sandbox::enter_private_network().map_err(|e| BenchError::Sandbox(e.to_string()))?;
     catch_signals();
-    let cfg = partita_bench::flood::FloodConfig { size, seconds: a.seconds, reliable: !a.best_effort };
-    let r = partita_bench::flood::run(&cfg, &program, &STOP)?;
-    println!(
-        "router flood, {} B {} samples for {:.1} s: written {:.0}/s, forwarded and received {:.0}/s ({} of {}); \
-         router RSS {} KiB at start, {} KiB max, {} KiB at end ({} readings)",
-        size,
-        if cfg.reliable { "reliable" } else { "best-effort" },
-        r.seconds,
-        r.written_per_s,
-        r.received_per_s,
-        r.received,
-        r.written,
-        r.router_rss_kib_start,
-        r.router_rss_kib_max,
-        r.router_rss_kib_end,
-        r.router_rss_samples
-    );
+    let mut runs = Vec::new();
+    for d in &a.batch_delay {
+        let cfg = partita_bench::flood::FloodConfig { size, seconds: a.seconds, reliable: !a.best_effort, batch_delay: d.clone() };
+        let r = partita_bench::flood::run(&cfg, &program, &STOP)?;
+        println!(
+            "router flood, {} B {} samples for {:.1} s, router batch_delay {}: written {:.0}/s, forwarded and received {:.0}/s \
+             ({} of {}); {:.1} samples per router message; router RSS {} KiB at start, {} KiB max, {} KiB at end ({} readings)",
+            size,
+            if cfg.reliable { "reliable" } else { "best-effort" },
+            r.seconds,
+            d,
+            r.written_per_s,
+            r.received_per_s,
+            r.received,
+            r.written,
+            r.samples_per_send,
+            r.router_rss_kib_start,
+            r.router_rss_kib_max,
+            r.router_rss_kib_end,
+            r.router_rss_samples
+        );
+        runs.push(r);
+    }
+    if let [first, .., last] = runs.as_slice() {
+        println!(
+            "received/s with batch_delay {} against {}: {:.2}x",
+            last.config.batch_delay,
+            first.config.batch_delay,
+            last.received_per_s / first.received_per_s.max(1.0)
+        );
+    }
     if let Some(p) = a.json {
-        let text = serde_json::to_string_pretty(&r).expect("plain data serializes");
+        let text = serde_json::to_string_pretty(&serde_json::json!({ "runs": runs })).expect("plain data serializes");
         std::fs::write(&p, text).map_err(|e| BenchError::Write { path: p.clone(), source: e })?;
     }
     Ok(())

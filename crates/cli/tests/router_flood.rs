@@ -1,5 +1,5 @@
-//! `partita bench router-flood` end to end: a reliable flood crosses the router without loss, and the result
-//! file carries the router's memory readings.
+//! `partita bench router-flood` end to end: a reliable flood crosses the router without loss, with and without
+//! batching, and the result file carries the router's memory readings and its samples per message.
 use std::process::Command;
 
 #[test]
@@ -10,13 +10,24 @@ fn reliable_flood_crosses_the_router_without_loss() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let _ = std::fs::remove_file(&json);
-    let (written, received) = (r["written"].as_u64().unwrap(), r["received"].as_u64().unwrap());
-    assert!(written > 0);
-    assert_eq!(received, written, "reliable keep-all samples must all arrive: {r}");
-    assert!(r["router_rss_kib_max"].as_u64().unwrap() >= r["router_rss_kib_start"].as_u64().unwrap());
-    assert!(r["router_rss_kib_start"].as_u64().unwrap() > 0, "{r}");
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "by default one flood without batching and one with: {doc}");
+    for r in runs {
+        let (written, received) = (r["written"].as_u64().unwrap(), r["received"].as_u64().unwrap());
+        assert!(written > 0);
+        assert_eq!(received, written, "reliable keep-all samples must all arrive: {r}");
+        assert!(r["router_rss_kib_max"].as_u64().unwrap() >= r["router_rss_kib_start"].as_u64().unwrap());
+        assert!(r["router_rss_kib_start"].as_u64().unwrap() > 0, "{r}");
+        assert!(r["router_forwarded"].as_u64().unwrap() >= received, "the router's own count covers the flood: {r}");
+    }
+    let (single, batched) = (&runs[0], &runs[1]);
+    assert_eq!(single["config"]["batch_delay"], "0s");
+    assert_eq!(single["router_sends"], single["router_forwarded"], "without batching one message per sample: {single}");
+    assert!(batched["samples_per_send"].as_f64().unwrap() > 1.0, "a flood shares messages when the router batches: {batched}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("received/s with batch_delay 100us against 0s"), "{text}");
 }
 
 #[test]
@@ -24,4 +35,8 @@ fn bad_flood_arguments_exit_with_status_2() {
     let out = Command::new(env!("CARGO_BIN_EXE_partita")).args(["bench", "router-flood", "--seconds", "0"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--seconds"));
+    let out = Command::new(env!("CARGO_BIN_EXE_partita")).args(["bench", "router-flood", "--batch-delay", "0s,soon"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--batch-delay \"soon\"") && err.contains("is not a duration"), "{err}");
 }

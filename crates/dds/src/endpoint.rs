@@ -324,6 +324,14 @@ impl RawWriter {
         Ok(sd)
     }
 
+    /// Sends what a batching writer ([`Qos::writer_batching`]) holds in its outgoing message; without
+    /// batching, or with nothing held, there is nothing to send.
+    pub fn flush(&self) -> Result<()> {
+        // SAFETY: the handle is a live writer; Cyclone locks it for the call.
+        let r = unsafe { dds_write_flush(self.entity.handle) };
+        check(r, "dds_write_flush", || self.entity.what.clone()).map(drop)
+    }
+
     /// Number of readers currently matched (discovered and compatible).
     pub fn matched_readers(&self) -> Result<u32> {
         let mut st: dds_publication_matched_status_t = unsafe { std::mem::zeroed() };

@@ -61,6 +61,10 @@ pub struct Qos {
     pub user_data: Option<Vec<u8>>,
     /// Name/value properties announced in discovery (propagated PROPERTY entries).
     pub properties: Vec<(String, String)>,
+    /// A writer's samples wait in its outgoing message until it is full or [`crate::RawWriter::flush`] sends
+    /// it, so several samples travel in one datagram (`dds_qset_writer_batching`, Cyclone's own extension;
+    /// local to the writer, never announced in discovery).
+    pub writer_batching: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,6 +148,10 @@ impl Qos {
     }
     pub fn property(mut self, name: &str, value: &str) -> Self {
         self.properties.push((name.into(), value.into()));
+        self
+    }
+    pub fn writer_batching(mut self, batch: bool) -> Self {
+        self.writer_batching = Some(batch);
         self
     }
 }
@@ -252,6 +260,9 @@ impl Qos {
                     IgnoreLocal::Process => dds_ignorelocal_kind_DDS_IGNORELOCAL_PROCESS,
                 };
                 dds_qset_ignorelocal(p, k);
+            }
+            if let Some(b) = self.writer_batching {
+                dds_qset_writer_batching(p, b);
             }
             Ok(q)
         }

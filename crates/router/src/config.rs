@@ -6,6 +6,8 @@
 //! stats_period = "1s"         # how often statistics are published and printed
 //! stats_side = "network"      # side whose domain carries the statistics topic (default: the first side)
 //! mirror_participants = true  # a proxy participant per application participant on the other sides
+//! batch_delay = "100us"       # under a flood, forwarded samples share datagrams, waiting at most this long;
+//!                             # "0s" sends every sample on its own
 //!
 //! [[side]]                    # one DDS participant per side
 //! name = "module"
@@ -112,6 +114,9 @@ fn default_max_topics() -> usize {
 fn default_stats_period() -> String {
     "1s".into()
 }
+fn default_batch_delay() -> String {
+    "100us".into()
+}
 fn default_true() -> bool {
     true
 }
@@ -166,6 +171,10 @@ pub struct RouterConfig {
     /// translate partition names that spell a participant's GUID.
     #[serde(default = "default_true")]
     pub mirror_participants: bool,
+    /// The longest a forwarded sample waits to share a datagram with the samples that follow it in a burst;
+    /// zero: no batching (see `batch.rs`).
+    #[serde(default = "default_batch_delay")]
+    pub batch_delay: String,
     #[serde(rename = "side", default)]
     pub sides: Vec<SideConfig>,
     #[serde(rename = "route", default)]
@@ -319,6 +328,7 @@ impl RouterConfig {
             stats_period: default_stats_period(),
             stats_side: None,
             mirror_participants: true,
+            batch_delay: default_batch_delay(),
             sides: vec![side("module", module), side("network", external)],
             routes: vec![RouteConfig {
                 from: "module".into(),
@@ -335,6 +345,12 @@ impl RouterConfig {
 
     pub fn stats_period(&self) -> Duration {
         parse_duration(&self.stats_period).unwrap_or(Duration::from_secs(1))
+    }
+
+    /// The batching of forwarded samples; `None` when `batch_delay` is zero.
+    pub fn batching(&self) -> Option<crate::batch::Batching> {
+        let max_delay = parse_duration(&self.batch_delay).unwrap_or(crate::batch::Batching::DEFAULT.max_delay);
+        (!max_delay.is_zero()).then_some(crate::batch::Batching { max_delay, ..crate::batch::Batching::DEFAULT })
     }
 
     fn validate(&self, file: &str, text: &str) -> Vec<ConfigError> {
@@ -354,6 +370,11 @@ impl RouterConfig {
         };
         if parse_duration(&self.stats_period).is_none_or(|d| d.is_zero()) {
             err(line_of("", 0, "stats_period"), "stats_period".into(), format!("{:?} is not a duration", self.stats_period), "write a positive duration with a unit, e.g. \"1s\" or \"500ms\"");
+        }
+        match parse_duration(&self.batch_delay) {
+            None => err(line_of("", 0, "batch_delay"), "batch_delay".into(), format!("{:?} is not a duration", self.batch_delay), "write a duration with a unit, e.g. \"100us\", or \"0s\" to send every sample on its own"),
+            Some(d) if d > Duration::from_millis(100) => err(line_of("", 0, "batch_delay"), "batch_delay".into(), format!("{:?} would hold samples back for longer than 100 ms", self.batch_delay), "use at most \"100ms\" (the default \"100us\" suits floods of small samples)"),
+            Some(_) => {}
         }
         if self.max_topics == 0 {
             err(line_of("", 0, "max_topics"), "max_topics".into(), "0 would route nothing".into(), "set max_topics to at least 1");
@@ -489,6 +510,24 @@ max_rate = 30.0
         assert!(fields.contains(&"route[0].topic[0].max_rate"), "{e:?}");
         let dom = e.iter().find(|e| e.field == "side[1].domain").unwrap();
         assert_eq!(dom.line, Some(8));
+    }
+
+    #[test]
+    fn batch_delay_is_a_bounded_duration_and_zero_turns_batching_off() {
+        let c = RouterConfig::parse(GOOD, Path::new("r.toml")).unwrap();
+        assert_eq!(c.batching(), Some(crate::batch::Batching::DEFAULT), "batching is on by default");
+        let with = |v: &str| format!("batch_delay = \"{v}\"\n{GOOD}");
+        let c = RouterConfig::parse(&with("0s"), Path::new("r.toml")).unwrap();
+        assert_eq!(c.batching(), None);
+        let c = RouterConfig::parse(&with("250us"), Path::new("r.toml")).unwrap();
+        assert_eq!(c.batching().unwrap().max_delay, Duration::from_micros(250));
+        for bad in ["soon", "1s"] {
+            let e = errs(&with(bad));
+            assert_eq!(e.len(), 1, "{bad}: {e:?}");
+            assert_eq!(e[0].field, "batch_delay");
+            assert_eq!(e[0].line, Some(1), "{e:?}");
+            assert!(e[0].fix.contains("0s") || e[0].fix.contains("100ms"), "{e:?}");
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The routing engine: one participant per side, a discovery manager that keeps the set of routed topics in
 //! step with the writers and readers it sees, and one forwarding thread per routed topic and direction.
+use crate::batch::Flusher;
 use crate::config::{DurabilityOverride, ReliabilityOverride, RouteConfig, RouterConfig, TopicOverride, Trigger};
 use crate::pattern::matches;
 use crate::stats::{ForwardStats, RouteStats};
@@ -178,8 +179,9 @@ pub struct ForwardKey {
 }
 
 /// One routed topic in one direction: a listening reader on the source side whose callback, on Cyclone's
-/// delivery thread, re-publishes each batch through the writer on the destination side (no hand-off to a
-/// thread of the router's own). Dropping it deletes the reader, waiting for a running callback.
+/// delivery thread, re-publishes each sample through the writer on the destination side (no hand-off to a
+/// thread of the router's own; under a flood the writer batches, see `batch.rs`). Dropping it deletes the
+/// reader, waiting for a running callback, then the writer, sending what it still holds.
 struct Forwarder {
     stats: Arc<ForwardStats>,
     reader: partita_dds::ListeningReader,
@@ -210,6 +212,8 @@ pub struct Router {
     stop: Arc<AtomicBool>,
     manager: Option<JoinHandle<()>>,
     stats_thread: Option<JoinHandle<()>>,
+    /// Last: forwarders still hand batches to it until they are gone.
+    _flusher: Arc<Flusher>,
 }
 
 impl Router {
@@ -224,6 +228,7 @@ impl Router {
             retired: Mutex::new(Vec::new()),
         });
         let stop = Arc::new(AtomicBool::new(false));
+        let flusher = Arc::new(Flusher::start(config.batching()));
         let stats_idx = config
             .stats_side
             .as_ref()
@@ -252,13 +257,13 @@ impl Router {
                 .expect("spawn statistics thread")
         };
         let manager = {
-            let (shared, stop) = (shared.clone(), stop.clone());
+            let (shared, stop, flusher) = (shared.clone(), stop.clone(), flusher.clone());
             std::thread::Builder::new()
                 .name("router-discovery".into())
-                .spawn(move || manage(config, sides, shared, stop))
+                .spawn(move || manage(config, sides, shared, stop, &flusher))
                 .expect("spawn discovery thread")
         };
-        Ok(Router { shared, stop, manager: Some(manager), stats_thread: Some(stats_thread) })
+        Ok(Router { shared, stop, manager: Some(manager), stats_thread: Some(stats_thread), _flusher: flusher })
     }
 
     /// Current statistics of every routed topic, then the final figures of routes that have ended.
@@ -350,7 +355,7 @@ fn directions(routes: &[RouteConfig], sides: &[Side]) -> Vec<(usize, usize, usiz
     d
 }
 
-fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Shared>, stop: Arc<AtomicBool>) {
+fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Shared>, stop: Arc<AtomicBool>, flusher: &Flusher) {
     let dirs = directions(&config.routes, &sides);
     let mut failed: HashMap<ForwardKey, Instant> = HashMap::new();
     let mut proxies = Proxies::default();
@@ -469,7 +474,7 @@ fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Shared>, stop:
                 (host, sides[key.to].participant.clone(), translated, parts)
             };
             let placement = Placement { src: src_p, dst: dst_p, src_partitions: src_parts, dst_partitions: dst_parts };
-            match Forwarder::start(&sides, seen_on, &ep, &ov, &key, &shared.side_names, placement) {
+            match Forwarder::start(&sides, seen_on, &ep, &ov, &key, &shared.side_names, placement, flusher) {
                 Ok(f) => {
                     failed.remove(&key);
                     fw.insert(key, f);
@@ -599,6 +604,7 @@ impl Forwarder {
         key: &ForwardKey,
         names: &[String],
         at: Placement,
+        flusher: &Flusher,
     ) -> partita_dds::Result<Forwarder> {
         let src = &sides[key.from];
         let (mut rq, mut wq) = reader_and_writer_qos(ep, ov);
@@ -620,8 +626,8 @@ impl Forwarder {
                 RawTopic::keyless(&at.dst, &ep.topic_name, &ep.type_name)?,
             )
         };
-        let writer = RawWriter::new(&dst_topic, &wq)?;
         let stats = Arc::new(ForwardStats::default());
+        let mut batch = flusher.batch(RawWriter::new(&dst_topic, &wq.clone().writer_batching(flusher.batching()))?, stats.clone());
         let label = format!("{}->{} {}", names[key.from], names[key.to], key.topic);
         let mut limiter = Limiter::new(ov);
         let routers = src.router_writers.clone();
@@ -637,10 +643,14 @@ impl Forwarder {
                 st.dropped_rate.fetch_add(1, Ordering::Relaxed);
                 return;
             }
-            match writer.forward_taken(bytes, &info) {
+            match batch.writer().forward_taken(bytes, &info) {
                 Ok(true) => {
                     st.forwarded.fetch_add(1, Ordering::Relaxed);
                     st.record_latencies_ns(std::iter::once(now_ns() - info.source_timestamp_ns));
+                    if let Err(e) = batch.written() {
+                        st.errors.fetch_add(1, Ordering::Relaxed);
+                        eprintln!("router: {label}: sending: {e}");
+                    }
                 }
                 Ok(false) => {}
                 Err(e) => {

@@ -1,0 +1,107 @@
+//! Adaptive batching of forwarded samples: a burst crosses the router in fewer messages than samples, whole and
+//! in order, its last samples included (the flusher sends what the burst left waiting); a lone sample after a
+//! pause crosses on its own; with `batch_delay = "0s"` every sample is a message of its own.
+mod common;
+use common::*;
+use partita_dds::{qos::History, DomainConfig, Participant, Qos, Reader, Topic, TopicType, Writer};
+use partita_router::{RouteStats, Router};
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Tick {
+    n: u32,
+}
+
+impl TopicType for Tick {
+    fn type_name() -> &'static str {
+        "partita::test::Tick"
+    }
+}
+
+const BURST: u32 = 20_000;
+
+struct Ends {
+    _pa: Participant,
+    _pb: Participant,
+    w: Writer<Tick>,
+    r: Reader<Tick>,
+}
+
+fn ends(a: u32, b: u32) -> Ends {
+    let qos = Qos::reliable().history(History::KeepAll);
+    let pa = Participant::new(&DomainConfig::loopback(a)).unwrap();
+    let pb = Participant::new(&DomainConfig::loopback(b)).unwrap();
+    let w = Writer::new(&Topic::<Tick>::new(&pa, "ticks", &qos).unwrap(), &qos).unwrap();
+    let r = Reader::new(&Topic::<Tick>::new(&pb, "ticks", &qos).unwrap(), &qos).unwrap();
+    Ends { _pa: pa, _pb: pb, w, r }
+}
+
+/// Writes `BURST` samples as fast as the writer can and takes them on the far side; returns what arrived, in
+/// order, once `BURST` samples did (or after 30 s).
+fn burst_through(router: &Router, e: &Ends) -> Vec<u32> {
+    let end = Instant::now() + Duration::from_secs(20);
+    while router.active().is_empty() || e.w.matched_readers().unwrap() == 0 {
+        assert!(Instant::now() < end, "the route did not appear");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    for n in 0..BURST {
+        e.w.write(&Tick { n }).unwrap();
+    }
+    let mut got = Vec::new();
+    let end = Instant::now() + Duration::from_secs(30);
+    while got.len() < BURST as usize && Instant::now() < end {
+        got.extend(e.r.take().unwrap().into_iter().filter_map(|s| s.value).map(|t| t.n));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    got
+}
+
+fn row(router: &Router) -> RouteStats {
+    router.stats().into_iter().find(|r| r.topic == "ticks").expect("a statistics row for ticks")
+}
+
+#[test]
+fn a_burst_crosses_whole_and_in_order_in_fewer_messages_than_samples() {
+    let (a, b) = (domain(16), domain(17));
+    let router = Router::start(two_sides(a, b, "")).unwrap();
+    let e = ends(a, b);
+    let got = burst_through(&router, &e);
+    assert_eq!(got.len(), BURST as usize, "every sample of the burst crossed, its last ones included");
+    assert!(got.iter().copied().eq(0..BURST), "in order, without duplicates");
+    let burst = row(&router);
+    assert_eq!(burst.forwarded, BURST as u64, "{burst:?}");
+    assert!(
+        burst.sends * 2 <= burst.forwarded,
+        "a burst written back to back shares messages: {} samples in {} messages",
+        burst.forwarded,
+        burst.sends
+    );
+
+    // After a pause, a lone sample is sent at once, in a message of its own.
+    std::thread::sleep(Duration::from_millis(200));
+    e.w.write(&Tick { n: BURST }).unwrap();
+    let end = Instant::now() + Duration::from_secs(10);
+    let mut lone = Vec::new();
+    while lone.is_empty() && Instant::now() < end {
+        lone.extend(e.r.take().unwrap().into_iter().filter_map(|s| s.value).map(|t| t.n));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(lone, vec![BURST]);
+    let after = row(&router);
+    assert_eq!(after.sends, burst.sends + 1, "the lone sample went out alone: {after:?}");
+}
+
+#[test]
+fn without_batching_every_sample_is_a_message_of_its_own() {
+    let (a, b) = (domain(18), domain(19));
+    let mut cfg = two_sides(a, b, "");
+    cfg.batch_delay = "0s".into();
+    let router = Router::start(cfg).unwrap();
+    let e = ends(a, b);
+    let got = burst_through(&router, &e);
+    assert!(got.iter().copied().eq(0..BURST), "whole and in order: {} samples", got.len());
+    let r = row(&router);
+    assert_eq!((r.forwarded, r.sends), (BURST as u64, BURST as u64), "{r:?}");
+}
