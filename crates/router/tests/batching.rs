@@ -3,21 +3,9 @@
 //! pause crosses on its own; with `batch_delay = "0s"` every sample is a message of its own.
 mod common;
 use common::*;
-use partita_dds::{qos::History, DomainConfig, Participant, Qos, Reader, Topic, TopicType, Writer};
+use partita_dds::{qos::History, DomainConfig, Participant, Qos, Reader, Topic, Writer};
 use partita_router::{RouteStats, Router};
-use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct Tick {
-    n: u32,
-}
-
-impl TopicType for Tick {
-    fn type_name() -> &'static str {
-        "partita::test::Tick"
-    }
-}
 
 const BURST: u32 = 20_000;
 

@@ -3,21 +3,9 @@
 //! partita/router/stats.
 mod common;
 use common::*;
-use partita_dds::{qos::History, DomainConfig, Participant, Qos, Reader, Topic, TopicType, Writer};
+use partita_dds::{qos::History, DomainConfig, Participant, Qos, Reader, Topic, Writer};
 use partita_router::{RouteStats, Router};
-use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct Tick {
-    n: u32,
-}
-
-impl TopicType for Tick {
-    fn type_name() -> &'static str {
-        "partita::test::Tick"
-    }
-}
 
 struct App {
     _p: Participant,

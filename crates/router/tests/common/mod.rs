@@ -1,9 +1,22 @@
 //! Shared helpers of the router's integration tests.
 #![allow(dead_code)]
-use partita_dds::DomainConfig;
+use partita_dds::{DomainConfig, TopicType};
 use partita_router::RouterConfig;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+
+/// A small keyless sample: a counter.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Tick {
+    pub n: u32,
+}
+
+impl TopicType for Tick {
+    fn type_name() -> &'static str {
+        "partita::test::Tick"
+    }
+}
 
 /// Domain ids distinct per test process (0..=232).
 pub fn domain(offset: u32) -> u32 {
