@@ -2,7 +2,7 @@
 //! router-flood`): this process writes samples of one topic as fast as it can on one domain, a `partita route`
 //! process forwards them to a second domain, and a listening reader here counts what arrives. The router's
 //! resident memory is sampled from `/proc/PID/status` throughout, and its own statistics (topic
-//! `partita/router/stats`) tell in how many messages it sent the forwarded samples.
+//! `partita/router/stats`) tell in how many batches it sent the forwarded samples.
 use crate::error::BenchError;
 use partita_dds::{qos::Reliability, DomainConfig, ListeningReader, Participant, Qos, Reader, Topic, TopicType, Writer};
 use partita_router::{RouteStats, RouterConfig};
@@ -50,10 +50,10 @@ pub struct FloodResult {
     pub router_rss_kib_max: u64,
     pub router_rss_kib_end: u64,
     pub router_rss_samples: usize,
-    /// From the router's statistics: samples it forwarded and messages it sent them in (warm-up included).
+    /// From the router's statistics: samples it forwarded and batches it sent them in (warm-up included).
     pub router_forwarded: u64,
-    pub router_sends: u64,
-    pub samples_per_send: f64,
+    pub router_batches: u64,
+    pub samples_per_batch: f64,
 }
 
 struct Router(Child);
@@ -176,7 +176,7 @@ fn flood(cfg: &FloodConfig, program: &std::path::Path, conf: &std::path::Path, a
     std::thread::sleep(Duration::from_millis(300));
     let got = received.load(Ordering::Relaxed) - base;
     let rss_end = rss_kib(pid).unwrap_or(0);
-    // The router's own count of what it forwarded and in how many messages, once it has published the flood's
+    // The router's own count of what it forwarded and in how many batches, once it has published the flood's
     // last sample.
     let mut last: Option<RouteStats> = None;
     let settle = Instant::now();
@@ -201,7 +201,7 @@ fn flood(cfg: &FloodConfig, program: &std::path::Path, conf: &std::path::Path, a
         router_rss_kib_end: rss_end,
         router_rss_samples: rss_n,
         router_forwarded: last.as_ref().map_or(0, |r| r.forwarded),
-        router_sends: last.as_ref().map_or(0, |r| r.sends),
-        samples_per_send: last.as_ref().map_or(0.0, |r| if r.sends == 0 { 0.0 } else { r.forwarded as f64 / r.sends as f64 }),
+        router_batches: last.as_ref().map_or(0, |r| r.batches),
+        samples_per_batch: last.as_ref().map_or(0.0, |r| if r.batches == 0 { 0.0 } else { r.forwarded as f64 / r.batches as f64 }),
     })
 }

@@ -251,7 +251,7 @@ fn run_flood(a: RouterFloodArgs) -> Result<(), BenchError> {
         let r = partita_bench::flood::run(&cfg, &program, &STOP)?;
         println!(
             "router flood, {} B {} samples for {:.1} s, router batch_delay {}: written {:.0}/s, forwarded and received {:.0}/s \
-             ({} of {}); {:.1} samples per router message; router RSS {} KiB at start, {} KiB max, {} KiB at end ({} readings)",
+             ({} of {}); {:.1} samples per router batch; router RSS {} KiB at start, {} KiB max, {} KiB at end ({} readings)",
             size,
             if cfg.reliable { "reliable" } else { "best-effort" },
             r.seconds,
@@ -260,7 +260,7 @@ fn run_flood(a: RouterFloodArgs) -> Result<(), BenchError> {
             r.received_per_s,
             r.received,
             r.written,
-            r.samples_per_send,
+            r.samples_per_batch,
             r.router_rss_kib_start,
             r.router_rss_kib_max,
             r.router_rss_kib_end,

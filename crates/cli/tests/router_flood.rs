@@ -1,5 +1,5 @@
 //! `partita bench router-flood` end to end: a reliable flood crosses the router without loss, with and without
-//! batching, and the result file carries the router's memory readings and its samples per message.
+//! batching, and the result file carries the router's memory readings and its samples per batch.
 use std::process::Command;
 
 #[test]
@@ -24,8 +24,8 @@ fn reliable_flood_crosses_the_router_without_loss() {
     }
     let (single, batched) = (&runs[0], &runs[1]);
     assert_eq!(single["config"]["batch_delay"], "0s");
-    assert_eq!(single["router_sends"], single["router_forwarded"], "without batching one message per sample: {single}");
-    assert!(batched["samples_per_send"].as_f64().unwrap() > 1.0, "a flood shares messages when the router batches: {batched}");
+    assert_eq!(single["router_batches"], single["router_forwarded"], "without batching one batch per sample: {single}");
+    assert!(batched["samples_per_batch"].as_f64().unwrap() > 1.0, "a flood shares batches when the router batches: {batched}");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("received/s with batch_delay 100us against 0s"), "{text}");
 }

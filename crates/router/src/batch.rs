@@ -7,8 +7,10 @@
 //! `recvmsg`). A forwarder's writer therefore batches ([`Qos::writer_batching`]): a forwarded sample that
 //! arrives long after the previous one (more than [`Batching::burst_gap`]) is sent at once, with anything still
 //! waiting; one that follows its predecessor closely is left in the writer's message, which is sent when it
-//! holds [`Batching::max_samples`], or by the router's flusher thread at most [`Batching::max_delay`] later.
-//! The first sample of a burst is never delayed; the others wait at most `max_delay`.
+//! holds [`Batching::max_samples`], or by the router's flusher thread [`Batching::max_delay`] after the first
+//! sample that waits. The first sample of a burst is never delayed; the others wait at most `max_delay`.
+//! (Cyclone also sends a batching writer's message itself when it is full, before the writer blocks for
+//! acknowledgements, and when it adds a heartbeat for one reader, at most every 100 µs per writer.)
 //!
 //! [`Qos::writer_batching`]: partita_dds::Qos::writer_batching
 use crate::stats::ForwardStats;
@@ -36,74 +38,110 @@ impl Batching {
         Batching { burst_gap: Duration::from_micros(20), max_delay: Duration::from_micros(100), max_samples: 64 };
 }
 
+/// What holds a batch and sends it: a batching DDS writer.
+pub trait Flush: Send + Sync + 'static {
+    fn flush(&self) -> partita_dds::Result<()>;
+}
+
+impl Flush for RawWriter {
+    fn flush(&self) -> partita_dds::Result<()> {
+        RawWriter::flush(self)
+    }
+}
+
 /// A forwarder's batching writer, shared by the forwarder and the flusher.
-pub struct BatchedWriter {
-    writer: RawWriter,
+struct BatchedWriter<W: Flush> {
+    writer: W,
     /// Samples handed to the writer and not sent yet.
     pending: AtomicU64,
-    /// Counts the messages sent (`sends`).
+    /// When the flusher must send what waits, in ns since the flusher started; 0 while nothing waits for it.
+    due_ns: AtomicU64,
+    /// Counts the batches sent (`batches`).
     stats: Arc<ForwardStats>,
 }
 
-impl BatchedWriter {
+/// A batched writer as the flusher sees it.
+trait Due: Send + Sync {
+    fn due_ns(&self) -> u64;
+    fn send(&self) -> partita_dds::Result<()>;
+}
+
+impl<W: Flush> Due for BatchedWriter<W> {
+    fn due_ns(&self) -> u64 {
+        self.due_ns.load(Ordering::SeqCst)
+    }
+
     fn send(&self) -> partita_dds::Result<()> {
+        self.due_ns.store(0, Ordering::SeqCst);
         if self.pending.swap(0, Ordering::SeqCst) > 0 {
-            self.stats.sends.fetch_add(1, Ordering::Relaxed);
+            self.stats.batches.fetch_add(1, Ordering::Relaxed);
             self.writer.flush()?;
         }
         Ok(())
     }
 }
 
-impl Drop for BatchedWriter {
+impl<W: Flush> Drop for BatchedWriter<W> {
     fn drop(&mut self) {
         let _ = self.send();
     }
 }
 
 /// The sending side of one forwarder, used from its delivery callback only.
-pub struct Batch {
-    out: Arc<BatchedWriter>,
+pub struct Batch<W: Flush> {
+    out: Arc<BatchedWriter<W>>,
     flusher: Arc<FlusherShared>,
     /// `None`: the writer does not batch; each write sends.
     settings: Option<Batching>,
     last_sample: Option<Instant>,
 }
 
-impl Batch {
-    pub fn writer(&self) -> &RawWriter {
+impl<W: Flush> Batch<W> {
+    pub fn writer(&self) -> &W {
         &self.out.writer
     }
 
     /// To call after each sample handed to [`Batch::writer`]: sends now, or leaves the sample for a later one
     /// or the flusher.
     pub fn written(&mut self) -> partita_dds::Result<()> {
+        self.written_at(Instant::now())
+    }
+
+    fn written_at(&mut self, now: Instant) -> partita_dds::Result<()> {
         let Some(settings) = self.settings else {
-            self.out.stats.sends.fetch_add(1, Ordering::Relaxed);
+            self.out.stats.batches.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         };
-        let now = Instant::now();
-        let burst = self.last_sample.is_some_and(|t| now.duration_since(t) < settings.burst_gap);
+        let burst = self.last_sample.is_some_and(|t| now.saturating_duration_since(t) < settings.burst_gap);
         self.last_sample = Some(now);
-        let waiting = self.out.pending.fetch_add(1, Ordering::SeqCst) + 1;
-        if !burst || waiting >= settings.max_samples {
+        let before = self.out.pending.fetch_add(1, Ordering::SeqCst);
+        if !burst || before + 1 >= settings.max_samples {
             return self.out.send();
         }
-        self.flusher.arm();
+        if before == 0 {
+            // The first sample that waits sets when the flusher sends the batch.
+            self.out.due_ns.store(self.flusher.ns(now + settings.max_delay), Ordering::SeqCst);
+            self.flusher.arm();
+        }
         Ok(())
     }
 }
 
 struct FlusherShared {
-    writers: Mutex<Vec<Weak<BatchedWriter>>>,
+    writers: Mutex<Vec<Weak<dyn Due>>>,
     armed: AtomicBool,
     wake: Mutex<()>,
     cv: Condvar,
     stop: AtomicBool,
-    max_delay: Duration,
+    epoch: Instant,
 }
 
 impl FlusherShared {
+    /// `t` in ns since the flusher started (at least 1: 0 means "nothing due").
+    fn ns(&self, t: Instant) -> u64 {
+        (t.saturating_duration_since(self.epoch).as_nanos() as u64).max(1)
+    }
+
     fn arm(&self) {
         if !self.armed.swap(true, Ordering::SeqCst) {
             // Taking the lock orders this notification after the flusher's check of `armed` (no lost wake-up).
@@ -112,74 +150,84 @@ impl FlusherShared {
         }
     }
 
-    fn run(&self) {
-        set_timer_slack_ns(1_000);
-        loop {
-            {
-                let mut g = self.wake.lock().unwrap_or_else(|p| p.into_inner());
-                while !self.armed.load(Ordering::SeqCst) && !self.stop.load(Ordering::SeqCst) {
-                    g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
-                }
-            }
-            if self.stop.load(Ordering::SeqCst) {
-                return;
-            }
-            std::thread::sleep(self.max_delay);
-            // A sample deferred after this point arms the flusher again.
-            self.armed.store(false, Ordering::SeqCst);
-            let mut writers = self.writers.lock().unwrap_or_else(|p| p.into_inner());
-            writers.retain(|w| match w.upgrade() {
-                Some(w) => {
+    /// Sends every batch that is due; returns the earliest deadline still ahead, if any.
+    fn send_due(&self) -> Option<u64> {
+        let now = self.ns(Instant::now());
+        let mut next: Option<u64> = None;
+        let mut writers = self.writers.lock().unwrap_or_else(|p| p.into_inner());
+        writers.retain(|w| {
+            let Some(w) = w.upgrade() else { return false };
+            match w.due_ns() {
+                0 => {}
+                due if due <= now => {
                     if let Err(e) = w.send() {
                         eprintln!("router: sending a batch: {e}");
                     }
-                    true
                 }
-                None => false,
-            });
+                due => next = Some(next.map_or(due, |n| n.min(due))),
+            }
+            true
+        });
+        next
+    }
+
+    fn run(&self) {
+        set_timer_slack_ns(1_000);
+        let mut g = self.wake.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if self.stop.load(Ordering::SeqCst) {
+                return;
+            }
+            // A batch deferred from here on arms the flusher again and wakes it.
+            self.armed.store(false, Ordering::SeqCst);
+            drop(g);
+            let next = self.send_due();
+            g = self.wake.lock().unwrap_or_else(|p| p.into_inner());
+            if self.armed.load(Ordering::SeqCst) || self.stop.load(Ordering::SeqCst) {
+                continue;
+            }
+            g = match next {
+                None => self.cv.wait(g).unwrap_or_else(|p| p.into_inner()),
+                Some(due) => {
+                    let wait = Duration::from_nanos(due.saturating_sub(self.ns(Instant::now())));
+                    self.cv.wait_timeout(g, wait).unwrap_or_else(|p| p.into_inner()).0
+                }
+            };
         }
     }
 }
 
-/// The router's flusher: one thread that sends the batches left waiting by forwarders whose burst ended.
+/// The router's flusher: one thread that sends the batches left waiting by forwarders whose burst ended, each
+/// when its delay is up.
 pub struct Flusher {
     shared: Arc<FlusherShared>,
-    settings: Option<Batching>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Flusher {
-    /// `None`: no batching, every forwarded sample is sent at once (and no thread is started).
-    pub fn start(settings: Option<Batching>) -> Flusher {
-        let max_delay = settings.map_or(Duration::ZERO, |s| s.max_delay);
+    pub fn start() -> Flusher {
         let shared = Arc::new(FlusherShared {
             writers: Mutex::new(Vec::new()),
             armed: AtomicBool::new(false),
             wake: Mutex::new(()),
             cv: Condvar::new(),
             stop: AtomicBool::new(false),
-            max_delay,
+            epoch: Instant::now(),
         });
-        let thread = settings.map(|_| {
-            let s = shared.clone();
-            std::thread::Builder::new().name("router-flush".into()).spawn(move || s.run()).expect("spawn flusher thread")
-        });
-        Flusher { shared, settings, thread }
+        let s = shared.clone();
+        let thread = std::thread::Builder::new().name("router-flush".into()).spawn(move || s.run()).expect("spawn flusher thread");
+        Flusher { shared, thread: Some(thread) }
     }
 
-    /// Whether forwarders' writers must be created with [`partita_dds::Qos::writer_batching`].
-    pub fn batching(&self) -> bool {
-        self.settings.is_some()
-    }
-
-    /// The sending side of a new forwarder whose writer was created as [`Flusher::batching`] says; it counts
-    /// the messages it sends in `stats.sends`.
-    pub fn batch(&self, writer: RawWriter, stats: Arc<ForwardStats>) -> Batch {
-        let out = Arc::new(BatchedWriter { writer, pending: AtomicU64::new(0), stats });
-        if self.settings.is_some() {
-            self.shared.writers.lock().unwrap_or_else(|p| p.into_inner()).push(Arc::downgrade(&out));
+    /// The sending side of a new forwarder. Its writer must batch ([`partita_dds::Qos::writer_batching`]) when
+    /// `settings` is `Some`; it counts the batches it sends in `stats.batches`.
+    pub fn batch<W: Flush>(&self, writer: W, settings: Option<Batching>, stats: Arc<ForwardStats>) -> Batch<W> {
+        let out = Arc::new(BatchedWriter { writer, pending: AtomicU64::new(0), due_ns: AtomicU64::new(0), stats });
+        if settings.is_some() {
+            let due: Arc<dyn Due> = out.clone();
+            self.shared.writers.lock().unwrap_or_else(|p| p.into_inner()).push(Arc::downgrade(&due));
         }
-        Batch { out, flusher: self.shared.clone(), settings: self.settings, last_sample: None }
+        Batch { out, flusher: self.shared.clone(), settings, last_sample: None }
     }
 }
 
@@ -201,5 +249,100 @@ fn set_timer_slack_ns(ns: u64) {
     // SAFETY: PR_SET_TIMERSLACK only changes the calling thread's timer slack.
     unsafe {
         libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A writer that records when it was flushed.
+    #[derive(Default)]
+    struct Recorder(Mutex<Vec<Instant>>);
+
+    impl Flush for Arc<Recorder> {
+        fn flush(&self) -> partita_dds::Result<()> {
+            self.0.lock().unwrap().push(Instant::now());
+            Ok(())
+        }
+    }
+
+    fn batch(flusher: &Flusher, settings: Option<Batching>) -> (Batch<Arc<Recorder>>, Arc<Recorder>, Arc<ForwardStats>) {
+        let rec = Arc::new(Recorder::default());
+        let stats = Arc::new(ForwardStats::default());
+        (flusher.batch(rec.clone(), settings, stats.clone()), rec, stats)
+    }
+
+    fn flushes(rec: &Recorder) -> Vec<Instant> {
+        rec.0.lock().unwrap().clone()
+    }
+
+    const SLOW: Batching =
+        Batching { burst_gap: Duration::from_millis(10), max_delay: Duration::from_millis(50), max_samples: 8 };
+
+    #[test]
+    fn a_sample_after_a_pause_is_sent_at_once_and_a_burst_waits_for_its_delay() {
+        let flusher = Flusher::start();
+        let (mut b, rec, stats) = batch(&flusher, Some(SLOW));
+        let t = Instant::now();
+        b.written_at(t).unwrap();
+        assert_eq!(flushes(&rec).len(), 1, "the first sample goes out at once");
+        // Three more right behind it: a burst; they wait.
+        for i in 1..4 {
+            b.written_at(t + Duration::from_micros(i)).unwrap();
+        }
+        assert_eq!(flushes(&rec).len(), 1);
+        // The flusher sends them when the first one's delay is up, not before.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while flushes(&rec).len() < 2 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let f = flushes(&rec);
+        assert_eq!(f.len(), 2, "the flusher sent the waiting samples");
+        assert!(f[1] >= t + SLOW.max_delay, "not before the delay: {:?}", f[1] - t);
+        assert_eq!(stats.batches.load(Ordering::Relaxed), 2);
+        // Nothing waits now: the flusher does not send again.
+        std::thread::sleep(Duration::from_millis(120));
+        assert_eq!(flushes(&rec).len(), 2);
+    }
+
+    #[test]
+    fn a_full_batch_or_a_sample_after_a_pause_sends_what_waits() {
+        let flusher = Flusher::start();
+        let (mut b, rec, _) = batch(&flusher, Some(SLOW));
+        let t = Instant::now();
+        // One at once, then a burst of max_samples: the last one fills the batch.
+        for i in 0..=SLOW.max_samples {
+            b.written_at(t + Duration::from_micros(i)).unwrap();
+        }
+        assert_eq!(flushes(&rec).len(), 2, "the first sample, then the full batch");
+        b.written_at(t + Duration::from_micros(100)).unwrap();
+        assert_eq!(flushes(&rec).len(), 2, "one more in the burst waits");
+        b.written_at(t + Duration::from_millis(30)).unwrap();
+        assert_eq!(flushes(&rec).len(), 3, "a sample after a pause goes out at once, with the one that waited");
+    }
+
+    #[test]
+    fn without_batching_nothing_waits_and_every_sample_is_its_own_batch() {
+        let flusher = Flusher::start();
+        let (mut b, rec, stats) = batch(&flusher, None);
+        let t = Instant::now();
+        for i in 0..10 {
+            b.written_at(t + Duration::from_micros(i)).unwrap();
+        }
+        assert_eq!(stats.batches.load(Ordering::Relaxed), 10);
+        assert!(flushes(&rec).is_empty(), "the writer sends each write itself");
+    }
+
+    #[test]
+    fn a_forwarder_that_ends_sends_what_waits() {
+        let flusher = Flusher::start();
+        let (mut b, rec, _) = batch(&flusher, Some(Batching { max_delay: Duration::from_secs(60), ..SLOW }));
+        let t = Instant::now();
+        b.written_at(t).unwrap();
+        b.written_at(t + Duration::from_micros(1)).unwrap();
+        assert_eq!(flushes(&rec).len(), 1);
+        drop(b);
+        assert_eq!(flushes(&rec).len(), 2);
     }
 }

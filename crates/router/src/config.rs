@@ -35,6 +35,7 @@
 //! max_rate_per_instance = 10.0 # samples/s per instance (key) at most: one flooding key cannot starve others
 //! downsample = 2              # forward one sample in N
 //! history = 8                 # bounded queue per route (keep-last N on the router's reader)
+//! batch_delay = "0s"          # this topic's own batch_delay (here: never batched)
 //! reliability = "best-effort" # or "reliable"; default: the discovered writer's
 //! durability = "volatile"     # or "transient-local"; default: the discovered writer's
 //! ```
@@ -136,6 +137,8 @@ pub struct TopicOverride {
     pub history: Option<u32>,
     pub reliability: Option<ReliabilityOverride>,
     pub durability: Option<DurabilityOverride>,
+    /// The router's `batch_delay` for this topic.
+    pub batch_delay: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -347,9 +350,11 @@ impl RouterConfig {
         parse_duration(&self.stats_period).unwrap_or(Duration::from_secs(1))
     }
 
-    /// The batching of forwarded samples; `None` when `batch_delay` is zero.
-    pub fn batching(&self) -> Option<crate::batch::Batching> {
-        let max_delay = parse_duration(&self.batch_delay).unwrap_or(crate::batch::Batching::DEFAULT.max_delay);
+    /// The batching of forwarded samples of a topic with override `ov` (the router's `batch_delay` unless the
+    /// override has its own); `None` when the delay is zero.
+    pub fn batching(&self, ov: &TopicOverride) -> Option<crate::batch::Batching> {
+        let text = ov.batch_delay.as_deref().unwrap_or(&self.batch_delay);
+        let max_delay = batch_delay(text).unwrap_or(crate::batch::Batching::DEFAULT.max_delay);
         (!max_delay.is_zero()).then_some(crate::batch::Batching { max_delay, ..crate::batch::Batching::DEFAULT })
     }
 
@@ -371,10 +376,8 @@ impl RouterConfig {
         if parse_duration(&self.stats_period).is_none_or(|d| d.is_zero()) {
             err(line_of("", 0, "stats_period"), "stats_period".into(), format!("{:?} is not a duration", self.stats_period), "write a positive duration with a unit, e.g. \"1s\" or \"500ms\"");
         }
-        match parse_duration(&self.batch_delay) {
-            None => err(line_of("", 0, "batch_delay"), "batch_delay".into(), format!("{:?} is not a duration", self.batch_delay), "write a duration with a unit, e.g. \"100us\", or \"0s\" to send every sample on its own"),
-            Some(d) if d > Duration::from_millis(100) => err(line_of("", 0, "batch_delay"), "batch_delay".into(), format!("{:?} would hold samples back for longer than 100 ms", self.batch_delay), "use at most \"100ms\" (the default \"100us\" suits floods of small samples)"),
-            Some(_) => {}
+        if let Err((problem, fix)) = batch_delay(&self.batch_delay) {
+            err(line_of("", 0, "batch_delay"), "batch_delay".into(), problem, fix);
         }
         if self.max_topics == 0 {
             err(line_of("", 0, "max_topics"), "max_topics".into(), "0 would route nothing".into(), "set max_topics to at least 1");
@@ -443,9 +446,24 @@ impl RouterConfig {
                 if t.history == Some(0) {
                     err(l("history"), f("history"), "0".into(), "keep at least 1 sample per route");
                 }
+                if let Some(Err((problem, fix))) = t.batch_delay.as_deref().map(batch_delay) {
+                    err(l("batch_delay"), f("batch_delay"), problem, fix);
+                }
             }
         }
         errs
+    }
+}
+
+/// A `batch_delay` value: a duration of at most 100 ms, or what is wrong with it and how to fix it.
+fn batch_delay(text: &str) -> Result<Duration, (String, &'static str)> {
+    match parse_duration(text) {
+        None => Err((format!("{text:?} is not a duration"), "write a duration with a unit, e.g. \"100us\", or \"0s\" to send every sample on its own")),
+        Some(d) if d > Duration::from_millis(100) => Err((
+            format!("{text:?} would hold samples back for longer than 100 ms"),
+            "use at most \"100ms\" (the default \"100us\" suits floods of small samples)",
+        )),
+        Some(d) => Ok(d),
     }
 }
 
@@ -515,12 +533,14 @@ max_rate = 30.0
     #[test]
     fn batch_delay_is_a_bounded_duration_and_zero_turns_batching_off() {
         let c = RouterConfig::parse(GOOD, Path::new("r.toml")).unwrap();
-        assert_eq!(c.batching(), Some(crate::batch::Batching::DEFAULT), "batching is on by default");
+        let (video, other) = (c.routes[0].topics[0].clone(), TopicOverride::default());
+        assert_eq!(c.batching(&other), Some(crate::batch::Batching::DEFAULT), "batching is on by default");
         let with = |v: &str| format!("batch_delay = \"{v}\"\n{GOOD}");
         let c = RouterConfig::parse(&with("0s"), Path::new("r.toml")).unwrap();
-        assert_eq!(c.batching(), None);
+        assert_eq!(c.batching(&other), None);
         let c = RouterConfig::parse(&with("250us"), Path::new("r.toml")).unwrap();
-        assert_eq!(c.batching().unwrap().max_delay, Duration::from_micros(250));
+        assert_eq!(c.batching(&other).unwrap().max_delay, Duration::from_micros(250));
+        assert_eq!(c.batching(&video).unwrap().max_delay, Duration::from_micros(250), "no override: the router's");
         for bad in ["soon", "1s"] {
             let e = errs(&with(bad));
             assert_eq!(e.len(), 1, "{bad}: {e:?}");
@@ -528,6 +548,15 @@ max_rate = 30.0
             assert_eq!(e[0].line, Some(1), "{e:?}");
             assert!(e[0].fix.contains("0s") || e[0].fix.contains("100ms"), "{e:?}");
         }
+        // A topic's own delay wins over the router's, and is checked the same way.
+        let topic = |v: &str| GOOD.replace("max_rate = 30.0", &format!("max_rate = 30.0\nbatch_delay = \"{v}\""));
+        let c = RouterConfig::parse(&topic("0s"), Path::new("r.toml")).unwrap();
+        assert_eq!(c.batching(&c.routes[0].topics[0]), None);
+        assert_eq!(c.batching(&other), Some(crate::batch::Batching::DEFAULT));
+        let e = errs(&topic("later"));
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert_eq!(e[0].field, "route[0].topic[0].batch_delay");
+        assert_eq!(e[0].line, Some(19), "{e:?}");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The routing engine: one participant per side, a discovery manager that keeps the set of routed topics in
 //! step with the writers and readers it sees, and one forwarding thread per routed topic and direction.
-use crate::batch::Flusher;
+use crate::batch::{Batching, Flusher};
 use crate::config::{DurabilityOverride, ReliabilityOverride, RouteConfig, RouterConfig, TopicOverride, Trigger};
 use crate::pattern::matches;
 use crate::stats::{ForwardStats, RouteStats};
@@ -228,7 +228,7 @@ impl Router {
             retired: Mutex::new(Vec::new()),
         });
         let stop = Arc::new(AtomicBool::new(false));
-        let flusher = Arc::new(Flusher::start(config.batching()));
+        let flusher = Arc::new(Flusher::start());
         let stats_idx = config
             .stats_side
             .as_ref()
@@ -474,7 +474,8 @@ fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Shared>, stop:
                 (host, sides[key.to].participant.clone(), translated, parts)
             };
             let placement = Placement { src: src_p, dst: dst_p, src_partitions: src_parts, dst_partitions: dst_parts };
-            match Forwarder::start(&sides, seen_on, &ep, &ov, &key, &shared.side_names, placement, flusher) {
+            let batching = config.batching(&ov);
+            match Forwarder::start(&sides, seen_on, &ep, &ov, &key, &shared.side_names, placement, (flusher, batching)) {
                 Ok(f) => {
                     failed.remove(&key);
                     fw.insert(key, f);
@@ -604,7 +605,7 @@ impl Forwarder {
         key: &ForwardKey,
         names: &[String],
         at: Placement,
-        flusher: &Flusher,
+        (flusher, batching): (&Flusher, Option<Batching>),
     ) -> partita_dds::Result<Forwarder> {
         let src = &sides[key.from];
         let (mut rq, mut wq) = reader_and_writer_qos(ep, ov);
@@ -627,7 +628,8 @@ impl Forwarder {
             )
         };
         let stats = Arc::new(ForwardStats::default());
-        let mut batch = flusher.batch(RawWriter::new(&dst_topic, &wq.clone().writer_batching(flusher.batching()))?, stats.clone());
+        let writer = RawWriter::new(&dst_topic, &wq.clone().writer_batching(batching.is_some()))?;
+        let mut batch = flusher.batch(writer, batching, stats.clone());
         let label = format!("{}->{} {}", names[key.from], names[key.to], key.topic);
         let mut limiter = Limiter::new(ov);
         let routers = src.router_writers.clone();

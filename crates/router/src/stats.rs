@@ -16,8 +16,8 @@ pub struct ForwardStats {
     pub suppressed_loop: AtomicU64,
     /// Forwarding errors (a sample Cyclone refused to re-publish).
     pub errors: AtomicU64,
-    /// Messages the router's writer sent with forwarded samples: `forwarded / sends` samples per message.
-    pub sends: AtomicU64,
+    /// Batches the router's writer sent (see `batch.rs`): `forwarded / batches` samples per batch.
+    pub batches: AtomicU64,
     /// Age of each forwarded sample when it left the router: now − its source timestamp, in ns.
     latency: Mutex<Histogram<u64>>,
 }
@@ -31,7 +31,7 @@ impl Default for ForwardStats {
             dropped_queue: AtomicU64::new(0),
             suppressed_loop: AtomicU64::new(0),
             errors: AtomicU64::new(0),
-            sends: AtomicU64::new(0),
+            batches: AtomicU64::new(0),
             latency: Mutex::new(Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds")),
         }
     }
@@ -62,7 +62,7 @@ impl ForwardStats {
             dropped_queue: self.dropped_queue.load(Ordering::Relaxed),
             suppressed_loop: self.suppressed_loop.load(Ordering::Relaxed),
             errors: self.errors.load(Ordering::Relaxed),
-            sends: self.sends.load(Ordering::Relaxed),
+            batches: self.batches.load(Ordering::Relaxed),
             latency_p50_us: if empty { 0.0 } else { us(h.value_at_quantile(0.5)) },
             latency_p99_us: if empty { 0.0 } else { us(h.value_at_quantile(0.99)) },
             latency_max_us: if empty { 0.0 } else { us(h.max()) },
@@ -85,8 +85,9 @@ pub struct RouteStats {
     pub dropped_queue: u64,
     pub suppressed_loop: u64,
     pub errors: u64,
-    /// Messages sent with forwarded samples (several samples each when the writer batched them).
-    pub sends: u64,
+    /// Batches of forwarded samples sent (one per sample when the route does not batch; Cyclone may split a
+    /// batch in two when it adds a heartbeat).
+    pub batches: u64,
     pub latency_p50_us: f64,
     pub latency_p99_us: f64,
     pub latency_max_us: f64,
@@ -105,13 +106,13 @@ impl partita_dds::TopicType for RouteStats {
 pub fn table(rows: &[RouteStats]) -> String {
     let mut s = format!(
         "{:<22} {:<28} {:>10} {:>10} {:>8} {:>8} {:>8} {:>9} {:>10} {:>10}\n",
-        "ROUTE", "TOPIC", "RECEIVED", "FORWARDED", "DROP-RT", "DROP-Q", "LOOP", "PER-SEND", "P50(us)", "P99(us)"
+        "ROUTE", "TOPIC", "RECEIVED", "FORWARDED", "DROP-RT", "DROP-Q", "LOOP", "PER-BATCH", "P50(us)", "P99(us)"
     );
     for r in rows {
-        let per_send = if r.sends == 0 { 0.0 } else { r.forwarded as f64 / r.sends as f64 };
+        let per_batch = if r.batches == 0 { 0.0 } else { r.forwarded as f64 / r.batches as f64 };
         s.push_str(&format!(
             "{:<22} {:<28} {:>10} {:>10} {:>8} {:>8} {:>8} {:>9.1} {:>10.1} {:>10.1}\n",
-            r.route, r.topic, r.received, r.forwarded, r.dropped_rate, r.dropped_queue, r.suppressed_loop, per_send, r.latency_p50_us, r.latency_p99_us
+            r.route, r.topic, r.received, r.forwarded, r.dropped_rate, r.dropped_queue, r.suppressed_loop, per_batch, r.latency_p50_us, r.latency_p99_us
         ));
     }
     s

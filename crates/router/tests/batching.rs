@@ -1,6 +1,7 @@
-//! Adaptive batching of forwarded samples: a burst crosses the router in fewer messages than samples, whole and
+//! Adaptive batching of forwarded samples: a burst crosses the router in fewer batches than samples, whole and
 //! in order, its last samples included (the flusher sends what the burst left waiting); a lone sample after a
-//! pause crosses on its own; with `batch_delay = "0s"` every sample is a message of its own.
+//! pause crosses on its own; a topic with `batch_delay = "0s"` sends every sample on its own. (When the
+//! flusher sends a batch, and not before, is tested in `src/batch.rs`.)
 mod common;
 use common::*;
 use partita_dds::{qos::History, DomainConfig, Participant, Qos, Reader, Topic, Writer};
@@ -51,7 +52,7 @@ fn row(router: &Router) -> RouteStats {
 }
 
 #[test]
-fn a_burst_crosses_whole_and_in_order_in_fewer_messages_than_samples() {
+fn a_burst_crosses_whole_and_in_order_in_fewer_batches_than_samples() {
     let (a, b) = (domain(16), domain(17));
     let router = Router::start(two_sides(a, b, "")).unwrap();
     let e = ends(a, b);
@@ -61,13 +62,13 @@ fn a_burst_crosses_whole_and_in_order_in_fewer_messages_than_samples() {
     let burst = row(&router);
     assert_eq!(burst.forwarded, BURST as u64, "{burst:?}");
     assert!(
-        burst.sends * 2 <= burst.forwarded,
-        "a burst written back to back shares messages: {} samples in {} messages",
+        burst.batches * 2 <= burst.forwarded,
+        "a burst written back to back shares batches: {} samples in {} batches",
         burst.forwarded,
-        burst.sends
+        burst.batches
     );
 
-    // After a pause, a lone sample is sent at once, in a message of its own.
+    // After a pause, a lone sample is sent at once, in a batch of its own.
     std::thread::sleep(Duration::from_millis(200));
     e.w.write(&Tick { n: BURST }).unwrap();
     let end = Instant::now() + Duration::from_secs(10);
@@ -78,18 +79,17 @@ fn a_burst_crosses_whole_and_in_order_in_fewer_messages_than_samples() {
     }
     assert_eq!(lone, vec![BURST]);
     let after = row(&router);
-    assert_eq!(after.sends, burst.sends + 1, "the lone sample went out alone: {after:?}");
+    assert_eq!(after.batches, burst.batches + 1, "the lone sample went out alone: {after:?}");
 }
 
 #[test]
-fn without_batching_every_sample_is_a_message_of_its_own() {
+fn a_topic_with_batch_delay_zero_sends_every_sample_on_its_own() {
     let (a, b) = (domain(18), domain(19));
-    let mut cfg = two_sides(a, b, "");
-    cfg.batch_delay = "0s".into();
-    let router = Router::start(cfg).unwrap();
+    // The router batches by default; the topic's own batch_delay turns it off for this topic.
+    let router = Router::start(two_sides(a, b, "[[route.topic]]\nname = \"ticks\"\nbatch_delay = \"0s\"")).unwrap();
     let e = ends(a, b);
     let got = burst_through(&router, &e);
     assert!(got.iter().copied().eq(0..BURST), "whole and in order: {} samples", got.len());
     let r = row(&router);
-    assert_eq!((r.forwarded, r.sends), (BURST as u64, BURST as u64), "{r:?}");
+    assert_eq!((r.forwarded, r.batches), (BURST as u64, BURST as u64), "{r:?}");
 }
