@@ -50,6 +50,9 @@ pub struct FloodResult {
     pub router_rss_kib_max: u64,
     pub router_rss_kib_end: u64,
     pub router_rss_samples: usize,
+    /// CPU time the router used (user + system) per sample received, from the flood's start until its last
+    /// samples had arrived, in µs.
+    pub router_cpu_us_per_sample: f64,
     /// From the router's statistics: samples it forwarded and batches it sent them in (warm-up included).
     pub router_forwarded: u64,
     pub router_batches: u64,
@@ -63,6 +66,19 @@ impl Drop for Router {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// CPU time (user + system) a process has used so far, from `/proc/PID/stat`.
+fn cpu_seconds(pid: u32) -> Option<f64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces) start with the state, field 3; utime and stime
+    // are fields 14 and 15.
+    let rest = &s[s.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf only reads a system constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (hz > 0).then(|| ticks as f64 / hz as f64)
 }
 
 fn rss_kib(pid: u32) -> Option<u64> {
@@ -155,6 +171,7 @@ fn flood(cfg: &FloodConfig, program: &std::path::Path, conf: &std::path::Path, a
     let mut rss_max = rss_start;
     let mut rss_n = 1;
     let base = received.load(Ordering::Relaxed);
+    let cpu_start = cpu_seconds(pid);
     let start = Instant::now();
     let mut next_rss = start + Duration::from_millis(100);
     let mut written = 0u64;
@@ -175,6 +192,7 @@ fn flood(cfg: &FloodConfig, program: &std::path::Path, conf: &std::path::Path, a
     // Samples still in flight arrive shortly; count them for a moment, not as throughput time.
     std::thread::sleep(Duration::from_millis(300));
     let got = received.load(Ordering::Relaxed) - base;
+    let cpu = cpu_start.zip(cpu_seconds(pid)).map(|(a, b)| b - a);
     let rss_end = rss_kib(pid).unwrap_or(0);
     // The router's own count of what it forwarded and in how many batches, once it has published the flood's
     // last sample.
@@ -200,6 +218,7 @@ fn flood(cfg: &FloodConfig, program: &std::path::Path, conf: &std::path::Path, a
         router_rss_kib_max: rss_max.max(rss_end),
         router_rss_kib_end: rss_end,
         router_rss_samples: rss_n,
+        router_cpu_us_per_sample: cpu.map_or(0.0, |c| c * 1e6 / got.max(1) as f64),
         router_forwarded: last.as_ref().map_or(0, |r| r.forwarded),
         router_batches: last.as_ref().map_or(0, |r| r.batches),
         samples_per_batch: last.as_ref().map_or(0.0, |r| if r.batches == 0 { 0.0 } else { r.forwarded as f64 / r.batches as f64 }),

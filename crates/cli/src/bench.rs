@@ -251,7 +251,8 @@ fn run_flood(a: RouterFloodArgs) -> Result<(), BenchError> {
         let r = partita_bench::flood::run(&cfg, &program, &STOP)?;
         println!(
             "router flood, {} B {} samples for {:.1} s, router batch_delay {}: written {:.0}/s, forwarded and received {:.0}/s \
-             ({} of {}); {:.1} samples per router batch; router RSS {} KiB at start, {} KiB max, {} KiB at end ({} readings)",
+             ({} of {}); {:.1} samples per router batch; router CPU {:.1} µs per sample; router RSS {} KiB at start, \
+             {} KiB max, {} KiB at end ({} readings)",
             size,
             if cfg.reliable { "reliable" } else { "best-effort" },
             r.seconds,
@@ -261,6 +262,7 @@ fn run_flood(a: RouterFloodArgs) -> Result<(), BenchError> {
             r.received,
             r.written,
             r.samples_per_batch,
+            r.router_cpu_us_per_sample,
             r.router_rss_kib_start,
             r.router_rss_kib_max,
             r.router_rss_kib_end,

@@ -21,6 +21,7 @@ fn reliable_flood_crosses_the_router_without_loss() {
         assert!(r["router_rss_kib_max"].as_u64().unwrap() >= r["router_rss_kib_start"].as_u64().unwrap());
         assert!(r["router_rss_kib_start"].as_u64().unwrap() > 0, "{r}");
         assert!(r["router_forwarded"].as_u64().unwrap() >= received, "the router's own count covers the flood: {r}");
+        assert!(r["router_cpu_us_per_sample"].as_f64().unwrap() > 0.0, "the router's CPU time was read: {r}");
     }
     let (single, batched) = (&runs[0], &runs[1]);
     assert_eq!(single["config"]["batch_delay"], "0s");

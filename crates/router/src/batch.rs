@@ -4,11 +4,13 @@
 //! Sending is most of what a forwarded sample costs the router: on loopback and on a bridge, `sendmsg` also
 //! runs the receiving socket's side of the kernel's UDP path and wakes the receiver (measured with `perf record`
 //! during `partita bench router-flood`: 56 % of the router's receive thread under `sendmsg`, 13 % under
-//! `recvmsg`). A forwarder's writer therefore batches ([`Qos::writer_batching`]): a forwarded sample that
-//! arrives long after the previous one (more than [`Batching::burst_gap`]) is sent at once, with anything still
-//! waiting; one that follows its predecessor closely is left in the writer's message, which is sent when it
-//! holds [`Batching::max_samples`], or by the router's flusher thread [`Batching::max_delay`] after the first
-//! sample that waits. The first sample of a burst is never delayed; the others wait at most `max_delay`.
+//! `recvmsg`). A forwarder's writer therefore batches ([`Qos::writer_batching`]). While a route's samples
+//! arrive closer together than [`Batching::burst_gap`] on average (a mean over about the last eight gaps, so
+//! that the router's own preemption does not end a flood's batching), a forwarded sample is left in the
+//! writer's message; the message is sent when it holds [`Batching::max_samples`], when a sample arrives after
+//! the first waiting one's [`Batching::max_delay`] is up, or by the router's flusher thread at that time. A sample
+//! after a pause of `max_delay` or more, or while samples arrive further apart, is sent at once with anything
+//! still waiting. The first sample after a pause is never delayed; a sample waits at most `max_delay`.
 //! (Cyclone also sends a batching writer's message itself when it is full, before the writer blocks for
 //! acknowledgements, and when it adds a heartbeat for one reader, at most every 100 µs per writer.)
 //!
@@ -23,7 +25,7 @@ use std::time::{Duration, Instant};
 /// When a forwarder sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Batching {
-    /// A sample arriving within this time of the previous one of its route is part of a burst and may wait.
+    /// While a route's samples arrive closer together than this on average, they are a burst and may wait.
     pub burst_gap: Duration,
     /// The longest a sample waits in a batch.
     pub max_delay: Duration,
@@ -94,6 +96,8 @@ pub struct Batch<W: Flush> {
     /// `None`: the writer does not batch; each write sends.
     settings: Option<Batching>,
     last_sample: Option<Instant>,
+    /// The mean time between this route's samples since the last pause (weight 1/8 on the newest gap).
+    mean_gap: Option<Duration>,
 }
 
 impl<W: Flush> Batch<W> {
@@ -112,10 +116,19 @@ impl<W: Flush> Batch<W> {
             self.out.stats.batches.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         };
-        let burst = self.last_sample.is_some_and(|t| now.saturating_duration_since(t) < settings.burst_gap);
+        let gap = self.last_sample.map(|t| now.saturating_duration_since(t));
         self.last_sample = Some(now);
+        self.mean_gap = match (gap, self.mean_gap) {
+            // The first sample, or one after a pause: the next gap sets the mean afresh.
+            (None, _) => None,
+            (Some(g), _) if g >= settings.max_delay => None,
+            (Some(g), None) => Some(g),
+            (Some(g), Some(m)) => Some(if g >= m { m + (g - m) / 8 } else { m - (m - g) / 8 }),
+        };
+        let burst = self.mean_gap.is_some_and(|m| m < settings.burst_gap);
         let before = self.out.pending.fetch_add(1, Ordering::SeqCst);
-        if !burst || before + 1 >= settings.max_samples {
+        let due = self.out.due_ns.load(Ordering::SeqCst);
+        if !burst || before + 1 >= settings.max_samples || (due != 0 && self.flusher.ns(now) >= due) {
             return self.out.send();
         }
         if before == 0 {
@@ -227,7 +240,7 @@ impl Flusher {
             let due: Arc<dyn Due> = out.clone();
             self.shared.writers.lock().unwrap_or_else(|p| p.into_inner()).push(Arc::downgrade(&due));
         }
-        Batch { out, flusher: self.shared.clone(), settings, last_sample: None }
+        Batch { out, flusher: self.shared.clone(), settings, last_sample: None, mean_gap: None }
     }
 }
 
@@ -318,8 +331,37 @@ mod tests {
         assert_eq!(flushes(&rec).len(), 2, "the first sample, then the full batch");
         b.written_at(t + Duration::from_micros(100)).unwrap();
         assert_eq!(flushes(&rec).len(), 2, "one more in the burst waits");
-        b.written_at(t + Duration::from_millis(30)).unwrap();
+        b.written_at(t + Duration::from_millis(60)).unwrap();
         assert_eq!(flushes(&rec).len(), 3, "a sample after a pause goes out at once, with the one that waited");
+    }
+
+    #[test]
+    fn a_sample_arriving_after_the_first_waiting_ones_delay_sends_the_batch() {
+        let flusher = Flusher::start();
+        let (mut b, rec, _) = batch(&flusher, Some(SLOW));
+        let t = Instant::now();
+        b.written_at(t).unwrap();
+        b.written_at(t + Duration::from_micros(1)).unwrap();
+        // Gaps shorter than the delay keep the mean below burst_gap: a burst, still waiting.
+        b.written_at(t + Duration::from_millis(40)).unwrap();
+        assert_eq!(flushes(&rec).len(), 1, "the mean gap is still short: the batch waits");
+        // Due at t + 1 µs + 50 ms: the receive thread sends it itself.
+        b.written_at(t + Duration::from_millis(51)).unwrap();
+        assert_eq!(flushes(&rec).len(), 2);
+    }
+
+    #[test]
+    fn samples_further_apart_than_the_burst_gap_on_average_never_wait() {
+        let flusher = Flusher::start();
+        let (mut b, rec, _) = batch(&flusher, Some(Batching { burst_gap: Duration::from_micros(20), ..SLOW }));
+        let t = Instant::now();
+        // A request/response exchange: one sample every 40 µs on this route, with one close pair.
+        let mut at = Duration::ZERO;
+        for i in 0..50u32 {
+            at += Duration::from_micros(if i == 25 { 5 } else { 40 });
+            b.written_at(t + at).unwrap();
+        }
+        assert_eq!(flushes(&rec).len(), 50, "every sample went out at once");
     }
 
     #[test]
