@@ -1,5 +1,6 @@
 //! The routing engine: one participant per side, a discovery manager that keeps the set of routed topics in
-//! step with the writers and readers it sees, and one forwarding thread per routed topic and direction.
+//! step with the writers and readers it sees, one forwarder (a listening reader and a writer) per routed topic
+//! and direction, and the flusher thread that sends what the forwarders' batches leave waiting.
 use crate::batch::{Batching, Flusher};
 use crate::config::{DurabilityOverride, ReliabilityOverride, RouteConfig, RouterConfig, TopicOverride, Trigger};
 use crate::pattern::matches;
@@ -475,7 +476,7 @@ fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Shared>, stop:
             };
             let placement = Placement { src: src_p, dst: dst_p, src_partitions: src_parts, dst_partitions: dst_parts };
             let batching = config.batching(&ov);
-            match Forwarder::start(&sides, seen_on, &ep, &ov, &key, &shared.side_names, placement, (flusher, batching)) {
+            match Forwarder::start(&sides, seen_on, &ep, &ov, &key, &shared.side_names, placement, flusher, batching) {
                 Ok(f) => {
                     failed.remove(&key);
                     fw.insert(key, f);
@@ -605,7 +606,8 @@ impl Forwarder {
         key: &ForwardKey,
         names: &[String],
         at: Placement,
-        (flusher, batching): (&Flusher, Option<Batching>),
+        flusher: &Flusher,
+        batching: Option<Batching>,
     ) -> partita_dds::Result<Forwarder> {
         let src = &sides[key.from];
         let (mut rq, mut wq) = reader_and_writer_qos(ep, ov);
@@ -628,7 +630,7 @@ impl Forwarder {
             )
         };
         let stats = Arc::new(ForwardStats::default());
-        let writer = RawWriter::new(&dst_topic, &wq.clone().writer_batching(batching.is_some()))?;
+        let writer = RawWriter::new(&dst_topic, &wq.writer_batching(batching.is_some()))?;
         let mut batch = flusher.batch(writer, batching, stats.clone());
         let label = format!("{}->{} {}", names[key.from], names[key.to], key.topic);
         let mut limiter = Limiter::new(ov);
