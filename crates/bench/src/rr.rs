@@ -523,7 +523,10 @@ pub fn run_driver(
     })
 }
 
-/// Runs every transport × size combination in order and returns the results.
+/// Runs every transport × size combination and returns the results by transport, then size. They run size by
+/// size (every transport at one size, then the next size), so scenarios compared with each other at one size,
+/// such as the four paths of the hop table, are measured close together in time on a machine whose speed
+/// drifts.
 pub fn run_all(
     cfg: &RrConfig,
     launcher: &ServerLauncher,
@@ -531,18 +534,19 @@ pub fn run_all(
     mut on_result: impl FnMut(&ScenarioResult),
 ) -> Result<Vec<ScenarioResult>, BenchError> {
     let entries = cfg.validate()?;
-    let mut results = Vec::new();
-    for e in entries {
-        for &size in &cfg.sizes {
-            let r = match e {
+    let mut results: Vec<(usize, usize, ScenarioResult)> = Vec::new();
+    for (si, &size) in cfg.sizes.iter().enumerate() {
+        for (ei, e) in entries.iter().enumerate() {
+            let r = match *e {
                 Entry::Driver(t) => run_driver(t, size, cfg, launcher, stop)?,
                 Entry::Ddsperf(trigger) => crate::ddsperf::run(size, cfg, stop, trigger)?,
             };
             on_result(&r);
-            results.push(r);
+            results.push((ei, si, r));
         }
     }
-    Ok(results)
+    results.sort_by_key(|(ei, si, _)| (*ei, *si));
+    Ok(results.into_iter().map(|(_, _, r)| r).collect())
 }
 
 #[cfg(test)]

@@ -178,3 +178,26 @@ fn ddsperf_reference_end_to_end() {
     assert!(table.contains("| ddsperf 64 |") && table.contains("×2"), "{table}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn scenarios_run_size_by_size_and_are_listed_by_transport() {
+    // The paths compared at one size run next to each other in time; the result files keep the table's order.
+    let dir = fresh_dir("order");
+    let out = partita(&[
+        "bench", "rr", "--transport", "udp,udp-relay", "--size", "64,128", "--count", "50", "--warmup", "5", "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "exit {:?}: {stderr}", out.status);
+    let ran: Vec<&str> = stderr.lines().filter_map(|l| l.split(':').next()).filter(|s| s.starts_with("udp")).collect();
+    assert_eq!(ran, ["udp 64", "udp-relay 64", "udp 128", "udp-relay 128"], "{stderr}");
+    let r = json(&dir.join("results.json"));
+    let listed: Vec<String> = r["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| format!("{} {}", s["transport"].as_str().unwrap(), s["size"]))
+        .collect();
+    assert_eq!(listed, ["udp 64", "udp 128", "udp-relay 64", "udp-relay 128"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
