@@ -235,9 +235,6 @@ fn run_flood(a: RouterFloodArgs) -> Result<(), BenchError> {
     if !(a.seconds > 0.0 && a.seconds.is_finite()) {
         return Err(BenchError::BadSeconds(a.seconds));
     }
-    if a.batch_delay.is_empty() {
-        return Err(BenchError::BadBatchDelay { text: String::new(), reason: "give at least one delay, e.g. 0s,100us".into() });
-    }
     for d in &a.batch_delay {
         partita_bench::flood::check_batch_delay(d)?;
     }

@@ -5,7 +5,7 @@ mod common;
 use common::*;
 use partita_dds::{qos::History, DomainConfig, Participant, Qos, Reader, Topic, Writer};
 use partita_router::{RouteStats, Router};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 struct App {
     _p: Participant,
@@ -19,14 +19,6 @@ fn app(domain: u32, topic: &str, writer: bool) -> App {
     let t = Topic::<Tick>::new(&p, topic, &qos).unwrap();
     let (w, r) = if writer { (Some(Writer::new(&t, &qos).unwrap()), None) } else { (None, Some(Reader::new(&t, &qos).unwrap())) };
     App { _p: p, w, r }
-}
-
-fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
-    let end = Instant::now() + Duration::from_secs(20);
-    while !f() {
-        assert!(Instant::now() < end, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]

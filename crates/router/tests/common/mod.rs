@@ -18,6 +18,15 @@ impl TopicType for Tick {
     }
 }
 
+/// Polls `f` every 20 ms until it holds; fails the test after 20 s, naming `what`.
+pub fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !f() {
+        assert!(std::time::Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Domain ids distinct per test process (0..=232).
 pub fn domain(offset: u32) -> u32 {
     assert!(offset < 25);
