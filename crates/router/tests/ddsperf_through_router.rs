@@ -3,7 +3,7 @@
 mod common;
 use common::*;
 use partita_router::Router;
-use std::io::Read;
+use std::time::Duration;
 
 fn roundtrips(out: &str) -> u64 {
     // ddsperf ping prints lines like "... size 12 mean 30.1us min ... cnt 1234" for each second with pongs.
@@ -16,13 +16,12 @@ fn roundtrips(out: &str) -> u64 {
 fn run_ping(a: u32, b: u32, with_router: bool) -> (u64, String) {
     let router = with_router.then(|| Router::start(two_sides(a, b, "both_ways = true")).unwrap());
     let _pong = Reap(Some(ddsperf(b, &["-D", "7", "pong"])));
-    let mut ping = ddsperf(a, &["-D", "5", "ping", "200Hz"]);
-    let mut out = String::new();
-    ping.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-    let _ = ping.wait();
+    // ddsperf ends itself after its 5 s; the deadline only stops a ping that hangs.
+    let ping = finish(ddsperf(a, &["-D", "5", "ping", "200Hz"]), Duration::from_secs(30));
+    assert!(ping.success.is_some(), "ddsperf ping did not end within 30 s (with router: {with_router}):\n{}", ping.text());
     let stats = router.as_ref().map(|r| r.stats()).unwrap_or_default();
     drop(router);
-    (roundtrips(&out), format!("{out}\nrouter: {stats:#?}"))
+    (roundtrips(&ping.stdout), format!("{}\nrouter: {stats:#?}", ping.text()))
 }
 
 #[test]

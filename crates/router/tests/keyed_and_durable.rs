@@ -4,15 +4,14 @@
 mod common;
 use common::*;
 use partita_router::Router;
-use std::io::Read;
 use std::time::Duration;
 
+/// The JSON lines a subscribing peer printed; it ends itself when it has what it waits for or after its own
+/// timeout, and is killed if it is still running a minute later.
 fn lines(child: std::process::Child) -> (bool, Vec<serde_json::Value>, String) {
-    let mut child = child;
-    let mut out = String::new();
-    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-    let ok = child.wait().unwrap().success();
-    (ok, out.lines().filter_map(|l| serde_json::from_str(l).ok()).collect(), out)
+    let sub = finish(child, Duration::from_secs(60));
+    let got = sub.stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    (sub.success == Some(true), got, sub.text())
 }
 
 #[test]

@@ -3,8 +3,10 @@
 use partita_dds::{DomainConfig, TopicType};
 use partita_router::RouterConfig;
 use serde::{Deserialize, Serialize};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// A small keyless sample: a counter.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -91,4 +93,63 @@ impl Drop for Reap {
             let _ = c.wait();
         }
     }
+}
+
+/// What a child we started printed, and how it ended.
+pub struct Finished {
+    /// `None`: still running at the deadline, so it was killed.
+    pub success: Option<bool>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Finished {
+    /// Everything it printed, for a failing assertion's message.
+    pub fn text(&self) -> String {
+        let how = match self.success {
+            None => "killed at its deadline",
+            Some(true) => "exited with success",
+            Some(false) => "exited with failure",
+        };
+        format!("({how})\n--- stdout\n{}\n--- stderr\n{}", self.stdout, self.stderr)
+    }
+}
+
+/// Reads a child's piped stdout and stderr to their end (in threads, so neither pipe fills and blocks it) and
+/// waits for it to exit; at `deadline` it is killed (by its pid) and reaped. A DDS program that never ends then
+/// fails its test with what it printed instead of holding up the suite.
+pub fn finish(mut child: Child, deadline: Duration) -> Finished {
+    fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut p) = pipe {
+                let mut bytes = Vec::new();
+                let _ = p.read_to_end(&mut bytes);
+                text = String::from_utf8_lossy(&bytes).into_owned();
+            }
+            text
+        })
+    }
+    let (out, err) = (drain(child.stdout.take()), drain(child.stderr.take()));
+    let end = Instant::now() + deadline;
+    let success = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status.success()),
+            Ok(None) if Instant::now() < end => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                // Where it waits, for the failure message, before it is killed.
+                let trace = Command::new("gdb")
+                    .args(["-batch", "-p", &child.id().to_string(), "-ex", "thread apply all bt"])
+                    .stdin(Stdio::null())
+                    .output()
+                    .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                    .unwrap_or_else(|e| format!("(no backtrace: gdb: {e})"));
+                eprintln!("killing pid {} at its deadline; its threads:\n{trace}", child.id());
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    Finished { success, stdout: out.join().unwrap_or_default(), stderr: err.join().unwrap_or_default() }
 }
