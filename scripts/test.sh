@@ -20,10 +20,54 @@ if [[ -n $default_if ]]; then
   sleep 1
 fi
 
+# The suite takes a few minutes; a test that hangs must fail the run with a trace, not hold it until CI's limit.
+limit=${PARTITA_TEST_TIMEOUT:-1500}
+
+# Descendants of a pid (processes this script started), from one snapshot of the process table.
+descendants() {
+  ps -e -o pid=,ppid= | awk -v root="$1" '
+    { parent[$1] = $2 }
+    END { for (p in parent) for (q = parent[p]; q != ""; q = parent[q]) if (q == root) { print p; break } }'
+}
+
+# Shortly before the limit: which tests are still running, and where every thread of each test binary waits.
+watchdog() {
+  local s lead=$((limit > 60 ? limit - 30 : limit / 2))
+  sleep "$lead" & s=$!
+  trap 'kill $s 2>/dev/null; exit 0' TERM
+  wait "$s"
+  echo "test watchdog: the suite is still running after $lead s; what runs now:" >&2
+  for p in $(descendants "$1"); do
+    args=$({ tr '\0' ' ' < "/proc/$p/cmdline"; } 2>/dev/null) || continue
+    echo "  pid $p: $args" >&2
+    if [[ $args == */target/release/deps/* ]] && command -v gdb >/dev/null; then
+      gdb -batch -p "$p" -ex 'thread apply all bt' 2>/dev/null | grep -E '^(Thread|#)' | head -300 >&2
+    fi
+  done
+}
+
 set +e
 # One test thread per binary: the tests build namespaces and bridges and measure timing; 2 cores.
-unshare --net -- bash -c 'ip link set lo up && exec cargo test --release --offline --workspace -- --test-threads=1'
+# timeout ends the whole process group it starts (unshare, cargo and the test binaries) at the limit.
+timeout --kill-after=20 "$limit" \
+  unshare --net -- bash -c 'ip link set lo up && exec cargo test --release --offline --workspace -- --test-threads=1' &
+suite=$!
+# timeout runs in a process group of its own, out of reach of the terminal's Ctrl-C: pass it on.
+trap 'kill -TERM "$suite" 2>/dev/null' INT TERM
+watchdog "$suite" &
+watch=$!
+wait "$suite"
 rc=$?
+# wait returns early when a trapped signal arrives; then wait for the suite to end.
+while kill -0 "$suite" 2>/dev/null; do wait "$suite"; rc=$?; done
+trap - INT TERM
+kill "$watch" 2>/dev/null
+wait "$watch" 2>/dev/null
+if [[ $rc -eq 124 || $rc -eq 137 ]]; then
+  echo "test watchdog: the suite did not finish within $limit s (PARTITA_TEST_TIMEOUT) and was stopped" >&2
+  # The stopped tests could not clean up: remove what they left (namespaces, links, cgroups) by name.
+  target/release/partita down >&2 || true
+fi
 set -e
 
 if [[ -n $guard_pid ]]; then
