@@ -324,6 +324,15 @@ impl RawWriter {
         Ok(sd)
     }
 
+    /// The writer's instance handle: the `publication_handle` its samples carry in a reader's [`SampleInfo`].
+    pub fn instance_handle(&self) -> Result<u64> {
+        let mut ih: dds_instance_handle_t = 0;
+        // SAFETY: ih is a valid out-parameter for this live writer.
+        let r = unsafe { dds_get_instance_handle(self.entity.handle, &mut ih) };
+        check(r, "dds_get_instance_handle", || self.entity.what.clone())?;
+        Ok(ih)
+    }
+
     /// Sends what a batching writer ([`Qos::writer_batching`]) holds in its outgoing message; without
     /// batching, or with nothing held, there is nothing to send.
     pub fn flush(&self) -> Result<()> {
@@ -504,7 +513,29 @@ fn reader_lost_and_rejected(e: &Entity) -> Result<(u64, u64)> {
 }
 
 /// What a listening reader calls, on Cyclone's delivery thread, for every sample taken.
-type SampleCallback = Box<dyn FnMut(&[u8], SampleInfo) + Send>;
+type SampleCallback = Box<dyn FnMut(&[u8], SampleInfo, &MatchedPublications) + Send>;
+
+/// The writers matched with a listening reader, as its callback sees them.
+pub struct MatchedPublications {
+    reader: dds_entity_t,
+}
+
+impl MatchedPublications {
+    /// The GUID of the matched writer behind a sample's `publication_handle`; `None` if the reader no longer
+    /// knows it.
+    pub fn guid(&self, publication_handle: u64) -> Option<crate::discovery::Guid> {
+        // SAFETY: the reader is alive while its callback runs; the returned endpoint is ours and freed below.
+        unsafe {
+            let ep = dds_get_matched_publication_data(self.reader, publication_handle);
+            if ep.is_null() {
+                return None;
+            }
+            let guid = (*ep).key.v;
+            dds_builtintopic_free_endpoint(ep);
+            Some(guid)
+        }
+    }
+}
 
 struct ListenerContext {
     keyed: bool,
@@ -516,9 +547,10 @@ extern "C" fn on_data_available(reader: dds_entity_t, arg: *mut std::ffi::c_void
     // deleted first, and dds_delete waits for running listener calls to return).
     let ctx = unsafe { &*(arg as *const ListenerContext) };
     let mut cb = ctx.callback.lock().unwrap_or_else(|p| p.into_inner());
+    let matched = MatchedPublications { reader };
     // A panic must not unwind into C.
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        while let Ok(n) = take_cdr_batch(reader, ctx.keyed, |b, i| (cb)(b, i)) {
+        while let Ok(n) = take_cdr_batch(reader, ctx.keyed, |b, i| (cb)(b, i, &matched)) {
             if n < TAKE_BATCH {
                 break;
             }
@@ -544,7 +576,16 @@ impl Drop for ListeningReader {
 impl ListeningReader {
     /// Creates a reader on `topic` that calls `f(bytes, info)` for every sample taken. `info.sample_rank` tells
     /// whether more samples of the same instance follow in the same take.
-    pub fn new<T>(topic: &Topic<T>, qos: &Qos, f: impl FnMut(&[u8], SampleInfo) + Send + 'static) -> Result<Self> {
+    pub fn new<T>(topic: &Topic<T>, qos: &Qos, mut f: impl FnMut(&[u8], SampleInfo) + Send + 'static) -> Result<Self> {
+        Self::create(topic, qos, Box::new(move |bytes, info, _| f(bytes, info)))
+    }
+
+    /// Like [`ListeningReader::new`]; the callback can also ask who wrote a sample.
+    pub fn with_publications<T>(
+        topic: &Topic<T>,
+        qos: &Qos,
+        f: impl FnMut(&[u8], SampleInfo, &MatchedPublications) + Send + 'static,
+    ) -> Result<Self> {
         Self::create(topic, qos, Box::new(f))
     }
 
