@@ -178,6 +178,16 @@ pub struct RouterConfig {
     /// zero: no batching (see `batch.rs`).
     #[serde(default = "default_batch_delay")]
     pub batch_delay: String,
+    /// Whether DDS applications share the router's process (a router embedded in a program, or a test). Off
+    /// (the default, and always so for `partita route`): the router's readers ignore every writer of its own
+    /// process, so what it forwards is never delivered back to it. Within one process Cyclone delivers a
+    /// write to the matching readers inside the write call; a forwarder's write delivered to the router's
+    /// reader of the other direction would run that reader's callback inside its own, and two such forwarders
+    /// can each wait for the other's callback. On: only the router's own participant's writers are ignored;
+    /// the rest of its writers are told apart by their publication handles (see `engine.rs`). Not a key of
+    /// the configuration file.
+    #[serde(skip)]
+    pub local_applications: bool,
     #[serde(rename = "side", default)]
     pub sides: Vec<SideConfig>,
     #[serde(rename = "route", default)]
@@ -332,6 +342,7 @@ impl RouterConfig {
             stats_side: None,
             mirror_participants: true,
             batch_delay: default_batch_delay(),
+            local_applications: false,
             sides: vec![side("module", module), side("network", external)],
             routes: vec![RouteConfig {
                 from: "module".into(),

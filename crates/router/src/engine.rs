@@ -1,7 +1,8 @@
 //! The routing engine: one participant per side, a discovery manager that keeps the set of routed topics in
 //! step with the writers and readers it sees, one forwarder (a listening reader and a writer) per routed topic
 //! and direction, and the flusher thread that sends what the forwarders' batches leave waiting.
-use crate::batch::{Batching, Flusher};
+use crate::batch::Flusher;
+use crate::owners::{Groups, Sources};
 use crate::config::{DurabilityOverride, ReliabilityOverride, RouteConfig, RouterConfig, TopicOverride, Trigger};
 use crate::pattern::matches;
 use crate::stats::{ForwardStats, RouteStats};
@@ -11,7 +12,7 @@ use partita_dds::{
     ParticipantWatcher, Qos,
     RawTopic, RawWriter, TopicDescriptor, Writer,
 };
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
@@ -44,7 +45,8 @@ struct Side {
     subscriptions: EndpointWatcher,
     writers: HashMap<Guid, DiscoveredEndpoint>,
     readers: HashMap<Guid, DiscoveredEndpoint>,
-    /// Publication handles of router writers on this side: their samples are never forwarded.
+    /// Publication handles of router writers on this side as discovery finds them (any router's; this
+    /// process's own are in [`OWN_WRITERS`] from their creation): their samples are never forwarded.
     router_writers: Arc<RwLock<HashSet<u64>>>,
 }
 
@@ -179,13 +181,49 @@ pub struct ForwardKey {
     pub owner: [u8; 12],
 }
 
+impl ForwardKey {
+    /// The key of the topic and direction whatever the owner: the forwarders of one group (`owners.rs`).
+    fn unowned(&self) -> ForwardKey {
+        ForwardKey { owner: [0; 12], ..self.clone() }
+    }
+}
+
 /// One routed topic in one direction: a listening reader on the source side whose callback, on Cyclone's
 /// delivery thread, re-publishes each sample through the writer on the destination side (no hand-off to a
 /// thread of the router's own; under a flood the writer batches, see `batch.rs`). Dropping it deletes the
 /// reader, waiting for a running callback, then the writer, sending what it still holds.
 struct Forwarder {
     stats: Arc<ForwardStats>,
+    /// Created for a writer on the source side (not for a reader on the destination side).
+    writer_owned: bool,
     reader: partita_dds::ListeningReader,
+    /// Last: dropped after the reader and, with it, the writer.
+    _own: OwnWriter,
+}
+
+/// The publication handles of every forwarder writer of every router in this process (Cyclone's handles are
+/// unique within a process), known from each writer's creation on: a router's sample delivered to a router
+/// reader of this process is dropped at once, before discovery has told the readers' router about the writer.
+static OWN_WRITERS: RwLock<BTreeSet<u64>> = RwLock::new(BTreeSet::new());
+
+fn is_own_writer(handle: u64) -> bool {
+    OWN_WRITERS.read().unwrap_or_else(|p| p.into_inner()).contains(&handle)
+}
+
+/// A forwarder's writer in [`OWN_WRITERS`], from its creation to its deletion.
+struct OwnWriter(u64);
+
+impl OwnWriter {
+    fn register(handle: u64) -> OwnWriter {
+        OWN_WRITERS.write().unwrap_or_else(|p| p.into_inner()).insert(handle);
+        OwnWriter(handle)
+    }
+}
+
+impl Drop for OwnWriter {
+    fn drop(&mut self) {
+        OWN_WRITERS.write().unwrap_or_else(|p| p.into_inner()).remove(&self.0);
+    }
 }
 
 impl Forwarder {
@@ -360,6 +398,8 @@ fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Shared>, stop:
     let dirs = directions(&config.routes, &sides);
     let mut failed: HashMap<ForwardKey, Instant> = HashMap::new();
     let mut proxies = Proxies::default();
+    // With mirroring, the forwarders of one topic and direction, by key without the owner.
+    let mut groups: Groups<ForwardKey> = Groups::default();
     let mut dirty = true;
     while !stop.load(Ordering::Relaxed) {
         for s in sides.iter_mut() {
@@ -475,8 +515,12 @@ fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Shared>, stop:
                 (host, sides[key.to].participant.clone(), translated, parts)
             };
             let placement = Placement { src: src_p, dst: dst_p, src_partitions: src_parts, dst_partitions: dst_parts };
-            let batching = config.batching(&ov);
-            match Forwarder::start(&sides, seen_on, &ep, &ov, &key, &shared.side_names, placement, flusher, batching) {
+            // Joins its group before its reader exists, so its first samples (a durable history) are judged right.
+            let sources = config.mirror_participants.then(|| {
+                let writer_owned = seen_on == key.from;
+                Sources::new(groups.join(&key.unowned(), key.owner, writer_owned), key.owner, writer_owned)
+            });
+            match Forwarder::start(&sides, seen_on, &ep, &ov, &key, &shared.side_names, placement, flusher, &config, sources) {
                 Ok(f) => {
                     failed.remove(&key);
                     fw.insert(key, f);
@@ -487,6 +531,9 @@ fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Shared>, stop:
                     dirty = true;
                 }
             }
+        }
+        if config.mirror_participants {
+            groups.update(fw.iter().map(|(k, f)| (k.unowned(), k.owner, f.writer_owned)));
         }
     }
 }
@@ -535,11 +582,9 @@ impl Proxies {
                 return guid_text(&origin);
             }
         }
-        if sides[from].app_participants.contains_key(&prefix) {
-            if self.get(sides, to, from, prefix, router).is_some() {
-                let proxy = self.by_origin[&(to, prefix)].1;
-                return guid_text(&proxy);
-            }
+        if sides[from].app_participants.contains_key(&prefix) && self.get(sides, to, from, prefix, router).is_some() {
+            let proxy = self.by_origin[&(to, prefix)].1;
+            return guid_text(&proxy);
         }
         name.to_string()
     }
@@ -570,7 +615,7 @@ struct Placement {
     dst_partitions: Vec<String>,
 }
 
-fn reader_and_writer_qos(ep: &DiscoveredEndpoint, ov: &TopicOverride) -> (Qos, Qos) {
+fn reader_and_writer_qos(ep: &DiscoveredEndpoint, ov: &TopicOverride, local_applications: bool) -> (Qos, Qos) {
     let mut base = ep.qos.clone();
     base.user_data = Some(ROUTER_TAG.to_vec());
     if let Some(r) = ov.reliability {
@@ -588,8 +633,9 @@ fn reader_and_writer_qos(ep: &DiscoveredEndpoint, ov: &TopicOverride) -> (Qos, Q
     let mut reader = base.clone();
     // Accept whatever encoding the source writer uses; the writer re-publishes in the same encoding.
     reader.data_representation = Some(vec![DataRepresentation::Xcdr1, DataRepresentation::Xcdr2]);
-    // Samples this router writes on a side are never delivered to its own readers there.
-    reader.ignore_local = Some(IgnoreLocal::Participant);
+    // Samples this router writes on a side are never delivered to its own readers there: with no applications
+    // in its process, no writer of the process is (see `RouterConfig::local_applications`).
+    reader.ignore_local = Some(if local_applications { IgnoreLocal::Participant } else { IgnoreLocal::Process });
     if let Some(n) = ov.history {
         reader.history = Some(partita_dds::qos::History::KeepLast(n));
     }
@@ -607,10 +653,12 @@ impl Forwarder {
         names: &[String],
         at: Placement,
         flusher: &Flusher,
-        batching: Option<Batching>,
+        config: &RouterConfig,
+        mut sources: Option<Sources>,
     ) -> partita_dds::Result<Forwarder> {
         let src = &sides[key.from];
-        let (mut rq, mut wq) = reader_and_writer_qos(ep, ov);
+        let (mut rq, mut wq) = reader_and_writer_qos(ep, ov, config.local_applications);
+        let batching = config.batching(ov);
         rq.partitions = Some(at.src_partitions.clone());
         wq.partitions = Some(at.dst_partitions.clone());
         let (src_topic, dst_topic) = if ep.has_type_info() {
@@ -631,15 +679,24 @@ impl Forwarder {
         };
         let stats = Arc::new(ForwardStats::default());
         let writer = RawWriter::new(&dst_topic, &wq.writer_batching(batching.is_some()))?;
+        // Known as the router's before its first sample can reach a reader of this process (discovery, which
+        // also finds it, may come later).
+        let own = OwnWriter::register(writer.instance_handle()?);
         let mut batch = flusher.batch(writer, batching, stats.clone());
         let label = format!("{}->{} {}", names[key.from], names[key.to], key.topic);
         let mut limiter = Limiter::new(ov);
         let routers = src.router_writers.clone();
         let st = stats.clone();
         // Each sample is re-published straight from Cyclone's buffer on the delivery thread, without a copy.
-        let reader = partita_dds::ListeningReader::new(&src_topic, &rq, move |bytes, info| {
+        let reader = partita_dds::ListeningReader::with_publications(&src_topic, &rq, move |bytes, info, matched| {
+            let h = info.publication_handle;
+            let looped = is_own_writer(h) || routers.read().unwrap_or_else(|p| p.into_inner()).contains(&h);
+            // Another forwarder of this topic forwards this writer's samples.
+            if !looped && sources.as_mut().is_some_and(|s| !s.accepts(h, |h| matched.guid(h))) {
+                return;
+            }
             st.received.fetch_add(1, Ordering::Relaxed);
-            if routers.read().unwrap_or_else(|p| p.into_inner()).contains(&info.publication_handle) {
+            if looped {
                 st.suppressed_loop.fetch_add(1, Ordering::Relaxed);
                 return;
             }
@@ -663,7 +720,7 @@ impl Forwarder {
                 }
             }
         })?;
-        Ok(Forwarder { stats, reader })
+        Ok(Forwarder { stats, writer_owned: seen_on == key.from, reader, _own: own })
     }
 }
 

@@ -10,6 +10,7 @@
 pub mod batch;
 pub mod config;
 mod engine;
+mod owners;
 pub mod pattern;
 pub mod stats;
 

@@ -50,7 +50,7 @@ fn row(router: &Router) -> RouteStats {
 #[test]
 fn a_burst_crosses_whole_and_in_order_in_fewer_batches_than_samples() {
     let (a, b) = (domain(16), domain(17));
-    let router = Router::start(two_sides(a, b, "")).unwrap();
+    let router = Router::start(in_process(two_sides(a, b, ""))).unwrap();
     let e = ends(a, b);
     let got = burst_through(&router, &e);
     assert_eq!(got.len(), BURST as usize, "every sample of the burst crossed, its last ones included");
@@ -82,7 +82,7 @@ fn a_burst_crosses_whole_and_in_order_in_fewer_batches_than_samples() {
 fn a_topic_with_batch_delay_zero_sends_every_sample_on_its_own() {
     let (a, b) = (domain(18), domain(19));
     // The router batches by default; the topic's own batch_delay turns it off for this topic.
-    let router = Router::start(two_sides(a, b, "[[route.topic]]\nname = \"ticks\"\nbatch_delay = \"0s\"")).unwrap();
+    let router = Router::start(in_process(two_sides(a, b, "[[route.topic]]\nname = \"ticks\"\nbatch_delay = \"0s\""))).unwrap();
     let e = ends(a, b);
     let got = burst_through(&router, &e);
     assert!(got.iter().copied().eq(0..BURST), "whole and in order: {} samples", got.len());

@@ -24,7 +24,7 @@ fn app(domain: u32, topic: &str, writer: bool) -> App {
 #[test]
 fn rate_limit_drops_and_counts_the_excess() {
     let (a, b) = (domain(12), domain(13));
-    let router = Router::start(two_sides(a, b, "[[route.topic]]\nname = \"ticks\"\nmax_rate = 5.0")).unwrap();
+    let router = Router::start(in_process(two_sides(a, b, "[[route.topic]]\nname = \"ticks\"\nmax_rate = 5.0"))).unwrap();
     let src = app(a, "ticks", true);
     let dst = app(b, "ticks", false);
     let w = src.w.as_ref().unwrap();
@@ -52,7 +52,7 @@ fn the_topic_cap_refuses_topics_beyond_it_and_stats_are_published() {
         "max_topics = 1\nstats_period = \"200ms\"\nstats_side = \"b\"\n[[side]]\nname = \"a\"\ndomain = {a}\n[[side]]\nname = \"b\"\ndomain = {b}\n\
          [[route]]\nfrom = \"a\"\nto = \"b\"\n"
     ));
-    let router = Router::start(cfg).unwrap();
+    let router = Router::start(in_process(cfg)).unwrap();
     let _apps: Vec<App> = ["one", "two"].iter().flat_map(|t| [app(a, t, true), app(b, t, false)]).collect();
     wait_until("one routed and one refused topic", || router.active().len() == 1 && router.refused_topics().len() == 1);
     let active = router.active()[0].topic.clone();

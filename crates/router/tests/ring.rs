@@ -23,9 +23,9 @@ impl TopicType for Note {
 }
 
 fn config(name: &str, a: u32, b: u32, from: &str, to: &str) -> partita_router::RouterConfig {
-    common::config(&format!(
+    in_process(common::config(&format!(
         "name = \"{name}\"\n[[side]]\nname = \"a\"\ndomain = {a}\n[[side]]\nname = \"b\"\ndomain = {b}\n[[route]]\nfrom = \"{from}\"\nto = \"{to}\"\n"
-    ))
+    )))
 }
 
 #[test]

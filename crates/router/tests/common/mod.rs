@@ -43,6 +43,12 @@ pub fn config(text: &str) -> RouterConfig {
     RouterConfig::parse(text, Path::new("test.toml")).unwrap_or_else(|e| panic!("{e:?}"))
 }
 
+/// For a router sharing this test's process with the test's own DDS readers and writers.
+pub fn in_process(mut config: RouterConfig) -> RouterConfig {
+    config.local_applications = true;
+    config
+}
+
 /// A two-sided router configuration on loopback.
 pub fn two_sides(a: u32, b: u32, route: &str) -> RouterConfig {
     config(&format!(
