@@ -48,8 +48,9 @@ watchdog() {
 
 set +e
 # One test thread per binary: the tests build namespaces and bridges and measure timing; 2 cores.
-# timeout ends the whole process group it starts (unshare, cargo and the test binaries) at the limit.
-timeout --kill-after=20 "$limit" \
+# timeout ends the whole process group it starts (unshare, cargo and the test binaries) at the limit. bash
+# starts a background command with SIGINT and SIGQUIT ignored; env gives the tests their default handling back.
+env --default-signal=INT,QUIT timeout --kill-after=20 "$limit" \
   unshare --net -- bash -c 'ip link set lo up && exec cargo test --release --offline --workspace -- --test-threads=1' &
 suite=$!
 # timeout runs in a process group of its own, out of reach of the terminal's Ctrl-C: pass it on.
