@@ -181,11 +181,11 @@ pub struct RouterConfig {
     /// Whether DDS applications share the router's process (a router embedded in a program, or a test). Off
     /// (the default, and always so for `partita route`): the router's readers ignore every writer of its own
     /// process, so what it forwards is never delivered back to it. Within one process Cyclone delivers a
-    /// write to the matching readers inside the write call; a forwarder's write delivered to the router's
-    /// reader of the other direction would run that reader's callback inside its own, and two such forwarders
-    /// can each wait for the other's callback. On: only the router's own participant's writers are ignored;
-    /// the rest of its writers are told apart by their publication handles (see `engine.rs`). Not a key of
-    /// the configuration file.
+    /// write to the matching readers inside the write call: a forwarder's write delivered to the router's
+    /// reader of the other direction runs that reader's callback inside its own, and should it forward the
+    /// sample back, the delivery waits for the callback it runs in (docs/router.md, "No loops"). On: only the
+    /// router's own participant's writers are ignored; the rest of its writers are registered as the router's
+    /// when they are created (see `engine.rs`). Not a key of the configuration file.
     #[serde(skip)]
     pub local_applications: bool,
     #[serde(rename = "side", default)]

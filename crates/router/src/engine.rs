@@ -197,13 +197,15 @@ struct Forwarder {
     /// Created for a writer on the source side (not for a reader on the destination side).
     writer_owned: bool,
     reader: partita_dds::ListeningReader,
-    /// Last: dropped after the reader and, with it, the writer.
-    _own: OwnWriter,
+    /// With applications in the router's process: its writer among the process's router writers. Last: dropped
+    /// after the reader and, with it, the writer.
+    _own: Option<OwnWriter>,
 }
 
-/// The publication handles of every forwarder writer of every router in this process (Cyclone's handles are
-/// unique within a process), known from each writer's creation on: a router's sample delivered to a router
-/// reader of this process is dropped at once, before discovery has told the readers' router about the writer.
+/// With applications in the routers' process (`RouterConfig::local_applications`): the publication handles of
+/// every forwarder writer of every router in this process (Cyclone's handles are unique within a process),
+/// known from each writer's creation on, so a router's sample delivered to a router reader of this process is
+/// dropped at once, before discovery has told the readers' router about the writer.
 static OWN_WRITERS: RwLock<BTreeSet<u64>> = RwLock::new(BTreeSet::new());
 
 fn is_own_writer(handle: u64) -> bool {
@@ -679,9 +681,11 @@ impl Forwarder {
         };
         let stats = Arc::new(ForwardStats::default());
         let writer = RawWriter::new(&dst_topic, &wq.writer_batching(batching.is_some()))?;
-        // Known as the router's before its first sample can reach a reader of this process (discovery, which
-        // also finds it, may come later).
-        let own = OwnWriter::register(writer.instance_handle()?);
+        // With applications in the process, its samples can reach the process's router readers: known as a
+        // router's before its first sample (discovery, which also finds it, may come later). Otherwise those
+        // readers ignore the process.
+        let local = config.local_applications;
+        let own = if local { Some(OwnWriter::register(writer.instance_handle()?)) } else { None };
         let mut batch = flusher.batch(writer, batching, stats.clone());
         let label = format!("{}->{} {}", names[key.from], names[key.to], key.topic);
         let mut limiter = Limiter::new(ov);
@@ -690,7 +694,7 @@ impl Forwarder {
         // Each sample is re-published straight from Cyclone's buffer on the delivery thread, without a copy.
         let reader = partita_dds::ListeningReader::with_publications(&src_topic, &rq, move |bytes, info, matched| {
             let h = info.publication_handle;
-            let looped = is_own_writer(h) || routers.read().unwrap_or_else(|p| p.into_inner()).contains(&h);
+            let looped = (local && is_own_writer(h)) || routers.read().unwrap_or_else(|p| p.into_inner()).contains(&h);
             // Another forwarder of this topic forwards this writer's samples.
             if !looped && sources.as_mut().is_some_and(|s| !s.accepts(h, |h| matched.guid(h))) {
                 return;
