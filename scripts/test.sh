@@ -54,7 +54,8 @@ env --default-signal=INT,QUIT timeout --kill-after=20 "$limit" \
   unshare --net -- bash -c 'ip link set lo up && exec cargo test --release --offline --workspace -- --test-threads=1' &
 suite=$!
 # timeout runs in a process group of its own, out of reach of the terminal's Ctrl-C: pass it on.
-trap 'kill -TERM "$suite" 2>/dev/null' INT TERM
+interrupted=
+trap 'interrupted=1; kill -TERM "$suite" 2>/dev/null' INT TERM
 watchdog "$suite" &
 watch=$!
 wait "$suite"
@@ -64,10 +65,12 @@ while kill -0 "$suite" 2>/dev/null; do wait "$suite"; rc=$?; done
 trap - INT TERM
 kill "$watch" 2>/dev/null
 wait "$watch" 2>/dev/null
-if [[ $rc -eq 124 || $rc -eq 137 ]]; then
-  echo "test watchdog: the suite did not finish within $limit s (PARTITA_TEST_TIMEOUT) and was stopped" >&2
+if [[ -n $interrupted || $rc -eq 124 || $rc -eq 137 ]]; then
+  [[ -n $interrupted ]] && echo "test.sh: interrupted; the suite was stopped" >&2
+  [[ -z $interrupted ]] && echo "test watchdog: the suite did not finish within $limit s (PARTITA_TEST_TIMEOUT) and was stopped" >&2
   # The stopped tests could not clean up: remove what they left (namespaces, links, cgroups) by name.
   target/release/partita down >&2 || true
+  [[ -n $interrupted ]] && rc=130
 fi
 set -e
 

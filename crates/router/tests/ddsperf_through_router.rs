@@ -22,8 +22,8 @@ fn run_ping(a: u32, b: u32, with_router: bool) -> (u64, String) {
     let stats = router.as_ref().map(|r| r.stats()).unwrap_or_default();
     drop(router);
     // Every topic is routed both ways here (ddsperf has readers and writers of ping and pong), yet the router's
-    // writers never deliver to its own readers: in one process that delivery runs inside the writer's call and
-    // can deadlock two forwarders' callbacks.
+    // writers never deliver to its own readers: in one process that delivery runs inside the writer's call, in
+    // the forwarding callback, and a sample forwarded back waited for that very callback (docs/router.md).
     let looped: u64 = stats.iter().map(|r| r.suppressed_loop).sum();
     assert_eq!(looped, 0, "the router received its own samples:\n{stats:#?}");
     (roundtrips(&ping.stdout), format!("{}\nrouter: {stats:#?}", ping.text()))
