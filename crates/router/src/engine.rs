@@ -2,7 +2,7 @@
 //! step with the writers and readers it sees, one forwarder (a listening reader and a writer) per routed topic
 //! and direction, and the flusher thread that sends what the forwarders' batches leave waiting.
 use crate::batch::Flusher;
-use crate::owners::{Groups, Sources};
+use crate::owners::{prefix_of, Groups, Sources};
 use crate::config::{DurabilityOverride, ReliabilityOverride, RouteConfig, RouterConfig, TopicOverride, Trigger};
 use crate::pattern::matches;
 use crate::stats::{ForwardStats, RouteStats};
@@ -61,12 +61,6 @@ fn is_builtin(ep: &DiscoveredEndpoint) -> bool {
 
 /// Property every participant of a router announces (main and proxies), so routers never mirror each other.
 const ROUTER_PROPERTY: &str = "partita.router";
-
-fn prefix_of(guid: &Guid) -> [u8; 12] {
-    let mut p = [0u8; 12];
-    p.copy_from_slice(&guid[..12]);
-    p
-}
 
 /// A participant's GUID as text, the way DDS tools name partitions after participants: four 32-bit words in
 /// hex, big-endian, joined by `_`.

@@ -16,6 +16,13 @@ use std::sync::{Arc, RwLock};
 /// A participant's GUID prefix.
 pub type Prefix = [u8; 12];
 
+/// The prefix of an entity's GUID: its participant's.
+pub fn prefix_of(guid: &Guid) -> Prefix {
+    let mut p = [0u8; 12];
+    p.copy_from_slice(&guid[..12]);
+    p
+}
+
 /// The forwarders of one topic in one direction, as their owners.
 #[derive(Debug, Default)]
 pub struct GroupState {
@@ -108,8 +115,7 @@ impl Sources {
         let owner = match self.known.get(&handle) {
             Some(p) => Some(*p),
             None => guid_of(handle).map(|g| {
-                let mut p = [0u8; 12];
-                p.copy_from_slice(&g[..12]);
+                let p = prefix_of(&g);
                 if self.known.len() >= KNOWN_WRITERS {
                     self.known.clear();
                 }
