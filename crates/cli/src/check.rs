@@ -1,7 +1,7 @@
 //! `partita check [SYSTEM.toml]`: validate a system file (the built-in default without one) and show its
 //! plans, a timeline of each major frame, and its networks, addresses and domains.
 use clap::Args;
-use partita_system::{HostNames, System};
+use partita_system::{HostObjects, NetworkId, System};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -39,6 +39,11 @@ pub fn render(s: &System) -> String {
     out.push_str(&format!("system {} ({})\n", s.name, s.source));
     for m in &s.modules {
         out.push_str(&format!("\nmodule {} — CPUs {:?}\n", m.name, m.cpus));
+        if m.is_native() {
+            let partitions: Vec<&str> = m.partitions.iter().map(|p| p.name.as_str()).collect();
+            out.push_str(&format!("  no plan: a native machine, its partitions run freely: {}\n", partitions.join(", ")));
+            continue;
+        }
         out.push_str(&format!(
             "  {:>6}  {:<20} {:>12} {:>12} {:>12} {:>4}\n",
             "window", "partition", "start", "end", "duration", "CPU"
@@ -98,24 +103,14 @@ pub fn render(s: &System) -> String {
         out.push_str(&format!("           {}  .=idle\n", legend.join(" ")));
     }
 
-    let names = HostNames::for_system(s);
     out.push_str("\nnetworks\n");
     out.push_str(&format!("  {:<34} {:>6}  {:<18} {}\n", "network", "domain", "subnet", "bridge"));
-    out.push_str(&format!(
-        "  {:<34} {:>6}  {:<18} {}\n",
-        "inter-module",
-        s.network.domain.to_string(),
-        s.network.subnet.to_string(),
-        names.external_bridge()
-    ));
-    for (mi, m) in s.modules.iter().enumerate() {
-        out.push_str(&format!(
-            "  {:<34} {:>6}  {:<18} {}\n",
-            format!("module {} V-NETWORK", m.name),
-            m.network.domain.to_string(),
-            m.network.subnet.to_string(),
-            names.module_bridge(mi)
-        ));
+    for (id, net) in s.networks() {
+        let name = match id {
+            NetworkId::InterModule => "inter-module".to_string(),
+            NetworkId::Module(m) => format!("module {} V-NETWORK", s.modules[m].name),
+        };
+        out.push_str(&format!("  {:<34} {:>6}  {:<18} {}\n", name, net.domain.to_string(), net.subnet.to_string(), net.bridge));
     }
     out.push_str("\naddresses\n");
     out.push_str(&format!("  {:<22} {:<14} {:>6}  {:<16} {:<16} {}\n", "partition/node", "kind", "domain", "V-NIC", "inter-module", "namespace"));
@@ -130,7 +125,7 @@ pub fn render(s: &System) -> String {
                 p.domain.to_string(),
                 p.address.to_string(),
                 ext,
-                names.netns(&p.name)
+                p.tree.netns
             ));
         }
     }
@@ -142,8 +137,22 @@ pub fn render(s: &System) -> String {
             n.domain.to_string(),
             "-",
             n.address.to_string(),
-            names.netns(&n.name)
+            n.tree.netns
         ));
     }
+    out.push_str(&render_host_objects(&s.host_objects()));
+    out
+}
+
+/// Heading of the list of host objects in `check`'s report; tests and tools read the lines below it.
+pub const HOST_OBJECTS_HEADING: &str = "on the host (what `partita up` creates, by name)";
+
+/// Every bridge, veth, namespace and cgroup of the system, one kind per line.
+fn render_host_objects(o: &HostObjects) -> String {
+    let mut out = format!("\n{HOST_OBJECTS_HEADING}\n");
+    for (kind, names) in [("bridges", &o.bridges), ("veths", &o.veths), ("namespaces", &o.namespaces), ("cgroups", &o.cgroups)] {
+        out.push_str(&format!("  {kind:<11} {}\n", names.join(" ")));
+    }
+    out.push_str("  (veths: the host ends of the V-NICs; cgroups: below each cgroup hierarchy's root)\n");
     out
 }

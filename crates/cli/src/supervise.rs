@@ -5,6 +5,7 @@ use partita_supervisor::bench;
 use partita_supervisor::cleanup;
 use partita_supervisor::freeze::FreezeBackend;
 use partita_supervisor::supervisor::{read_states, STATE_DIR};
+use partita_supervisor::UpOptions;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -192,27 +193,20 @@ pub fn up(a: UpArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let spec = match partita_supervisor::from_system::spec_from(&system) {
-        Ok(mut s) => {
-            if let Ok(exe) = std::env::current_exe() {
-                s.run_partita_as(&exe.display().to_string());
-            }
-            s
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
     partita_supervisor::supervisor::install_stop_signals();
-    let sup = match partita_supervisor::supervisor::Supervisor::up(&spec, Path::new(STATE_DIR), None) {
+    let sup = match partita_supervisor::supervisor::Supervisor::up(&system, &UpOptions::new(STATE_DIR)) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("partita up: {e} (nothing was left behind)");
             return ExitCode::FAILURE;
         }
     };
-    eprintln!("partita up: system {} is up ({} modules and nodes); Ctrl-C stops it", spec.name, spec.modules.len());
+    eprintln!(
+        "partita up: system {} is up ({} modules, {} native nodes); Ctrl-C stops it",
+        system.name,
+        system.modules.len(),
+        system.nodes.len()
+    );
     let logs = match sup.run(a.duration.map(std::time::Duration::from_secs_f64), None) {
         Ok(l) => l,
         Err(e) => {

@@ -6,6 +6,7 @@ use partita_apps::pattern;
 use partita_apps::ring::{segment_path, RingConfig, RingWriter};
 use partita_paper::run::run_until_monitor_exits;
 use partita_paper::scenario::{Params, Scenario};
+use partita_supervisor::UpOptions;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -47,7 +48,6 @@ fn pid_of(state: &Path, partition: &str) -> Option<i32> {
 fn recording_goes_on_through_a_request_flood_and_a_killed_routing_partition_and_the_monitor_gets_the_right_frame() {
     let dir = TempDir::new("kill");
     let params = Params {
-        exe: EXE.into(),
         reply_size: 8 << 10,
         count: 0,
         warmup: 0,
@@ -60,24 +60,15 @@ fn recording_goes_on_through_a_request_flood_and_a_killed_routing_partition_and_
         memory_bytes: 256 << 20,
         monitor_extra: ["--rate", "50", "--duration", "9", "--connect-timeout", "6"].map(String::from).to_vec(),
     };
-    let mut spec = Scenario::PartitionedRouting.spec(&params);
-    spec.name = format!("t{}kill", std::process::id());
-    // The routing partition protects the recorder as in the paper's system file (per-monitor request rate).
-    let model = partita_system::builtin_default().unwrap();
-    let router = model.modules[0].io_partition().unwrap().router.clone().expect("the built-in router table");
-    for m in &mut spec.modules {
-        for p in m.partitions.iter_mut().filter(|p| p.io) {
-            p.env.push((partita_system::ROUTER_ENV.to_string(), router.clone()));
-        }
-    }
-    // A second native node floods the recorder with requests through the routing partition all along.
-    let mut flooder = spec.modules.iter().find(|m| m.name == "monitor").unwrap().clone();
-    flooder.name = "flooder".into();
-    flooder.partitions[0].name = "flooder".into();
-    flooder.partitions[0].command = [EXE, "app", "monitor", "--flood", "--duration", "20", "--name", "flooder"].map(String::from).to_vec();
-    spec.modules.push(flooder);
+    // The paper's system (its routing table protects the recorder with a per-monitor request rate), with a
+    // second native node that floods the recorder with requests through the routing partition all along.
+    let name = format!("t{}kill", std::process::id());
+    let text = Scenario::PartitionedRouting.toml(&params).replacen("name = \"paper-partitioned\"", &format!("name = {name:?}"), 1)
+        + "\n[[node]]\nname = \"flooder\"\ncommand = [\"partita\", \"app\", \"monitor\", \"--flood\", \"--duration\", \"20\", \"--name\", \"flooder\"]\n";
+    let system = partita_system::parse(&text, "kill.toml", &partita_system::Host::this_machine()).unwrap();
+    assert_eq!(system.name, name);
     let state_root = dir.0.join("state");
-    let state = state_root.join(&spec.name);
+    let state = state_root.join(&system.name);
     // Kill the routing partition 3 s after the recorder has started recording, and note when.
     let killer = {
         let (state, ring) = (state.clone(), params.ring.clone());
@@ -97,16 +88,17 @@ fn recording_goes_on_through_a_request_flood_and_a_killed_routing_partition_and_
             None
         })
     };
-    let done = run_until_monitor_exits(&spec, &state_root, "monitor/monitor", &params.monitor_json, Duration::from_secs(60));
+    let options = UpOptions { partita: Some(EXE.into()), ..UpOptions::new(&state_root) };
+    let done = run_until_monitor_exits(&system, &options, "monitor", &params.monitor_json, Duration::from_secs(60));
     let killed = killer.join().unwrap();
-    assert_nothing_left(&spec.name);
+    assert_nothing_left(&system.name);
     let done = done.expect("the system ran and the monitor reported");
     let (killed_pid, killed_at) = killed.expect("the routing partition was killed");
     let events = std::fs::read_to_string(state.join("events.jsonl")).unwrap();
-    let flood = std::fs::read_to_string(state.join("flooder-flooder.log")).unwrap_or_default();
+    let flood = std::fs::read_to_string(state.join("flooder.log")).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&state);
     assert!(
-        events.lines().any(|l| l.contains("\"camera-node/routing\"") && l.contains("\"restart\"")),
+        events.lines().any(|l| l.contains("\"routing\"") && l.contains("\"restart\"")),
         "the health monitor restarted the routing partition (pid {killed_pid}): {events}"
     );
     let r: Report = done.report;
@@ -135,7 +127,7 @@ fn recording_goes_on_through_a_request_flood_and_a_killed_routing_partition_and_
     let monitor_exit_ns = events
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .find(|v| v["partition"] == "monitor/monitor" && v["event"] == "exit")
+        .find(|v| v["partition"] == "monitor" && v["event"] == "exit")
         .and_then(|v| v["unix_ms"].as_i64())
         .expect("the monitor's exit is in the event log")
         * 1_000_000;

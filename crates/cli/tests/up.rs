@@ -149,8 +149,8 @@ fn the_addresses_of_the_system_file_are_the_ones_the_partitions_get() {
     let _ = std::fs::remove_file(&file);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let state = std::path::Path::new("/run/partita").join(&name);
-    let beta = std::fs::read_to_string(state.join("node-beta.log")).unwrap_or_default();
-    let watcher = std::fs::read_to_string(state.join("watcher-watcher.log")).unwrap_or_default();
+    let beta = std::fs::read_to_string(state.join("beta.log")).unwrap_or_default();
+    let watcher = std::fs::read_to_string(state.join("watcher.log")).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&state);
     assert!(beta.contains("198.18.41.77/24"), "the I/O partition's V-NIC: {beta}");
     let beta_external = shown.lines().find(|l| l.contains("beta") && l.contains("I/O partition")).unwrap_or_default().to_string();

@@ -1,7 +1,8 @@
 //! `partita bench paper`: every scenario in one run, the 1 KiB tables and the image-size sweep.
 use crate::prediction::{window_delay, PlanWindows, WindowDelay};
 use crate::run::{run_until_monitor_exits, RunError};
-use crate::scenario::{Params, Scenario};
+use crate::scenario::{Params, Scenario, MONITOR};
+use partita_supervisor::UpOptions;
 use partita_apps::summary::Summary;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -99,7 +100,6 @@ fn run_one(cfg: &BenchConfig, s: Scenario, size: usize, count: u64, warmup: u64)
     let ring = cfg.out.join("rings").join(s.key());
     let _ = std::fs::remove_dir_all(&ring);
     let params = Params {
-        exe: cfg.exe.clone(),
         reply_size: size,
         count,
         warmup,
@@ -112,10 +112,11 @@ fn run_one(cfg: &BenchConfig, s: Scenario, size: usize, count: u64, warmup: u64)
         memory_bytes: 512 << 20,
         monitor_extra: Vec::new(),
     };
-    let spec = s.spec(&params);
-    let window_delay = window_delay(&PlanWindows::of_system(&spec), &CHAIN);
+    let system = s.system(&params).map_err(|e| RunError::Supervisor { system: format!("paper-{}", s.key()), message: e.to_string() })?;
+    let window_delay = window_delay(&PlanWindows::of_system(&system), &CHAIN);
     let limit = Duration::from_secs(120) + Duration::from_millis(20) * (count + warmup) as u32;
-    let done = run_until_monitor_exits(&spec, &cfg.state_root, "monitor/monitor", &params.monitor_json, limit);
+    let options = UpOptions { partita: Some(cfg.exe.clone().into()), ..UpOptions::new(&cfg.state_root) };
+    let done = run_until_monitor_exits(&system, &options, MONITOR, &params.monitor_json, limit);
     let _ = std::fs::remove_dir_all(&ring);
     let done = done?;
     let window_lateness_max_us = done.window_lateness_max_us();

@@ -3,7 +3,9 @@ use crate::bench::CHAIN;
 use crate::prediction::{window_delay, PlanWindows, WindowDelay};
 use crate::run::{run_until_monitor_exits, RunError};
 use partita_apps::monitor::Report;
-use partita_supervisor::system::SystemSpec;
+use crate::scenario::MONITOR;
+use partita_supervisor::UpOptions;
+use partita_system::System;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -25,7 +27,7 @@ pub enum DemoError {
 }
 
 pub struct DemoResult {
-    pub system: SystemSpec,
+    pub system: System,
     pub report: Report,
     /// The window delay the plan adds to a request's path (routing, recorder, routing).
     pub window_delay: Option<WindowDelay>,
@@ -34,54 +36,43 @@ pub struct DemoResult {
     pub frame: PathBuf,
 }
 
-/// The built-in system to run: its `partita` commands pointing at `exe`, its monitor told what to measure.
+/// The built-in system to run, its monitoring node told what to measure and where to write it.
 pub struct DemoSystem {
-    pub spec: SystemSpec,
-    /// The monitoring node, as the supervisor names it (`module/partition`).
+    pub system: System,
+    /// The monitoring node's name.
     pub monitor: String,
     pub monitor_json: PathBuf,
     pub frame: PathBuf,
 }
 
 pub fn system(cfg: &DemoConfig) -> Result<DemoSystem, DemoError> {
-    let model = partita_system::builtin_default().map_err(|e| DemoError::System(e.to_string()))?;
-    let mut spec = partita_supervisor::from_system::spec_from(&model).map_err(|e| DemoError::System(e.to_string()))?;
-    spec.run_partita_as(&cfg.exe);
+    let mut system = partita_system::builtin_default().map_err(|e| DemoError::System(e.to_string()))?;
     let json = cfg.out.join("monitor.json");
     let frame = cfg.out.join("last-frame.png");
-    let mut monitors = Vec::new();
-    for m in &mut spec.modules {
-        for p in &mut m.partitions {
-            if m.plans.is_empty() && p.command.get(1..3) == Some(&["app".to_string(), "monitor".to_string()]) {
-                monitors.push(format!("{}/{}", m.name, p.name));
-                p.command.extend(
-                    [
-                        "--name", "monitor", "--quiet", "--count", &cfg.count.to_string(), "--warmup", &cfg.warmup.to_string(),
-                        "--json", &json.display().to_string(), "--save-frame", &frame.display().to_string(),
-                    ]
-                    .map(String::from),
-                );
-            }
-        }
-    }
-    match <[String; 1]>::try_from(monitors) {
-        Ok([monitor]) => Ok(DemoSystem { spec, monitor, monitor_json: json, frame }),
-        Err(found) => Err(DemoError::System(format!(
-            "expected one native monitoring node running `partita app monitor`, found {}",
-            found.len()
-        ))),
-    }
+    let source = system.source.clone();
+    let monitor = system.node_mut(MONITOR).ok_or_else(|| {
+        DemoError::System(format!("{source} has no native node {MONITOR:?} running `partita app monitor`"))
+    })?;
+    monitor.tree.command.extend(
+        [
+            "--name", MONITOR, "--quiet", "--count", &cfg.count.to_string(), "--warmup", &cfg.warmup.to_string(),
+            "--json", &json.display().to_string(), "--save-frame", &frame.display().to_string(),
+        ]
+        .map(String::from),
+    );
+    Ok(DemoSystem { system, monitor: MONITOR.into(), monitor_json: json, frame })
 }
 
 pub fn run(cfg: &DemoConfig) -> Result<DemoResult, DemoError> {
     let sys = system(cfg)?;
     std::fs::create_dir_all(&cfg.out).map_err(|e| RunError::File { path: cfg.out.clone(), message: e.to_string() })?;
     let limit = Duration::from_secs(90) + Duration::from_millis(20) * (cfg.count + cfg.warmup) as u32;
-    let done = run_until_monitor_exits(&sys.spec, &cfg.state_root, &sys.monitor, &sys.monitor_json, limit)?;
+    let options = UpOptions { partita: Some(cfg.exe.clone().into()), ..UpOptions::new(&cfg.state_root) };
+    let done = run_until_monitor_exits(&sys.system, &options, &sys.monitor, &sys.monitor_json, limit)?;
     Ok(DemoResult {
-        window_delay: window_delay(&PlanWindows::of_system(&sys.spec), &CHAIN),
+        window_delay: window_delay(&PlanWindows::of_system(&sys.system), &CHAIN),
         window_lateness_max_us: done.window_lateness_max_us(),
-        system: sys.spec,
+        system: sys.system,
         report: done.report,
         monitor_json: sys.monitor_json,
         frame: sys.frame,

@@ -7,7 +7,7 @@
 //! waits for the next routing window, then for the recorder's, then for the routing window again). Adding the
 //! response time of the same system without windows (TRADITIONAL DDS WITH ROUTING, measured in the same run)
 //! gives the predicted bound the measured figures are checked against.
-use partita_supervisor::system::SystemSpec;
+use partita_system::System;
 use serde::Serialize;
 
 /// A cyclic plan on one CPU, or the windows of a partition that has a CPU of its own.
@@ -19,14 +19,15 @@ pub struct PlanWindows {
 }
 
 impl PlanWindows {
-    /// The plans of every module of `spec`.
-    pub fn of_system(spec: &SystemSpec) -> Vec<PlanWindows> {
-        spec.modules
+    /// The plans of every module of `system`.
+    pub fn of_system(system: &System) -> Vec<PlanWindows> {
+        system
+            .modules
             .iter()
             .flat_map(|m| m.plans.iter())
             .map(|p| PlanWindows {
-                major_frame_ns: p.major_frame.as_nanos() as u64,
-                windows: p.windows.iter().map(|(n, o, d)| (n.clone(), o.as_nanos() as u64, d.as_nanos() as u64)).collect(),
+                major_frame_ns: p.frame().as_nanos(),
+                windows: p.windows.iter().map(|w| (w.partition.clone(), w.start.as_nanos(), w.duration.as_nanos())).collect(),
             })
             .collect()
     }

@@ -1,8 +1,8 @@
 //! Boots a system, waits for its monitor to finish, tears the system down and reads the monitor's report.
 use partita_apps::monitor::Report;
 use partita_supervisor::executor::ExecutorLog;
-use partita_supervisor::supervisor::{stop_requested, Supervisor};
-use partita_supervisor::system::SystemSpec;
+use partita_supervisor::supervisor::{stop_requested, Supervisor, UpOptions};
+use partita_system::System;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -33,7 +33,7 @@ impl Finished {
     }
 }
 
-/// Whether the supervisor's event log says the partition `name` (`module/partition`) has exited.
+/// Whether the supervisor's event log says the partition or node `name` has exited.
 fn has_exited(events: &Path, name: &str) -> bool {
     let Ok(text) = std::fs::read_to_string(events) else { return false };
     text.lines().any(|l| {
@@ -49,24 +49,27 @@ fn tail(path: &Path, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
-/// Runs `spec` until its partition `monitor` (`module/partition`) exits or `limit` passes, then tears it down
-/// and reads the report the monitor wrote to `report_path`.
+/// Runs `system` until its partition or node `monitor` exits or `limit` passes, then tears it down and reads
+/// the report the monitor wrote to `report_path`.
 pub fn run_until_monitor_exits(
-    spec: &SystemSpec,
-    state_root: &Path,
+    system: &System,
+    options: &UpOptions,
     monitor: &str,
     report_path: &Path,
     limit: Duration,
 ) -> Result<Finished, RunError> {
-    let sys_err = |e: &dyn std::fmt::Display| RunError::Supervisor { system: spec.name.clone(), message: e.to_string() };
+    let sys_err = |e: &dyn std::fmt::Display| RunError::Supervisor { system: system.name.clone(), message: e.to_string() };
     if let Err(e) = std::fs::remove_file(report_path) {
         if e.kind() != std::io::ErrorKind::NotFound {
             return Err(RunError::File { path: report_path.into(), message: e.to_string() });
         }
     }
-    let sup = Supervisor::up(spec, state_root, None).map_err(|e| sys_err(&e))?;
+    if system.node(monitor).is_none() && !system.partitions().any(|(_, p)| p.name == monitor) {
+        return Err(RunError::Supervisor { system: system.name.clone(), message: format!("it has no partition or node {monitor:?} to wait for") });
+    }
+    let sup = Supervisor::up(system, options).map_err(|e| sys_err(&e))?;
     let events = sup.state_dir().join("events.jsonl");
-    let log = sup.state_dir().join(format!("{}.log", monitor.replace('/', "-")));
+    let log = sup.state_dir().join(format!("{monitor}.log"));
     let stop = Arc::new(AtomicBool::new(false));
     let timed_out = Arc::new(AtomicBool::new(false));
     let watcher = {
@@ -101,7 +104,7 @@ pub fn run_until_monitor_exits(
             } else {
                 format!("{}: {e}", report_path.display())
             };
-            return Err(RunError::Monitor { system: spec.name.clone(), why, log_tail: tail(&log, 10) });
+            return Err(RunError::Monitor { system: system.name.clone(), why, log_tail: tail(&log, 10) });
         }
     };
     let report: Report =

@@ -1,20 +1,18 @@
-//! The scenarios of paper 001's evaluation, each as a system the supervisor builds: two "nodes" (network
-//! namespaces on partita's bridges), the recorder node and a native monitoring node.
+//! The scenarios of paper 001's evaluation, each a system file (`crates/paper/scenarios/<key>.toml`) whose
+//! `@...@` fields are filled in with the measurement's commands and parsed and validated like any user file:
+//! the recorder node and a native monitoring node on partita's bridges.
 //!
 //! | scenario | recorder node |
 //! |---|---|
 //! | NETWORK | a native node answering raw UDP (`partita app udp-echo`) |
 //! | TRADITIONAL DDS | a native node running the recorder on the inter-module domain |
 //! | SINGLE DDS PARTITION | one partition (the I/O partition, owning the network) with a whole-frame window |
-//! | TRADITIONAL DDS WITH ROUTING | a native machine: the recorder on its local domain, the routing service between it and the network domain |
-//! | PARTITIONED DDS WITH ROUTING | the paper's plan: recorder 700 µs, routing 800 µs, one 1500 µs frame on one CPU |
-//! | MULTICORE | the paper's future work: the same two partitions, each with its own CPU and a whole-frame window |
-use partita_supervisor::health::Action;
-use partita_supervisor::supervisor::external_address;
-use partita_supervisor::system::{ModuleSpec, PartitionSpec, PlanSpec, SystemSpec};
+//! | TRADITIONAL DDS WITH ROUTING | a native machine (a module without a plan): the recorder on its local domain, the routing service between it and the network domain |
+//! | PARTITIONED DDS WITH ROUTING | the paper's plan: recorder 700 µs, routing 800 µs, one 1500 µs frame on one CPU (examples/video-surveillance.toml) |
+//! | MULTICORE | the paper's future work: the same two partitions, each with its own CPU and a whole-frame window (examples/video-surveillance-multicore.toml) |
+use partita_system::{ByteSize, Errors, Host, System};
 use serde::Serialize;
 use std::path::PathBuf;
-use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Scenario {
@@ -36,11 +34,12 @@ pub struct PaperRow {
     pub p99: f64,
 }
 
-pub const MAJOR_FRAME_US: u64 = 1500;
-pub const RECORDER_WINDOW_US: u64 = 700;
-pub const ROUTING_WINDOW_US: u64 = 800;
-/// UDP port of the NETWORK scenario's answerer.
+/// The NETWORK scenario's answerer: its address on the inter-module network (the template pins the subnet)
+/// and port.
+pub const UDP_ADDRESS: &str = "198.18.0.10";
 pub const UDP_PORT: u16 = 9500;
+/// The name of the monitoring node in every scenario.
+pub const MONITOR: &str = "monitor";
 
 impl Scenario {
     pub const ALL: [Scenario; 6] = [
@@ -100,106 +99,48 @@ impl Scenario {
         }
     }
 
-    /// The system of this scenario. The monitor writes its report to `p.monitor_json` and exits.
-    pub fn spec(self, p: &Params) -> SystemSpec {
-        let restart = Action::Restart { max: 3, within: Duration::from_secs(10) };
-        let part = |name: &str, command: Vec<String>, io: bool, action: Action| PartitionSpec {
-            name: name.into(),
-            command,
-            memory_bytes: Some(p.memory_bytes),
-            pids_max: Some(128),
-            action,
-            io,
-            env: Vec::new(),
-            address: None,
-            external_address: None,
-        };
-        let recorder_cmd = p.recorder_command();
-        // The recorder on the module's domain and the routing service as the I/O partition.
-        let recorder_and_routing = || {
-            vec![part("recorder", p.recorder_command(), false, restart), part("routing", vec![p.exe.clone(), "route".into()], true, restart)]
-        };
-        let us = Duration::from_micros;
-        let frame = us(MAJOR_FRAME_US);
-        let recorder_module = match self {
-            Scenario::Network => ModuleSpec {
-                name: "recorder".into(),
-                cpus: Some(p.recorder_cpu.to_string()),
-                domain: 0,
-                plans: Vec::new(),
-                partitions: vec![part(
-                    "recorder",
-                    vec![p.exe.clone(), "app".into(), "udp-echo".into(), "--bind".into(), udp_server()],
-                    false,
-                    restart,
-                )],
-            },
-            Scenario::Traditional => ModuleSpec {
-                name: "recorder".into(),
-                cpus: Some(p.recorder_cpu.to_string()),
-                domain: 0,
-                plans: Vec::new(),
-                partitions: vec![part("recorder", recorder_cmd, false, restart)],
-            },
-            Scenario::SinglePartition => ModuleSpec {
-                name: "camera-node".into(),
-                cpus: Some(p.recorder_cpu.to_string()),
-                domain: 1,
-                plans: vec![PlanSpec {
-                    major_frame: frame,
-                    windows: vec![("recorder".into(), Duration::ZERO, frame)],
-                    executor_cpu: Some(p.recorder_cpu),
-                }],
-                partitions: vec![part("recorder", recorder_cmd, true, restart)],
-            },
-            Scenario::TraditionalRouting => ModuleSpec {
-                name: "camera-node".into(),
-                cpus: Some(p.recorder_cpu.to_string()),
-                domain: 1,
-                plans: Vec::new(),
-                partitions: recorder_and_routing(),
-            },
-            Scenario::PartitionedRouting => ModuleSpec {
-                name: "camera-node".into(),
-                cpus: Some(p.recorder_cpu.to_string()),
-                domain: 1,
-                plans: vec![PlanSpec {
-                    major_frame: frame,
-                    windows: vec![
-                        ("recorder".into(), Duration::ZERO, us(RECORDER_WINDOW_US)),
-                        ("routing".into(), us(RECORDER_WINDOW_US), us(ROUTING_WINDOW_US)),
-                    ],
-                    executor_cpu: Some(p.recorder_cpu),
-                }],
-                partitions: recorder_and_routing(),
-            },
-            Scenario::Multicore => ModuleSpec {
-                name: "camera-node".into(),
-                cpus: Some(format!("{},{}", p.recorder_cpu, p.routing_cpu)),
-                domain: 1,
-                plans: vec![
-                    PlanSpec { major_frame: frame, windows: vec![("recorder".into(), Duration::ZERO, frame)], executor_cpu: Some(p.recorder_cpu) },
-                    PlanSpec { major_frame: frame, windows: vec![("routing".into(), Duration::ZERO, frame)], executor_cpu: Some(p.routing_cpu) },
-                ],
-                partitions: recorder_and_routing(),
-            },
-        };
-        let monitor = ModuleSpec {
-            name: "monitor".into(),
-            cpus: None,
-            domain: 0,
-            plans: Vec::new(),
-            partitions: vec![part("monitor", p.monitor_command(self), false, Action::Ignore)],
-        };
-        SystemSpec { name: format!("paper-{}", self.key()), modules: vec![recorder_module, monitor], external_domain: 0 }
+    /// The scenario's system file, before its fields are filled in.
+    pub fn template(self) -> &'static str {
+        match self {
+            Scenario::Network => include_str!("../scenarios/network.toml"),
+            Scenario::Traditional => include_str!("../scenarios/traditional.toml"),
+            Scenario::SinglePartition => include_str!("../scenarios/single.toml"),
+            Scenario::TraditionalRouting => include_str!("../scenarios/trad-routing.toml"),
+            Scenario::PartitionedRouting => include_str!("../scenarios/partitioned.toml"),
+            Scenario::Multicore => include_str!("../scenarios/multicore.toml"),
+        }
+    }
+
+    /// The scenario's system file with `p`'s commands, CPUs and limits filled in. The monitor (node
+    /// [`MONITOR`]) writes its report to `p.monitor_json` and exits.
+    pub fn toml(self, p: &Params) -> String {
+        let strings = |v: Vec<String>| toml::Value::Array(v.into_iter().map(toml::Value::String).collect()).to_string();
+        let string = |s: &str| toml::Value::String(s.to_string()).to_string();
+        let mut text = self.template().to_string();
+        for (key, value) in [
+            ("@SYSTEM@", string(&format!("paper-{}", self.key()))),
+            ("@RECORDER@", strings(p.recorder_command())),
+            ("@MONITOR@", strings(p.monitor_command(self))),
+            ("@UDP_ECHO@", strings(["partita", "app", "udp-echo", "--bind", &udp_server()].map(String::from).to_vec())),
+            ("@UDP_ADDRESS@", string(UDP_ADDRESS)),
+            ("@RECORDER_CPU@", p.recorder_cpu.to_string()),
+            ("@ROUTING_CPU@", p.routing_cpu.to_string()),
+            ("@MEMORY@", string(&ByteSize(p.memory_bytes).to_string())),
+        ] {
+            text = text.replace(key, &value);
+        }
+        text
+    }
+
+    /// The scenario's system, validated against this machine as `partita check` validates a file.
+    pub fn system(self, p: &Params) -> Result<System, Errors> {
+        partita_system::parse(&self.toml(p), &format!("<paper scenario {}>", self.key()), &Host::this_machine())
     }
 }
 
 /// What one run of a scenario measures.
 #[derive(Debug, Clone)]
 pub struct Params {
-    /// The partita binary that partitions run.
-    pub exe: String,
     /// Serialized size of every answer (the paper's "image size").
     pub reply_size: usize,
     pub count: u64,
@@ -220,33 +161,103 @@ pub struct Params {
     pub monitor_extra: Vec<String>,
 }
 
-/// Where the NETWORK scenario's answerer listens: the recorder node is the first member of the inter-module
-/// network, so the supervisor gives it the first external address.
+/// Where the NETWORK scenario's answerer listens.
 fn udp_server() -> String {
-    format!("{}:{UDP_PORT}", external_address(0))
+    format!("{UDP_ADDRESS}:{UDP_PORT}")
 }
 
 impl Params {
-    fn recorder_command(&self) -> Vec<String> {
-        let mut c: Vec<String> = vec![self.exe.clone(), "app".into(), "recorder".into(), "--ring".into(), self.ring.display().to_string()];
+    pub fn recorder_command(&self) -> Vec<String> {
+        let mut c: Vec<String> = ["partita", "app", "recorder", "--ring"].map(String::from).to_vec();
+        c.push(self.ring.display().to_string());
         c.extend(["--ring-size".into(), "16MiB".into(), "--fps".into(), "10".into(), "--fsync".into(), "never".into()]);
         c.extend(["--reply-size".into(), self.reply_size.to_string()]);
         c
     }
 
-    fn monitor_command(&self, s: Scenario) -> Vec<String> {
-        let mut c: Vec<String> = vec![self.exe.clone(), "app".into(), "monitor".into(), "--quiet".into()];
+    pub fn monitor_command(&self, s: Scenario) -> Vec<String> {
+        let mut c: Vec<String> = ["partita", "app", "monitor", "--quiet"].map(String::from).to_vec();
         c.extend(["--count".into(), self.count.to_string(), "--warmup".into(), self.warmup.to_string()]);
         c.extend(["--timeout-ms".into(), self.timeout_ms.to_string(), "--json".into(), self.monitor_json.display().to_string()]);
         if s == Scenario::Network {
             c.extend(["--udp".into(), udp_server(), "--reply-size".into(), self.reply_size.to_string()]);
         } else {
-            c.extend(["--name".into(), "monitor".into()]);
+            c.extend(["--name".into(), MONITOR.into()]);
             if let Some(f) = &self.save_frame {
                 c.extend(["--save-frame".into(), f.display().to_string()]);
             }
         }
         c.extend(self.monitor_extra.iter().cloned());
         c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params() -> Params {
+        Params {
+            reply_size: 1024,
+            count: 10,
+            warmup: 1,
+            timeout_ms: 1000,
+            monitor_json: "/tmp/m \"quoted\".json".into(),
+            ring: "/tmp/ring".into(),
+            save_frame: None,
+            recorder_cpu: 0,
+            routing_cpu: 1,
+            memory_bytes: 512 << 20,
+            monitor_extra: Vec::new(),
+        }
+    }
+
+    fn parse(s: Scenario) -> System {
+        partita_system::parse(&s.toml(&params()), s.key(), &Host::with_cpus(2)).unwrap_or_else(|e| panic!("{}: {e}", s.key()))
+    }
+
+    #[test]
+    fn every_scenario_is_a_valid_system_with_its_monitor_and_recorder() {
+        for s in Scenario::ALL {
+            let sys = parse(s);
+            let text = s.toml(&params());
+            let unfilled = text.match_indices('@').any(|(i, _)| text[i + 1..].starts_with(|c: char| c.is_ascii_uppercase()));
+            assert!(!unfilled, "{}: a field was left unfilled", s.key());
+            let monitor = sys.node(MONITOR).expect("a monitoring node");
+            assert_eq!(&monitor.tree.command[..3], &["partita", "app", "monitor"]);
+            assert!(monitor.tree.command.contains(&"/tmp/m \"quoted\".json".to_string()), "paths survive TOML quoting");
+            let recorder = sys.partitions().map(|(_, p)| &p.tree).chain(sys.node("recorder").map(|n| &n.tree));
+            assert_eq!(recorder.filter(|t| t.command.get(2).is_some_and(|c| c == "recorder" || c == "udp-echo")).count(), 1, "{}", s.key());
+        }
+    }
+
+    #[test]
+    fn the_network_scenario_answers_where_its_monitor_asks() {
+        let sys = parse(Scenario::Network);
+        let recorder = sys.node("recorder").unwrap();
+        let asked = format!("{}:{UDP_PORT}", recorder.address);
+        assert!(recorder.tree.command.contains(&asked));
+        assert!(sys.node(MONITOR).unwrap().tree.command.contains(&asked));
+    }
+
+    /// The partitioned scenarios are the example systems with other commands: same plans, same routing table.
+    #[test]
+    fn the_partitioned_scenarios_are_the_examples_systems() {
+        for (s, example) in [
+            (Scenario::PartitionedRouting, partita_system::BUILTIN_DEFAULT),
+            (Scenario::Multicore, include_str!("../../../examples/video-surveillance-multicore.toml")),
+        ] {
+            let ours = parse(s);
+            let theirs = partita_system::parse(example, "example", &Host::with_cpus(2)).unwrap();
+            let (a, b) = (&ours.modules[0], &theirs.modules[0]);
+            assert_eq!(a.cpus, b.cpus);
+            for (pa, pb) in a.plans.iter().zip(&b.plans) {
+                assert_eq!((pa.cpu, pa.major_frame, &pa.windows), (pb.cpu, pb.major_frame, &pb.windows), "{}", s.key());
+            }
+            assert_eq!(a.plans.len(), b.plans.len());
+            let router = |m: &partita_system::Module| m.io_partition().and_then(|p| p.router.clone());
+            assert_eq!(router(a), router(b), "{}: the routing table differs from the example's", s.key());
+            assert!(router(a).is_some());
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! Measurements of the temporal-isolation mechanisms on the machine at hand (timing goals live here, not in
 //! tests): the cost and precision of each freezing backend, and the 1500 µs reference frame run by the plan
 //! executor with a probe in each partition.
+use partita_system::HostNames;
 use crate::cgroup::{Layout, Limits, PartitionCgroup};
 use crate::clock::monotonic_ns;
 use crate::executor::{Executor, ExecutorConfig, Schedule, Summary, Window};
@@ -58,7 +59,7 @@ pub fn freeze_backends(iterations: u32, control_cpu: usize, partition_cpu: usize
         let mut results = Vec::new();
         pin_and_fifo(control_cpu, 80);
         for backend in FreezeBackend::ALL {
-            let cg = PartitionCgroup::create(&layout, &system, "spin", &Limits { cpus: Some(partition_cpu.to_string()), ..Limits::default() })?;
+            let cg = PartitionCgroup::create(&layout, &HostNames::new(&system).cgroup("spin"), &Limits { cpus: Some(partition_cpu.to_string()), ..Limits::default() })?;
             let freezer = match Freezer::new(&cg, backend) {
                 Ok(f) => f,
                 Err(e) => {
@@ -128,7 +129,7 @@ pub fn reference_frame(frames: u64, cpu: usize, backend: FreezeBackend, probe: (
     let mut cgs = Vec::new();
     let mut freezers = Vec::new();
     for n in names {
-        let cg = PartitionCgroup::create(&layout, &system, n, &limits)?;
+        let cg = PartitionCgroup::create(&layout, &HostNames::new(&system).cgroup(n), &limits)?;
         let f = Freezer::new(&cg, backend)?;
         f.freeze()?;
         freezers.push(f);

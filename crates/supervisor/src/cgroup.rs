@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The top directory of everything partita creates in every hierarchy.
-pub const TOP: &str = "partita";
+pub use partita_system::names::CGROUP_ROOT as TOP;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Layout {
@@ -182,11 +182,18 @@ fn enable_v2_controllers(dir: &Path) -> Result<()> {
 }
 
 impl PartitionCgroup {
-    /// Creates `partita/<system>/<partition>` in every hierarchy used and applies `limits`.
-    pub fn create(layout: &Layout, system: &str, partition: &str, limits: &Limits) -> Result<PartitionCgroup> {
-        check_component("system", system)?;
-        check_component("partition", partition)?;
-        let relative = Path::new(TOP).join(system).join(partition);
+    /// Creates the cgroup at `relative` (`partita/<system>/<partition>`, as `partita_system::HostNames::cgroup`
+    /// names it) in every hierarchy used and applies `limits`.
+    pub fn create(layout: &Layout, relative: &str, limits: &Limits) -> Result<PartitionCgroup> {
+        let relative = Path::new(relative);
+        let mut parts = relative.components().map(|c| c.as_os_str().to_str().unwrap_or(""));
+        if parts.next() != Some(TOP) {
+            return Err(SupervisorError::Invalid(format!("cgroup {} is not below {TOP}/", relative.display())));
+        }
+        for part in parts {
+            check_component("cgroup path component", part)?;
+        }
+        let relative = relative.to_path_buf();
         let mut cg = PartitionCgroup { relative: relative.clone(), dirs: Vec::new(), removed: false };
         match layout {
             Layout::Unified { root } => {

@@ -5,7 +5,6 @@ pub mod clock;
 pub mod command;
 pub mod error;
 pub mod freeze;
-pub mod from_system;
 pub mod launch;
 
 pub use error::{Result, SupervisorError};
@@ -17,6 +16,5 @@ pub mod health;
 pub mod probe;
 pub mod bench;
 pub mod supervisor;
-pub mod system;
 
-pub use supervisor::Supervisor;
+pub use supervisor::{Supervisor, UpOptions};

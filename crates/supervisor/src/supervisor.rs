@@ -9,7 +9,8 @@ use crate::executor::{Executor, ExecutorConfig, ExecutorLog, Schedule, Window};
 use crate::freeze::{FreezeBackend, Freezer};
 use crate::health::{EventLog, HealthMonitor};
 use crate::launch::{launch, LaunchSpec};
-use crate::system::SystemSpec;
+use crate::health::Action;
+use partita_system::{HealthAction, Module, NetworkId, Partition, ProcessTree, System, PARTITA_PROGRAM};
 use crate::vnet::{Bridge, NetNamespace, VirtualNic};
 use serde::Serialize;
 use std::net::Ipv4Addr;
@@ -52,57 +53,10 @@ pub fn stop_flag() -> &'static AtomicBool {
     &STOP_SIGNAL
 }
 
-/// Host-side names of everything of one system. Interface names are `pt` + a 4-hex-digit tag of the system
-/// name + role + indices, at most 15 characters.
-#[derive(Debug, Clone)]
-pub struct Names {
-    system: String,
-    tag: String,
-}
-
-impl Names {
-    pub fn new(system: &str) -> Names {
-        // FNV-1a: a stable short tag, so every link of one system shares a prefix.
-        let mut h: u32 = 0x811c9dc5;
-        for b in system.bytes() {
-            h = (h ^ b as u32).wrapping_mul(0x01000193);
-        }
-        Names { system: system.into(), tag: format!("{:04x}", h & 0xffff) }
-    }
-    pub fn link_prefix(&self) -> String {
-        format!("pt{}", self.tag)
-    }
-    pub fn module_bridge(&self, m: usize) -> String {
-        format!("pt{}m{m}", self.tag)
-    }
-    pub fn external_bridge(&self) -> String {
-        format!("pt{}x", self.tag)
-    }
-    pub fn vnic(&self, m: usize, p: usize) -> String {
-        format!("pt{}{m}n{p}", self.tag)
-    }
-    pub fn external_vnic(&self, m: usize, p: usize) -> String {
-        format!("pt{}{m}x{p}", self.tag)
-    }
-    pub fn netns(&self, module: &str, partition: &str) -> String {
-        format!("partita-{}-{module}-{partition}", self.system)
-    }
-    pub fn cgroup_partition(&self, module: &str, partition: &str) -> String {
-        format!("{module}-{partition}")
-    }
-}
-
-/// Addresses: module `m`'s V-NETWORK is 198.18.m.0/24, the inter-module network 198.19.0.0/24.
-pub fn module_address(m: usize, p: usize) -> Ipv4Addr {
-    Ipv4Addr::new(198, 18, m as u8, (p + 2) as u8)
-}
-pub fn external_address(index: usize) -> Ipv4Addr {
-    Ipv4Addr::new(198, 19, 0, (index + 2) as u8)
-}
-
 #[derive(Debug, Clone, Serialize)]
 pub struct PartitionState {
-    pub module: String,
+    /// `None` for a native node.
+    pub module: Option<String>,
     pub partition: String,
     pub pid: Option<i32>,
     /// On the module network (`None` for a native node).
@@ -122,11 +76,28 @@ pub struct State {
     pub max_lateness_ns: Vec<u64>,
 }
 
+/// How to bring a system up, beside the system itself.
+#[derive(Debug, Clone)]
+pub struct UpOptions {
+    /// Where the system's state directory goes (`<root>/<system>`); [`STATE_DIR`] for `partita up`.
+    pub state_root: PathBuf,
+    /// The freezing mechanism; `None`: the best this machine has.
+    pub backend: Option<FreezeBackend>,
+    /// The binary a command's program `partita` stands for; `None`: this very binary.
+    pub partita: Option<PathBuf>,
+}
+
+impl UpOptions {
+    pub fn new(state_root: impl Into<PathBuf>) -> UpOptions {
+        UpOptions { state_root: state_root.into(), backend: None, partita: None }
+    }
+}
+
 /// A built, running system. Fields drop in declaration order: plans stop first, then partitions are
 /// killed, then cgroups, V-NICs, namespaces and bridges go, the state directory last.
 pub struct Supervisor {
     executors: Vec<Executor>,
-    /// Per executor: the module index of each partition it schedules (its freezers' order).
+    /// Per executor: the index in `state.partitions` of each partition it schedules (its freezers' order).
     plan_partitions: Vec<Vec<usize>>,
     monitor: HealthMonitor,
     cgroups: Vec<Arc<PartitionCgroup>>,
@@ -147,12 +118,17 @@ impl Drop for StateDir {
 }
 
 impl Supervisor {
-    /// Builds and starts `system`; on error everything built so far is removed before returning.
-    pub fn up(system: &SystemSpec, state_root: &Path, backend: Option<FreezeBackend>) -> Result<Supervisor> {
+    /// Builds and starts `system`, exactly as `partita check` describes it: every bridge, namespace, cgroup,
+    /// V-NIC, address and domain comes from the validated model. On error everything built so far is removed
+    /// before returning.
+    pub fn up(system: &System, options: &UpOptions) -> Result<Supervisor> {
         check_component("system", &system.name)?;
-        let names = Names::new(&system.name);
         let layout = Layout::detect()?;
-        let state_path = state_root.join(&system.name);
+        let partita = match &options.partita {
+            Some(p) => p.clone(),
+            None => std::env::current_exe().map_err(|e| SupervisorError::Sys { call: "current_exe", context: "the partita binary".into(), source: e })?,
+        };
+        let state_path = options.state_root.join(&system.name);
         if state_path.join("state.json").exists() {
             return Err(SupervisorError::Invalid(format!(
                 "{} exists: system {} is already up (or its supervisor crashed: run `partita down`)",
@@ -183,140 +159,106 @@ impl Supervisor {
                 max_lateness_ns: Vec::new(),
             },
         };
-        // 1. Networks.
-        let needs_external = system.modules.iter().any(|m| m.is_native() || m.partitions.iter().any(|p| p.io));
-        // A native node is on the inter-module network only: no module network of its own.
-        let mut module_bridge = Vec::new();
-        for (mi, m) in system.modules.iter().enumerate() {
-            if !m.has_module_network() {
-                module_bridge.push(None);
-            } else {
-                s.bridges.push(Bridge::create(&names.module_bridge(mi))?);
-                module_bridge.push(Some(s.bridges.len() - 1));
-            }
+        // 1. Networks: a bridge for each network that has members.
+        let mut bridges: Vec<(NetworkId, usize)> = Vec::new();
+        for (id, net) in system.networks() {
+            s.bridges.push(Bridge::create(&net.bridge)?);
+            bridges.push((id, s.bridges.len() - 1));
         }
-        let external_bridge = if needs_external {
-            s.bridges.push(Bridge::create(&names.external_bridge())?);
-            Some(s.bridges.len() - 1)
-        } else {
-            None
-        };
-        // External addresses: I/O partitions and native nodes, in order.
-        let mut external_members = Vec::new();
-        for (mi, m) in system.modules.iter().enumerate() {
-            for (pi, p) in m.partitions.iter().enumerate() {
-                if m.is_external(p) {
-                    external_members.push((mi, pi));
+        // 2. Per partition and node: cgroup, namespace, V-NICs, DDS configuration; then launch (frozen when
+        //    planned). Freezers go to the plan executors, by module and plan.
+        let mut freezers: Vec<Option<Freezer>> = Vec::new();
+        let members = system
+            .partitions()
+            .map(|(m, p)| Member { name: &p.name, module: Some(m), partition: Some(p), tree: &p.tree })
+            .chain(system.nodes.iter().map(|n| Member { name: &n.name, module: None, partition: None, tree: &n.tree }));
+        for member in members {
+            let tree = member.tree;
+            let cpus = (!tree.cpus.is_empty()).then(|| tree.cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(","));
+            let limits = Limits { memory_bytes: tree.memory.map(|m| m.0), pids_max: tree.pids_max, cpus, mems: None };
+            let cg = Arc::new(PartitionCgroup::create(&layout, &tree.cgroup, &limits)?);
+            s.cgroups.push(cg.clone());
+            let ns = NetNamespace::create(&tree.netns)?;
+            let mut domains = Vec::new();
+            for nic in &tree.nics {
+                let (net, bridge) = bridges
+                    .iter()
+                    .find(|(id, _)| *id == nic.network)
+                    .and_then(|(id, b)| Some((system.network(*id)?, &s.bridges[*b])))
+                    .ok_or_else(|| SupervisorError::Invalid(format!("{}: V-NIC {} names an unknown network", member.name, nic.name)))?;
+                s.nics.push(VirtualNic::create(&nic.host_name, &nic.name, &ns, bridge, nic.address, net.subnet.prefix())?);
+                domains.push(CycloneConfig::new(&nic.name, nic.domain.get(), system.addresses_on(nic.network)));
+            }
+            let xml_path = state_path.join(format!("{}.xml", member.name));
+            let uri = CycloneConfig::write_all(&domains, &xml_path)?;
+            freezers.push(match member.partition.and_then(|p| p.plan) {
+                Some(_) => {
+                    let f = Freezer::new(&cg, options.backend.unwrap_or_else(|| FreezeBackend::best_for(&cg)))?;
+                    s.state.freeze_backend = f.backend().name();
+                    f.freeze()?;
+                    Some(f)
+                }
+                None => None,
+            });
+            let Some((program, args)) = tree.command.split_first() else {
+                return Err(SupervisorError::Invalid(format!("{} has no command", member.name)));
+            };
+            let program = if program == PARTITA_PROGRAM { partita.display().to_string() } else { program.clone() };
+            let mut env: Vec<(String, String)> = tree.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            if let Some(p) = member.partition.filter(|p| p.io) {
+                if let Some(external) = tree.nics.iter().find(|n| n.network == NetworkId::InterModule) {
+                    env.push(("PARTITA_EXTERNAL_DOMAIN".into(), external.domain.to_string()));
+                }
+                if let Some(router) = &p.router {
+                    env.push((partita_system::ROUTER_ENV.into(), router.clone()));
                 }
             }
-        }
-        // The system's addresses where it gives them, the supervisor's defaults elsewhere.
-        let ext_of = |i: usize, (mi, pi): (usize, usize)| {
-            system.modules[mi].partitions[pi].external_address.unwrap_or((external_address(i), 24))
-        };
-        let ext_addr = |mi: usize, pi: usize| external_members.iter().position(|x| *x == (mi, pi)).map(|i| ext_of(i, (mi, pi)));
-        let all_external: Vec<Ipv4Addr> = external_members.iter().enumerate().map(|(i, m)| ext_of(i, *m).0).collect();
-        // 2. Per partition: cgroup, namespace, V-NICs, DDS configuration; then launch (frozen when planned).
-        let mut freezers: Vec<Vec<Option<Freezer>>> = Vec::new();
-        for (mi, m) in system.modules.iter().enumerate() {
-            check_component("module", &m.name)?;
-            let mut module_freezers = Vec::new();
-            let addr_of = |pi: usize| m.partitions[pi].address.unwrap_or((module_address(mi, pi), 24));
-            let module_peers: Vec<Ipv4Addr> = (0..m.partitions.len()).map(|pi| addr_of(pi).0).collect();
-            for (pi, p) in m.partitions.iter().enumerate() {
-                check_component("partition", &p.name)?;
-                // With one plan per CPU, a partition runs on its plan's CPU only.
-                let cpus = match (m.plans.len() > 1, m.plan_of(&p.name)) {
-                    (true, Some(plan)) => plan.executor_cpu.map(|c| c.to_string()).or_else(|| m.cpus.clone()),
-                    _ => m.cpus.clone(),
-                };
-                let limits = Limits { memory_bytes: p.memory_bytes, pids_max: p.pids_max, cpus, mems: None };
-                let cg = Arc::new(PartitionCgroup::create(&layout, &system.name, &names.cgroup_partition(&m.name, &p.name), &limits)?);
-                s.cgroups.push(cg.clone());
-                let ns = NetNamespace::create(&names.netns(&m.name, &p.name))?;
-                let external = ext_addr(mi, pi);
-                let mut domains = Vec::new();
-                let address = match module_bridge[mi] {
-                    Some(b) => {
-                        let (a, prefix) = addr_of(pi);
-                        s.nics.push(VirtualNic::create(&names.vnic(mi, pi), "vnic0", &ns, &s.bridges[b], a, prefix)?);
-                        domains.push(CycloneConfig::new("vnic0", m.domain, module_peers.clone()));
-                        Some(a)
-                    }
-                    None => None,
-                };
-                if let (Some((a, prefix)), Some(b)) = (external, external_bridge) {
-                    s.nics.push(VirtualNic::create(&names.external_vnic(mi, pi), "vnic1", &ns, &s.bridges[b], a, prefix)?);
-                    domains.push(CycloneConfig::new("vnic1", system.external_domain, all_external.clone()));
-                }
-                let xml_path = state_path.join(format!("{}-{}.xml", m.name, p.name));
-                let uri = CycloneConfig::write_all(&domains, &xml_path)?;
-                module_freezers.push(match m.plan_of(&p.name) {
-                    Some(_) => {
-                        let f = Freezer::new(&cg, backend.unwrap_or_else(|| FreezeBackend::best_for(&cg)))?;
-                        s.state.freeze_backend = f.backend().name();
-                        f.freeze()?;
-                        Some(f)
-                    }
-                    None => None,
-                });
-                let Some((program, args)) = p.command.split_first() else {
-                    return Err(SupervisorError::Invalid(format!("partition {} has no command", p.name)));
-                };
-                let mut env = p.env.clone();
-                if external.is_some() && m.has_module_network() {
-                    env.push(("PARTITA_EXTERNAL_DOMAIN".into(), system.external_domain.to_string()));
-                }
-                let spec = LaunchSpec {
-                    partition: p.name.clone(),
-                    module: m.name.clone(),
-                    domain: if m.has_module_network() { m.domain } else { system.external_domain },
-                    program: program.clone(),
-                    args: args.to_vec(),
-                    env,
-                    cgroup_procs: cg.procs_files(),
-                    netns: Some(ns.path()),
-                    cyclonedds_uri: Some(uri),
-                    output: Some(state_path.join(format!("{}-{}.log", m.name, p.name))),
-                };
-                s.namespaces.push(ns);
-                s.state.partitions.push(PartitionState {
-                    module: m.name.clone(),
-                    partition: p.name.clone(),
-                    pid: None,
-                    address,
-                    external_address: external.map(|(a, _)| a),
-                });
-                s.monitor.start(&format!("{}/{}", m.name, p.name), p.action, cg, Box::new(move || Ok(launch(&spec)?.pid)))?;
-            }
-            freezers.push(module_freezers);
+            let spec = LaunchSpec {
+                partition: member.name.to_string(),
+                module: member.module.map_or(member.name, |m| &m.name).to_string(),
+                domain: tree.nics.first().map_or(system.network.domain, |n| n.domain).get(),
+                program,
+                args: args.to_vec(),
+                env,
+                cgroup_procs: cg.procs_files(),
+                netns: Some(ns.path()),
+                cyclonedds_uri: Some(uri),
+                output: Some(state_path.join(format!("{}.log", member.name))),
+            };
+            s.namespaces.push(ns);
+            let address = |id: fn(&NetworkId) -> bool| tree.nics.iter().find(|n| id(&n.network)).map(|n| n.address);
+            s.state.partitions.push(PartitionState {
+                module: member.module.map(|m| m.name.clone()),
+                partition: member.name.to_string(),
+                pid: None,
+                address: address(|id| matches!(id, NetworkId::Module(_))),
+                external_address: address(|id| *id == NetworkId::InterModule),
+            });
+            let action = health_action(&tree.health);
+            s.monitor.start(member.name, action, cg, Box::new(move || Ok(launch(&spec)?.pid)))?;
         }
         // 3. Plans: one executor per plan, owning the freezers of its partitions (in module order).
-        for (m, mut module_freezers) in system.modules.iter().zip(freezers) {
+        let mut first = 0;
+        for m in &system.modules {
             for (k, plan) in m.plans.iter().enumerate() {
-                let members: Vec<usize> = (0..m.partitions.len()).filter(|&pi| m.plan_index(&m.partitions[pi].name) == Some(k)).collect();
-                let mut windows = Vec::new();
-                for (name, offset, duration) in &plan.windows {
-                    let partition = m
-                        .partitions
-                        .iter()
-                        .position(|p| &p.name == name)
-                        .and_then(|pi| members.iter().position(|&x| x == pi))
-                        .ok_or_else(|| {
-                            SupervisorError::Invalid(format!(
-                                "plan of module {} names partition {name}, which is unknown or already in another plan",
-                                m.name
-                            ))
+                let members: Vec<usize> = (0..m.partitions.len()).filter(|&pi| m.partitions[pi].plan == Some(k)).collect();
+                let windows = plan
+                    .windows
+                    .iter()
+                    .map(|w| {
+                        let partition = members.iter().position(|&pi| m.partitions[pi].name == w.partition).ok_or_else(|| {
+                            SupervisorError::Invalid(format!("plan of module {} names partition {}, which is not in it", m.name, w.partition))
                         })?;
-                    windows.push(Window { partition, offset: *offset, duration: *duration });
-                }
-                let plan_freezers = members.iter().filter_map(|&pi| module_freezers[pi].take()).collect();
-                let schedule = Schedule::new(plan.major_frame, windows)?;
-                let cpu = plan.executor_cpu.or_else(|| m.cpus.as_deref().and_then(first_cpu));
-                let config = ExecutorConfig { cpu, ..ExecutorConfig::default() };
+                        Ok(Window { partition, offset: w.start.to_std(), duration: w.duration.to_std() })
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let plan_freezers = members.iter().filter_map(|&pi| freezers[first + pi].take()).collect();
+                let schedule = Schedule::new(plan.frame().to_std(), windows)?;
+                let config = ExecutorConfig { cpu: Some(plan.cpu), ..ExecutorConfig::default() };
                 s.executors.push(Executor::start(schedule, plan_freezers, config)?);
-                s.plan_partitions.push(members);
+                s.plan_partitions.push(members.iter().map(|pi| first + pi).collect());
             }
+            first += m.partitions.len();
         }
         s.write_state()?;
         Ok(s)
@@ -382,8 +324,20 @@ impl Supervisor {
     }
 }
 
-fn first_cpu(list: &str) -> Option<usize> {
-    list.split([',', '-']).next()?.trim().parse().ok()
+/// A partition or native node, as the build loop sees it.
+struct Member<'a> {
+    name: &'a str,
+    module: Option<&'a Module>,
+    partition: Option<&'a Partition>,
+    tree: &'a ProcessTree,
+}
+
+fn health_action(h: &HealthAction) -> Action {
+    match h {
+        HealthAction::Restart { max_restarts, window } => Action::Restart { max: *max_restarts, within: window.to_std() },
+        HealthAction::Stop => Action::Stop,
+        HealthAction::Ignore => Action::Ignore,
+    }
 }
 
 /// Reads every running system's state (for `partita status`).
@@ -420,20 +374,6 @@ pub fn write_timeline(path: &Path, logs: &[ExecutorLog]) -> Result<()> {
         }
     }
     f.flush().map_err(path_err("write", path))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn link_names_fit_and_share_the_system_prefix() {
-        let n = Names::new("video-surveillance-node");
-        for name in [n.module_bridge(9), n.external_bridge(), n.vnic(9, 99), n.external_vnic(9, 99)] {
-            assert!(name.len() <= 15 && name.starts_with(&n.link_prefix()), "{name}");
-        }
-        assert_ne!(Names::new("a").link_prefix(), Names::new("b").link_prefix());
-    }
 }
 
 /// Draws `frames` consecutive frames of each plan (from the middle of the run) as an SVG picture: one row per

@@ -10,10 +10,7 @@ use crate::error::{Result, SupervisorError};
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
-/// Prefix of every interface partita creates in the host namespace.
-pub const LINK_PREFIX: &str = "pt";
-/// Prefix of every named network namespace partita creates.
-pub const NETNS_PREFIX: &str = "partita-";
+pub use partita_system::names::{LINK_PREFIX, NETNS_PREFIX};
 
 pub fn check_link_name(name: &str) -> Result<()> {
     if !name.starts_with(LINK_PREFIX)

@@ -1,5 +1,6 @@
 //! `partita down` after a crashed supervisor: everything partita made is found by name and removed (needs root).
 mod common;
+use partita_system::HostNames;
 use common::*;
 use partita_supervisor::cgroup::{Layout, Limits, PartitionCgroup};
 use partita_supervisor::cleanup;
@@ -13,7 +14,7 @@ fn leftovers_of_a_crashed_supervisor_are_removed() {
     let system = system_name("cl");
     let stem = link_stem();
     let layout = Layout::detect().unwrap();
-    let cg = PartitionCgroup::create(&layout, &system, "orphan", &Limits { memory_bytes: Some(64 << 20), ..Limits::default() }).unwrap();
+    let cg = PartitionCgroup::create(&layout, &HostNames::new(&system).cgroup("orphan"), &Limits { memory_bytes: Some(64 << 20), ..Limits::default() }).unwrap();
     let ns = NetNamespace::create(&format!("partita-{system}-orphan")).unwrap();
     let br = Bridge::create(&format!("{stem}m")).unwrap();
     let nic = VirtualNic::create(&format!("{stem}a"), "vnic0", &ns, &br, Ipv4Addr::new(198, 18, 202, 2), 24).unwrap();

@@ -1,6 +1,7 @@
 //! Temporal isolation, for real: every freezing backend stops a spinning partition, and the plan executor
 //! runs partitions by turns (needs root). No timing thresholds here: timing lives in the benchmarks.
 mod common;
+use partita_system::HostNames;
 use common::*;
 use partita_supervisor::cgroup::{Layout, Limits, PartitionCgroup};
 use partita_supervisor::executor::{Executor, ExecutorConfig, Schedule, Window};
@@ -37,7 +38,7 @@ fn check_backend(backend: FreezeBackend) {
     let system = system_name("fz");
     let layout = Layout::detect().unwrap();
     {
-        let cg = PartitionCgroup::create(&layout, &system, "spin", &Limits::default()).unwrap();
+        let cg = PartitionCgroup::create(&layout, &HostNames::new(&system).cgroup("spin"), &Limits::default()).unwrap();
         let freezer = match Freezer::new(&cg, backend) {
             Ok(f) => f,
             Err(e) => panic!("backend {} unavailable on this machine: {e}", backend.name()),
@@ -87,8 +88,8 @@ fn the_executor_runs_partitions_by_turns_and_leaves_them_frozen() {
     let layout = Layout::detect().unwrap();
     {
         let limits = Limits { cpus: Some("1".into()), ..Limits::default() };
-        let a = PartitionCgroup::create(&layout, &system, "a", &limits).unwrap();
-        let b = PartitionCgroup::create(&layout, &system, "b", &limits).unwrap();
+        let a = PartitionCgroup::create(&layout, &HostNames::new(&system).cgroup("a"), &limits).unwrap();
+        let b = PartitionCgroup::create(&layout, &HostNames::new(&system).cgroup("b"), &limits).unwrap();
         let fa = Freezer::new(&a, FreezeBackend::best_for(&a)).unwrap();
         let fb = Freezer::new(&b, FreezeBackend::best_for(&b)).unwrap();
         fa.freeze().unwrap();
@@ -131,7 +132,7 @@ fn a_partition_started_while_frozen_runs_nothing_until_thawed() {
     let layout = Layout::detect().unwrap();
     let dir = tempdir("frozen-start");
     {
-        let cg = PartitionCgroup::create(&layout, &system, "late", &Limits::default()).unwrap();
+        let cg = PartitionCgroup::create(&layout, &HostNames::new(&system).cgroup("late"), &Limits::default()).unwrap();
         let f = Freezer::new(&cg, FreezeBackend::best_for(&cg)).unwrap();
         f.freeze().unwrap();
         let marker = dir.0.join("ran");

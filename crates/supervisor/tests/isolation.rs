@@ -1,5 +1,6 @@
 //! Spatial isolation, for real: namespaces, cgroups and limits on this machine (needs root).
 mod common;
+use partita_system::HostNames;
 use common::*;
 use partita_supervisor::cgroup::{Layout, Limits, PartitionCgroup};
 use partita_supervisor::health::{Action, EventLog, ExitKind, HealthMonitor};
@@ -29,8 +30,8 @@ fn a_partition_sees_only_its_own_processes_network_and_name() {
     let layout = Layout::detect().unwrap();
     let dir = tempdir("ps");
     {
-        let cg_a = PartitionCgroup::create(&layout, &system, "alpha", &Limits::default()).unwrap();
-        let cg_b = PartitionCgroup::create(&layout, &system, "beta", &Limits::default()).unwrap();
+        let cg_a = PartitionCgroup::create(&layout, &HostNames::new(&system).cgroup("alpha"), &Limits::default()).unwrap();
+        let cg_b = PartitionCgroup::create(&layout, &HostNames::new(&system).cgroup("beta"), &Limits::default()).unwrap();
         let ns_a = NetNamespace::create(&format!("partita-{system}-alpha")).unwrap();
         let ns_b = NetNamespace::create(&format!("partita-{system}-beta")).unwrap();
         let a = launch(&spec(&system, "alpha", &cg_a, Some(&ns_a), "sleep", &["300"])).unwrap();
@@ -66,7 +67,7 @@ fn the_memory_limit_holds_and_the_oom_kill_is_detected() {
     let layout = Layout::detect().unwrap();
     {
         let limits = Limits { memory_bytes: Some(32 << 20), pids_max: Some(16), ..Limits::default() };
-        let cg = Arc::new(PartitionCgroup::create(&layout, &system, "hog", &limits).unwrap());
+        let cg = Arc::new(PartitionCgroup::create(&layout, &HostNames::new(&system).cgroup("hog"), &limits).unwrap());
         let log = EventLog::new(None);
         let mut monitor = HealthMonitor::new(log.clone());
         let s = spec(&system, "hog", &cg, None, "dd", &["if=/dev/zero", "of=/dev/null", "bs=256M", "count=1"]);
@@ -92,7 +93,7 @@ fn the_pids_limit_holds() {
     let dir = tempdir("pids");
     {
         let limits = Limits { pids_max: Some(4), ..Limits::default() };
-        let cg = PartitionCgroup::create(&layout, &system, "forker", &limits).unwrap();
+        let cg = PartitionCgroup::create(&layout, &HostNames::new(&system).cgroup("forker"), &limits).unwrap();
         let marker = dir.0.join("done");
         assert_eq!(cg.pids_limit_hits().unwrap(), 0);
         // Tries to start 10 sleepers; the shell gives up when a fork is refused.
@@ -117,7 +118,7 @@ fn a_failing_partition_is_restarted_up_to_its_limit() {
     let system = system_name("rs");
     let layout = Layout::detect().unwrap();
     {
-        let cg = Arc::new(PartitionCgroup::create(&layout, &system, "crasher", &Limits::default()).unwrap());
+        let cg = Arc::new(PartitionCgroup::create(&layout, &HostNames::new(&system).cgroup("crasher"), &Limits::default()).unwrap());
         let log = EventLog::new(None);
         let mut monitor = HealthMonitor::new(log.clone());
         let s = spec(&system, "crasher", &cg, None, "sh", &["-c", "exit 3"]);

@@ -2,9 +2,7 @@
 //! process-wide). Needs root.
 mod common;
 use common::*;
-use partita_supervisor::health::Action;
-use partita_supervisor::supervisor::{install_stop_signals, write_timeline, Names};
-use partita_supervisor::system::{ModuleSpec, PartitionSpec, PlanSpec, SystemSpec};
+use partita_supervisor::supervisor::{install_stop_signals, write_timeline};
 use partita_supervisor::Supervisor;
 use std::time::{Duration, Instant};
 
@@ -12,33 +10,25 @@ use std::time::{Duration, Instant};
 fn sigterm_stops_the_plan_and_removes_the_system() {
     let system = system_name("sig");
     let root = tempdir("state");
-    let spec = SystemSpec {
-        name: system.clone(),
-        external_domain: 0,
-        modules: vec![ModuleSpec {
-            name: "m".into(),
-            cpus: Some("1".into()),
-            domain: 1,
-            plans: vec![PlanSpec {
-                major_frame: Duration::from_millis(10),
-                windows: vec![("only".into(), Duration::ZERO, Duration::from_millis(5))],
-                executor_cpu: None,
-            }],
-            partitions: vec![PartitionSpec {
-                name: "only".into(),
-                command: vec!["sleep".into(), "300".into()],
-                memory_bytes: None,
-                pids_max: None,
-                action: Action::Stop,
-                io: false,
-                env: vec![],
-                address: None,
-                external_address: None,
-            }],
-        }],
-    };
+    let sys = common::system(&format!(
+        r#"
+[system]
+name = "{system}"
+[[module]]
+name = "m"
+cpus = [1]
+[[module.partition]]
+name = "only"
+command = ["sleep", "300"]
+health = {{ action = "stop" }}
+[[module.plan]]
+cpu = 1
+major_frame = "10ms"
+window = [{{ partition = "only", start = "0ms", duration = "5ms" }}]
+"#
+    ));
     install_stop_signals();
-    let sup = Supervisor::up(&spec, &root.0, None).unwrap();
+    let sup = Supervisor::up(&sys, &options(&root)).unwrap();
     std::thread::spawn(|| {
         std::thread::sleep(Duration::from_millis(300));
         // SAFETY: signalling our own process, whose handler only sets a flag.
@@ -54,5 +44,5 @@ fn sigterm_stops_the_plan_and_removes_the_system() {
     assert_eq!(lines.lines().count() as u64, logs[0].windows_started.min(logs[0].capacity as u64));
     let first: serde_json::Value = serde_json::from_str(lines.lines().next().unwrap()).unwrap();
     assert_eq!(first["partition"], 0);
-    assert_nothing_left(&system, Some(&Names::new(&system).link_prefix()));
+    assert_nothing_left(&system, Some(&link_prefix(&system)));
 }

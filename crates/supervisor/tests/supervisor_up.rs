@@ -2,69 +2,58 @@
 //! nothing behind (needs root).
 mod common;
 use common::*;
-use partita_supervisor::health::Action;
-use partita_supervisor::supervisor::Names;
-use partita_supervisor::system::{ModuleSpec, PartitionSpec, PlanSpec, SystemSpec};
 use partita_supervisor::Supervisor;
 use std::time::Duration;
 
-fn partition(name: &str, io: bool, command: &[&str]) -> PartitionSpec {
-    PartitionSpec {
-        name: name.into(),
-        command: command.iter().map(|s| s.to_string()).collect(),
-        memory_bytes: Some(64 << 20),
-        pids_max: Some(32),
-        action: Action::Restart { max: 3, within: Duration::from_secs(10) },
-        io,
-        env: vec![],
-        address: None,
-        external_address: None,
-    }
-}
+/// Paper 001's shape: a routing I/O partition and a recorder in a 1500 µs frame on CPU 1, and a native node.
+fn reference_system(name: &str, recorder_command: &str) -> String {
+    format!(
+        r#"
+[system]
+name = "{name}"
 
-fn reference_system(name: &str, recorder_command: &[&str]) -> SystemSpec {
-    let spin: &[&str] = &["sh", "-c", "while :; do :; done"];
-    SystemSpec {
-        name: name.into(),
-        external_domain: 0,
-        modules: vec![
-            ModuleSpec {
-                name: "node".into(),
-                cpus: Some("1".into()),
-                domain: 1,
-                plans: vec![PlanSpec {
-                    major_frame: Duration::from_micros(1500),
-                    windows: vec![
-                        ("routing".into(), Duration::ZERO, Duration::from_micros(800)),
-                        ("recorder".into(), Duration::from_micros(800), Duration::from_micros(700)),
-                    ],
-                    executor_cpu: Some(1),
-                }],
-                partitions: vec![partition("routing", true, spin), partition("recorder", false, recorder_command)],
-            },
-            ModuleSpec {
-                name: "monitor".into(),
-                cpus: Some("0".into()),
-                domain: 0,
-                plans: Vec::new(),
-                partitions: vec![partition("monitor", false, &["sleep", "300"])],
-            },
-        ],
-    }
+[[module]]
+name = "node"
+cpus = [1]
+
+[[module.partition]]
+name = "routing"
+command = ["sh", "-c", "while :; do :; done"]
+io = true
+pids = 32
+health = {{ action = "restart", max_restarts = 3, window = "10s" }}
+
+[[module.partition]]
+name = "recorder"
+command = {recorder_command}
+pids = 32
+health = {{ action = "restart", max_restarts = 3, window = "10s" }}
+
+[[module.plan]]
+cpu = 1
+major_frame = "1500us"
+window = [{{ partition = "routing", start = "0us", duration = "800us" }}, {{ partition = "recorder", start = "800us", duration = "700us" }}]
+
+[[node]]
+name = "monitor"
+command = ["sleep", "300"]
+cpus = [0]
+"#
+    )
 }
 
 #[test]
 fn the_reference_system_comes_up_runs_its_plan_and_goes_away() {
-    let system = system_name("up");
+    let name = system_name("up");
     let root = tempdir("state");
-    let spin: &[&str] = &["sh", "-c", "while :; do :; done"];
-    let sup = Supervisor::up(&reference_system(&system, spin), &root.0, None).unwrap();
+    let sys = system(&reference_system(&name, r#"["sh", "-c", "while :; do :; done"]"#));
+    let sup = Supervisor::up(&sys, &options(&root)).unwrap();
     let state_dir = sup.state_dir().to_path_buf();
     let state: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(state_dir.join("state.json")).unwrap()).unwrap();
     assert_eq!(state["partitions"].as_array().unwrap().len(), 3);
-    let xml = std::fs::read_to_string(state_dir.join("node-routing.xml")).unwrap();
+    let xml = std::fs::read_to_string(state_dir.join("routing.xml")).unwrap();
     assert!(xml.contains("vnic0") && xml.contains("vnic1"), "the I/O partition's configuration lacks a domain:\n{xml}");
-    let xml = std::fs::read_to_string(state_dir.join("node-recorder.xml")).unwrap();
+    let xml = std::fs::read_to_string(state_dir.join("recorder.xml")).unwrap();
     assert!(!xml.contains("vnic1"), "a non-I/O partition is configured on the inter-module network:\n{xml}");
     let events = sup.events().clone();
     let logs = sup.run(Some(Duration::from_millis(600)), None).unwrap();
@@ -77,17 +66,22 @@ fn the_reference_system_comes_up_runs_its_plan_and_goes_away() {
     assert!(!state_dir.join("state.json").exists(), "the state file says the system is still up");
     let log = std::fs::read_to_string(state_dir.join("events.jsonl")).unwrap();
     assert_eq!(log.lines().filter(|l| l.contains("\"event\":\"start\"")).count(), 3, "{log}");
-    let xml = std::fs::read_to_string(state_dir.join("monitor-monitor.xml")).unwrap();
+    let xml = std::fs::read_to_string(state_dir.join("monitor.xml")).unwrap();
     assert!(xml.contains("vnic1") && !xml.contains("vnic0"), "a native node is on the inter-module network only:\n{xml}");
-    assert_nothing_left(&system, Some(&Names::new(&system).link_prefix()));
+    assert_nothing_left(&name, Some(&link_prefix(&name)));
 }
 
 #[test]
 fn a_build_failing_half_way_leaves_nothing() {
-    let system = system_name("hf");
+    let name = system_name("hf");
     let root = tempdir("state");
-    let r = Supervisor::up(&reference_system(&system, &["/nonexistent/partita-test-program"]), &root.0, None);
+    // `partita check` refuses a missing program; read the file as on a machine that has it, so that the
+    // supervisor meets the failure half-way through the build (after the bridges, the routing partition's
+    // namespace, cgroup and V-NICs).
+    let text = reference_system(&name, r#"["/nonexistent/partita-test-program"]"#);
+    let sys = partita_system::parse(&text, "test.toml", &partita_system::Host::with_cpus(2)).unwrap();
+    let r = Supervisor::up(&sys, &options(&root));
     assert!(r.is_err(), "a partition with a missing program was started");
-    assert!(!root.0.join(&system).join("state.json").exists());
-    assert_nothing_left(&system, Some(&Names::new(&system).link_prefix()));
+    assert!(!root.0.join(&name).join("state.json").exists());
+    assert_nothing_left(&name, Some(&link_prefix(&name)));
 }

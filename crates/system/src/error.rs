@@ -35,6 +35,18 @@ pub enum Problem {
     MemoryTooSmall { memory: String, floor: String },
     #[error("pids limit must be at least 1")]
     PidsZero,
+    #[error("pids limit is above the kernel's limit of {max} processes; give at most {max}")]
+    PidsTooMany { max: u64 },
+    #[error("a NUL byte cannot be passed to a program; remove it")]
+    NulByte,
+    #[error("{name:?} is not an environment variable name; use a non-empty name without `=` or NUL")]
+    BadEnvName { name: String },
+    #[error("{name} is set by the supervisor for every partition; remove it (partita writes the DDS configuration and the PARTITA_* variables itself)")]
+    ReservedEnv { name: String },
+    #[error("program {program:?} is not in PATH on this machine; give its full path or install it")]
+    ProgramNotFound { program: String },
+    #[error("{program:?} is not an executable file on this machine; give the path of a program")]
+    ProgramNotExecutable { program: String },
     #[error("domain id {id} is out of range; use 0..=232")]
     DomainOutOfRange { id: u64 },
     #[error("domain {id} is already used by {other}; give each network its own domain id")]
@@ -67,14 +79,16 @@ pub enum Problem {
     CpuTakenByModule { cpu: u64, other: String },
     #[error("CPU {cpu} is not one of the module's CPUs ({module_cpus}); add it to the module's `cpus` or use one of those")]
     CpuNotInModule { cpu: u64, module_cpus: String },
-    #[error("the module has no plan; add a [[module.plan]] with a major_frame and windows")]
-    NoPlan,
     #[error("CPU {cpu} of the module has no plan; add a [[module.plan]] with cpu = {cpu} or remove the CPU")]
     CpuWithoutPlan { cpu: u64 },
     #[error("CPU {cpu} has two plans; merge their windows into one [[module.plan]]")]
     DuplicatePlan { cpu: u64 },
     #[error("the major frame must be longer than zero")]
     ZeroFrame,
+    #[error("the major frame is longer than {max}; use a shorter cycle (a plan repeats every frame, and stopping waits for at most one window)")]
+    FrameTooLong { max: String },
+    #[error("partition {partition:?} already has windows in plan[{other}] (CPU {cpu}); one executor runs a partition: keep its windows in one plan")]
+    PartitionInTwoPlans { partition: String, cpu: u64, other: usize },
     #[error("a window must be longer than zero")]
     ZeroWindow,
     #[error("the window ends at {end}, beyond the major frame of {frame}; shorten it, move it earlier or lengthen major_frame")]

@@ -10,7 +10,7 @@ pub mod names;
 pub mod plan;
 
 pub use error::{Diagnostic, Errors, Problem};
-pub use load::{load, parse, Host, MEMORY_FLOOR};
+pub use load::{load, parse, search_path, Host, MAX_FRAME, MEMORY_FLOOR, PARTITA_PROGRAM};
 pub use model::*;
 pub use names::HostNames;
 /// The environment variable carrying an I/O partition's router configuration to `partita route`.

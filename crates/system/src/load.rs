@@ -5,34 +5,80 @@ use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::Ipv4Addr;
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use toml::Spanned;
 
 /// The smallest memory limit accepted: below it a DDS participant does not even start.
 pub const MEMORY_FLOOR: ByteSize = ByteSize(8 << 20);
 const DEFAULT_MEMORY: ByteSize = ByteSize(64 << 20);
 const DEFAULT_PIDS: u64 = 256;
+/// Environment variables the supervisor sets itself; a system file may not set them.
+const ENV_RESERVED_PREFIX: &str = "PARTITA_";
+/// The kernel's own ceiling on process ids (PID_MAX_LIMIT on 64-bit): a larger `pids.max` is meaningless and
+/// refused by the pids controller.
+const MAX_PIDS: u64 = 1 << 22;
+/// The longest major frame: the executor sleeps a frame's boundaries away, and a stop waits for at most one.
+pub const MAX_FRAME: Duration = Duration::from_millis(10_000);
+const DEFAULT_HEALTH: HealthAction = HealthAction::Restart { max_restarts: 3, window: Duration::from_millis(60_000) };
 const MAX_NAME: usize = 24;
 const MAX_COUNT: usize = 99;
 
-/// What validation knows about the machine: the CPUs partitions may use. Injectable for tests.
+/// What validation knows about the machine: the CPUs partitions may use, and where programs are found.
+/// Injectable for tests.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Host {
     pub cpus: Vec<usize>,
+    /// The directories a command's program is looked up in (`PATH`); `None`: programs are not looked up.
+    pub path: Option<Vec<PathBuf>>,
 }
 
+/// The program name that stands for the running `partita` binary in commands (the supervisor runs itself).
+pub const PARTITA_PROGRAM: &str = "partita";
+
 impl Host {
-    /// The online CPUs of this machine (`/sys/devices/system/cpu/online`, else `0..available_parallelism`).
+    /// The online CPUs of this machine (`/sys/devices/system/cpu/online`, else `0..available_parallelism`) and
+    /// its `PATH`.
     pub fn this_machine() -> Host {
         let from_sys = std::fs::read_to_string("/sys/devices/system/cpu/online").ok().and_then(|s| parse_cpu_list(&s));
         let cpus = from_sys.unwrap_or_else(|| {
             (0..std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).collect()
         });
-        Host { cpus }
+        Host { cpus, path: Some(search_path()) }
     }
+    /// A machine with CPUs `0..n` on which every program exists (for tests of the file format).
     pub fn with_cpus(n: usize) -> Host {
-        Host { cpus: (0..n).collect() }
+        Host { cpus: (0..n).collect(), path: None }
     }
+
+    /// Where `program` (a command's first word) is on this machine: a path as given, a name looked up in
+    /// `PATH`, `partita` as the running binary (`None` then, and when programs are not looked up).
+    pub fn find_program(&self, program: &str) -> Result<Option<PathBuf>, Problem> {
+        let Some(dirs) = &self.path else { return Ok(None) };
+        if program == PARTITA_PROGRAM {
+            return Ok(None);
+        }
+        if program.contains('/') {
+            let p = PathBuf::from(program);
+            return if is_executable(&p) { Ok(Some(p)) } else { Err(Problem::ProgramNotExecutable { program: program.into() }) };
+        }
+        dirs.iter()
+            .map(|d| d.join(program))
+            .find(|p| is_executable(p))
+            .map(Some)
+            .ok_or_else(|| Problem::ProgramNotFound { program: program.into() })
+    }
+}
+
+/// The directories of `PATH` (the usual ones when it is unset).
+pub fn search_path() -> Vec<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    std::env::split_paths(&path).collect()
+}
+
+/// A regular file someone may execute.
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// `0-3,6` → [0,1,2,3,6].
@@ -64,7 +110,7 @@ pub fn load(path: &Path) -> Result<System, Errors> {
 
 /// Validates `text` (shown as `file` in errors) against `host`'s CPUs.
 pub fn parse(text: &str, file: &str, host: &Host) -> Result<System, Errors> {
-    let mut cx = Cx { file, text, errors: Vec::new() };
+    let mut cx = Cx { file, text, host, errors: Vec::new() };
     let raw: RawFile = match toml::from_str(text) {
         Ok(r) => r,
         Err(e) => {
@@ -176,6 +222,9 @@ struct RawNode {
     #[serde(default)]
     env: BTreeMap<String, String>,
     memory: Option<S<String>>,
+    pids: Option<S<u64>>,
+    cpus: Option<S<Vec<u64>>>,
+    health: Option<RawHealth>,
     domain: Option<S<u64>>,
     address: Option<S<String>>,
 }
@@ -192,7 +241,13 @@ fn syntax_path(text: &str, span: &Range<usize>) -> String {
         .find(|l| l.starts_with('['))
         .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim().to_string())
         .unwrap_or_default();
-    let key = text.get(span.clone()).unwrap_or("");
+    // A value's span (a wrong type) lies right of `key =` on its line; a key's span (unknown, duplicate) is the key.
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let left = &before[line_start..];
+    let key = match left.split_once('=') {
+        Some((k, _)) => k.trim().trim_matches('"'),
+        None => text.get(span.clone()).unwrap_or(""),
+    };
     let is_key = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
     match (header.is_empty(), is_key) {
         (true, true) => key.to_string(),
@@ -205,6 +260,7 @@ fn syntax_path(text: &str, span: &Range<usize>) -> String {
 struct Cx<'a> {
     file: &'a str,
     text: &'a str,
+    host: &'a Host,
     errors: Vec<Diagnostic>,
 }
 
@@ -268,10 +324,46 @@ impl Cx<'_> {
     }
 
     fn command(&mut self, c: &S<Vec<String>>, path: &str) -> Vec<String> {
-        if !matches!(c.get_ref().first(), Some(p) if !p.trim().is_empty()) {
-            self.err(&c.span(), path, Problem::EmptyCommand);
+        let argv = c.get_ref();
+        match argv.first() {
+            Some(p) if !p.trim().is_empty() => {
+                if let Some(i) = argv.iter().position(|a| a.contains('\0')) {
+                    self.err(&c.span(), &format!("{path}[{i}]"), Problem::NulByte);
+                } else if let Err(problem) = self.host.find_program(p) {
+                    self.err(&c.span(), &format!("{path}[0]"), problem);
+                }
+            }
+            _ => self.err(&c.span(), path, Problem::EmptyCommand),
         }
-        c.get_ref().clone()
+        argv.clone()
+    }
+
+    /// Environment variables: names usable by `execve` (non-empty, no `=` or NUL), values without NUL.
+    fn env(&mut self, env: &BTreeMap<String, String>, path: &str, span: &Range<usize>) -> BTreeMap<String, String> {
+        for (k, v) in env {
+            if k.is_empty() || k.contains('=') || k.contains('\0') {
+                self.err(span, &format!("{path}.{k:?}"), Problem::BadEnvName { name: k.clone() });
+            } else if v.contains('\0') {
+                self.err(span, &format!("{path}.{k}"), Problem::NulByte);
+            } else if k.starts_with(ENV_RESERVED_PREFIX) || k == "CYCLONEDDS_URI" {
+                self.err(span, &format!("{path}.{k}"), Problem::ReservedEnv { name: k.clone() });
+            }
+        }
+        env.clone()
+    }
+
+    fn pids(&mut self, n: &S<u64>, path: &str) -> Option<u64> {
+        match *n.get_ref() {
+            0 => {
+                self.err(&n.span(), path, Problem::PidsZero);
+                None
+            }
+            v if v > MAX_PIDS => {
+                self.err(&n.span(), path, Problem::PidsTooMany { max: MAX_PIDS });
+                None
+            }
+            v => Some(v),
+        }
     }
 
     fn domain(&mut self, d: &S<u64>, path: &str) -> Option<DomainId> {
@@ -313,7 +405,7 @@ impl Cx<'_> {
 
         if raw.module.len() > MAX_COUNT || raw.node.len() > MAX_COUNT {
             self.err(&(0..0), "module", Problem::BadValue(format!("at most {MAX_COUNT} modules and {MAX_COUNT} nodes; split the system")));
-            return System { name: system_name, source: self.file.into(), modules: vec![], nodes: vec![], network: Network { domain: DomainId::new(0).expect("0 is a domain"), subnet: ADDRESS_POOL } };
+            return System { name: system_name, source: self.file.into(), modules: vec![], nodes: vec![], network: Network { domain: DomainId::new(0).expect("0 is a domain"), subnet: ADDRESS_POOL, bridge: String::new() } };
         }
 
         // Explicit domains and subnets first, so automatic ones avoid them.
@@ -352,7 +444,7 @@ impl Cx<'_> {
                 s
             })
             .unwrap_or(ADDRESS_POOL);
-        let network = Network { domain: ext_domain.unwrap_or(DomainId::new(0).expect("0 is a domain")), subnet: ext_subnet };
+        let network = Network { domain: ext_domain.unwrap_or(DomainId::new(0).expect("0 is a domain")), subnet: ext_subnet, bridge: String::new() };
         let mut ext_hosts: BTreeMap<Ipv4Addr, String> = BTreeMap::new();
         // Node addresses are explicit or assigned after the I/O partitions'; reserve the explicit ones now.
         let mut node_addrs = Vec::new();
@@ -450,19 +542,12 @@ impl Cx<'_> {
                     },
                 };
                 let memory = p.memory.as_ref().map_or(Some(DEFAULT_MEMORY), |m| self.memory(m, &format!("{ppath}.memory"))).unwrap_or(DEFAULT_MEMORY);
-                let pids_max = match p.pids.as_ref() {
-                    None => Some(DEFAULT_PIDS),
-                    Some(n) if *n.get_ref() == 0 => {
-                        self.err(&n.span(), &format!("{ppath}.pids"), Problem::PidsZero);
-                        None
-                    }
-                    Some(n) => Some(*n.get_ref()),
-                };
+                let pids_max = p.pids.as_ref().map_or(Some(DEFAULT_PIDS), |n| self.pids(n, &format!("{ppath}.pids")));
                 let pcpus = match &p.cpus {
                     Some(c) => self.cpu_list(c, &format!("{ppath}.cpus"), &cpus, false),
                     None => cpus.clone(),
                 };
-                let health = self.health(p.health.as_ref(), &format!("{ppath}.health"));
+                let health = self.health(p.health.as_ref(), &format!("{ppath}.health"), DEFAULT_HEALTH);
                 if p.io {
                     if let Some(first) = &io_first {
                         let first = first.clone();
@@ -497,15 +582,15 @@ impl Cx<'_> {
                         }
                     }
                 };
-                partitions.push(Partition { name: pname, command, criticality, memory, pids_max, cpus: pcpus, env: p.env.clone(), health, io: p.io, domain, address, external_address, router });
+                let env = self.env(&p.env, &format!("{ppath}.env"), &p.name.span());
+                let tree = ProcessTree { command, env, memory: Some(memory), pids_max, cpus: pcpus, health, netns: String::new(), cgroup: String::new(), nics: Vec::new() };
+                partitions.push(Partition { name: pname, criticality, io: p.io, domain, address, external_address, router, plan: None, tree });
             }
 
             // Plans.
             let mut plans: Vec<Plan> = Vec::new();
-            if m.plan.is_empty() {
-                self.err(&m.name.span(), &format!("{path}.plan"), Problem::NoPlan);
-            }
-            let mut planned: BTreeSet<String> = BTreeSet::new();
+            // partition name → (the plan's index in the file, its CPU), for the first plan that has a window of it
+            let mut planned: BTreeMap<String, (usize, u64)> = BTreeMap::new();
             for (pi, rp) in m.plan.iter().enumerate() {
                 let ppath = format!("{path}.plan[{pi}]");
                 let cpu = rp.cpu.as_ref().map(|c| *c.get_ref()).unwrap_or(host.cpus.first().copied().unwrap_or(0) as u64);
@@ -520,6 +605,9 @@ impl Cx<'_> {
                 if frame == Some(Duration::ZERO) {
                     self.err(&rp.major_frame.span(), &format!("{ppath}.major_frame"), Problem::ZeroFrame);
                 }
+                if frame.is_some_and(|f| f > MAX_FRAME) {
+                    self.err(&rp.major_frame.span(), &format!("{ppath}.major_frame"), Problem::FrameTooLong { max: MAX_FRAME.to_string() });
+                }
                 // (index in file, window, span of start)
                 let mut wins: Vec<(usize, Window, Range<usize>)> = Vec::new();
                 for (wi, w) in rp.window.iter().enumerate() {
@@ -531,9 +619,18 @@ impl Cx<'_> {
                             self.err(&w.partition.span(), &format!("{wpath}.partition"), Problem::UnknownPartition { name: part.clone(), known });
                         }
                         Some(p) => {
-                            planned.insert(part.clone());
-                            if !p.cpus.contains(&(cpu as usize)) {
-                                let cpus = fmt_cpus(&p.cpus);
+                            match planned.get(&part) {
+                                Some(&(other, other_cpu)) if other != pi => {
+                                    let p = Problem::PartitionInTwoPlans { partition: part.clone(), cpu: other_cpu, other };
+                                    self.err(&w.partition.span(), &format!("{wpath}.partition"), p);
+                                }
+                                Some(_) => {}
+                                None => {
+                                    planned.insert(part.clone(), (pi, cpu));
+                                }
+                            }
+                            if !p.tree.cpus.contains(&(cpu as usize)) {
+                                let cpus = fmt_cpus(&p.tree.cpus);
                                 self.err(&w.partition.span(), &format!("{wpath}.partition"), Problem::WindowOnForeignCpu { partition: part.clone(), cpu, cpus });
                             }
                         }
@@ -578,13 +675,20 @@ impl Cx<'_> {
             }
             if !m.plan.is_empty() {
                 for p in &m.partition {
-                    if !planned.contains(p.name.get_ref()) {
+                    if !planned.contains_key(p.name.get_ref()) {
                         self.err(&p.name.span(), &format!("{path}.partition[{}]", p.name.get_ref()), Problem::NoWindow { name: p.name.get_ref().clone() });
                     }
                 }
             }
             plans.sort_by_key(|p| p.cpu);
-            modules.push(Module { name, cpus, network: Network { domain, subnet }, partitions, plans });
+            // A planned partition runs on its plan's CPU only, frozen and thawed by that plan's executor.
+            for p in &mut partitions {
+                p.plan = plans.iter().position(|pl| pl.windows.iter().any(|w| w.partition == p.name));
+                if let Some(k) = p.plan {
+                    p.tree.cpus = vec![plans[k].cpu];
+                }
+            }
+            modules.push(Module { name, cpus, network: Network { domain, subnet, bridge: String::new() }, partitions, plans });
         }
 
         // Native nodes.
@@ -599,18 +703,33 @@ impl Cx<'_> {
             }
             let command = self.command(&n.command, &format!("{path}.command"));
             let memory = n.memory.as_ref().and_then(|m| self.memory(m, &format!("{path}.memory")));
+            let pids_max = n.pids.as_ref().and_then(|p| self.pids(p, &format!("{path}.pids")));
+            let cpus = match &n.cpus {
+                None => Vec::new(),
+                Some(c) => {
+                    let cpus = self.cpu_list(c, &format!("{path}.cpus"), &host.cpus, true);
+                    if let Some((cpu, other)) = cpus.iter().find_map(|cpu| cpu_owner.get(&(*cpu as u64)).map(|o| (*cpu, o.clone()))) {
+                        self.err(&c.span(), &format!("{path}.cpus"), Problem::CpuTakenByModule { cpu: cpu as u64, other });
+                    }
+                    cpus
+                }
+            };
+            let health = self.health(n.health.as_ref(), &format!("{path}.health"), HealthAction::Ignore);
+            let env = self.env(&n.env, &format!("{path}.env"), &n.name.span());
             let domain = n.domain.as_ref().and_then(|d| self.domain(d, &format!("{path}.domain"))).unwrap_or(network.domain);
             let address = node_addrs[ni]
                 .or_else(|| self.next_host(&ext_subnet, &mut ext_hosts, &format!("node {name}"), &n.name.span(), &format!("{path}.address")))
                 .unwrap_or(Ipv4Addr::UNSPECIFIED);
-            nodes.push(NativeNode { name, command, env: n.env.clone(), memory, address, domain });
+            let tree = ProcessTree { command, env, memory, pids_max, cpus, health, netns: String::new(), cgroup: String::new(), nics: Vec::new() };
+            nodes.push(NativeNode { name, address, domain, tree });
         }
 
-        System { name: system_name, source: self.file.to_string(), modules, nodes, network }
+        let mut system = System { name: system_name, source: self.file.to_string(), modules, nodes, network };
+        crate::names::place(&mut system);
+        system
     }
 
-    fn health(&mut self, h: Option<&RawHealth>, path: &str) -> HealthAction {
-        let default = HealthAction::Restart { max_restarts: 3, window: Duration::from_millis(60_000) };
+    fn health(&mut self, h: Option<&RawHealth>, path: &str, default: HealthAction) -> HealthAction {
         let Some(h) = h else { return default };
         match h.action.get_ref().as_str() {
             "restart" => {

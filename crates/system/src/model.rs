@@ -264,6 +264,10 @@ impl fmt::Display for ByteSize {
 }
 
 /// A whole system: modules (partitioned machines), native nodes, and the network between them.
+///
+/// Everything the supervisor builds on the host is computed here, once, during validation: every network's
+/// bridge, every partition's and node's namespace, cgroup, V-NICs (names on both ends, addresses, domains) and
+/// CPUs. `partita check` prints these values and `partita up` creates exactly them.
 #[derive(Debug, Clone)]
 pub struct System {
     /// `[A-Za-z0-9_-]`, at most 24 characters; used in cgroup and namespace names.
@@ -277,22 +281,70 @@ pub struct System {
 }
 
 /// A virtual network: one Linux bridge, one DDS domain, one subnet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Network {
     pub domain: DomainId,
     pub subnet: Subnet,
+    /// The Linux bridge in the host's namespace (`pt<tag>x`, `pt<tag>m<module>`).
+    pub bridge: String,
+}
+
+/// Which network of a system: the inter-module one, or the V-NETWORK of module number `n`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum NetworkId {
+    InterModule,
+    Module(usize),
+}
+
+/// A V-NIC: a veth pair with one end inside a partition's (or node's) network namespace and the other end on
+/// its network's bridge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Nic {
+    /// The interface inside the namespace: `vnic0` on the module's V-NETWORK, `vnic1` on the inter-module
+    /// network.
+    pub name: String,
+    /// The end in the host's namespace, on the network's bridge.
+    pub host_name: String,
+    pub network: NetworkId,
+    pub address: Ipv4Addr,
+    /// The DDS domain the partition's generated DDS configuration binds to this interface.
+    pub domain: DomainId,
+}
+
+/// A process tree the supervisor starts and confines: its program, its limits, and the host objects it lives
+/// in. Partitions and native nodes both have one.
+#[derive(Debug, Clone)]
+pub struct ProcessTree {
+    /// argv; never empty, no NUL byte.
+    pub command: Vec<String>,
+    /// Extra environment variables (names non-empty, without `=` or NUL).
+    pub env: BTreeMap<String, String>,
+    /// Memory limit of its cgroup; `None` = no limit.
+    pub memory: Option<ByteSize>,
+    /// Maximum number of processes and threads (`pids.max`); `None` = no limit.
+    pub pids_max: Option<u64>,
+    /// The CPUs it runs on (its cgroup's cpuset); empty = any CPU of the machine.
+    pub cpus: Vec<usize>,
+    pub health: HealthAction,
+    /// Named network namespace (`partita-<system>-<name>`).
+    pub netns: String,
+    /// cgroup path below each hierarchy's root (`partita/<system>/<name>`).
+    pub cgroup: String,
+    /// Its V-NICs, the module's V-NETWORK first.
+    pub nics: Vec<Nic>,
 }
 
 /// A core module (a machine) with its partitions, plans and V-NETWORK.
 #[derive(Debug, Clone)]
 pub struct Module {
     pub name: String,
-    /// The module's CPUs; partitions share them. One plan per CPU.
+    /// The module's CPUs; partitions share them. One plan per CPU; a module without plans (a native machine)
+    /// may list CPUs its partitions are pinned to, or none.
     pub cpus: Vec<usize>,
     /// The module's internal V-NETWORK.
     pub network: Network,
     pub partitions: Vec<Partition>,
-    /// One plan per CPU in `cpus`, in CPU order.
+    /// One plan per CPU in `cpus`, in CPU order; none for a native machine, whose partitions run freely.
     pub plans: Vec<Plan>,
 }
 
@@ -300,17 +352,7 @@ pub struct Module {
 #[derive(Debug, Clone)]
 pub struct Partition {
     pub name: String,
-    /// argv; never empty.
-    pub command: Vec<String>,
     pub criticality: Criticality,
-    /// Memory limit of its cgroup.
-    pub memory: ByteSize,
-    /// Maximum number of processes and threads (`pids.max`); `None` = no limit.
-    pub pids_max: Option<u64>,
-    /// The CPUs it may run on (a subset of the module's).
-    pub cpus: Vec<usize>,
-    pub env: BTreeMap<String, String>,
-    pub health: HealthAction,
     /// The module's I/O partition: it also has a V-NIC on the inter-module network.
     pub io: bool,
     /// DDS domain its applications use by default (the module's domain unless set).
@@ -322,19 +364,20 @@ pub struct Partition {
     /// The routing service's configuration (TOML of `[module.partition.router]`, validated; I/O partition only),
     /// handed to the partition as `PARTITA_ROUTER_TOML`.
     pub router: Option<String>,
+    /// Index into the module's `plans` of the one plan that has its windows; `None` in a native machine.
+    pub plan: Option<usize>,
+    pub tree: ProcessTree,
 }
 
-/// A non-partitioned node: a process on the inter-module network, not frozen by any plan.
+/// A non-partitioned node: a process tree on the inter-module network, not frozen by any plan.
 #[derive(Debug, Clone)]
 pub struct NativeNode {
     pub name: String,
-    pub command: Vec<String>,
-    pub env: BTreeMap<String, String>,
-    pub memory: Option<ByteSize>,
     /// Its address on the inter-module network.
     pub address: Ipv4Addr,
     /// DDS domain (the inter-module network's unless set).
     pub domain: DomainId,
+    pub tree: ProcessTree,
 }
 
 /// The repeating cycle of time windows of one CPU.
@@ -381,8 +424,74 @@ impl System {
     pub fn module(&self, name: &str) -> Option<&Module> {
         self.modules.iter().find(|m| m.name == name)
     }
+    pub fn node(&self, name: &str) -> Option<&NativeNode> {
+        self.nodes.iter().find(|n| n.name == name)
+    }
+    pub fn node_mut(&mut self, name: &str) -> Option<&mut NativeNode> {
+        self.nodes.iter_mut().find(|n| n.name == name)
+    }
     /// Every partition with its module.
     pub fn partitions(&self) -> impl Iterator<Item = (&Module, &Partition)> {
         self.modules.iter().flat_map(|m| m.partitions.iter().map(move |p| (m, p)))
+    }
+    /// Every process tree the supervisor starts, partitions (in module order) then native nodes, with its name.
+    pub fn trees(&self) -> impl Iterator<Item = (&str, &ProcessTree)> {
+        self.partitions()
+            .map(|(_, p)| (p.name.as_str(), &p.tree))
+            .chain(self.nodes.iter().map(|n| (n.name.as_str(), &n.tree)))
+    }
+    /// Every process tree, mutably (to point `partita` commands at an installed binary, say).
+    pub fn trees_mut(&mut self) -> impl Iterator<Item = &mut ProcessTree> {
+        self.modules
+            .iter_mut()
+            .flat_map(|m| m.partitions.iter_mut().map(|p| &mut p.tree))
+            .chain(self.nodes.iter_mut().map(|n| &mut n.tree))
+    }
+    pub fn network(&self, id: NetworkId) -> Option<&Network> {
+        match id {
+            NetworkId::InterModule => Some(&self.network),
+            NetworkId::Module(m) => self.modules.get(m).map(|m| &m.network),
+        }
+    }
+    /// The networks that have at least one member, the inter-module network first.
+    pub fn networks(&self) -> Vec<(NetworkId, &Network)> {
+        let used: std::collections::BTreeSet<NetworkId> =
+            self.trees().flat_map(|(_, t)| t.nics.iter().map(|n| n.network)).collect();
+        used.into_iter().filter_map(|id| self.network(id).map(|n| (id, n))).collect()
+    }
+    /// Addresses of every member of a network (the unicast discovery peers of its DDS domain).
+    pub fn addresses_on(&self, id: NetworkId) -> Vec<Ipv4Addr> {
+        self.trees().flat_map(|(_, t)| t.nics.iter()).filter(|n| n.network == id).map(|n| n.address).collect()
+    }
+    /// Every object `partita up` creates on the host for this system, by name.
+    pub fn host_objects(&self) -> HostObjects {
+        let mut o = HostObjects::default();
+        for (_, n) in self.networks() {
+            o.bridges.push(n.bridge.clone());
+        }
+        for (_, t) in self.trees() {
+            o.namespaces.push(t.netns.clone());
+            o.cgroups.push(t.cgroup.clone());
+            o.veths.extend(t.nics.iter().map(|n| n.host_name.clone()));
+        }
+        o
+    }
+}
+
+/// What `partita up` creates on the host, by name (the host ends of veth pairs; their other ends live in the
+/// namespaces).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostObjects {
+    pub bridges: Vec<String>,
+    pub veths: Vec<String>,
+    pub namespaces: Vec<String>,
+    /// Relative to each cgroup hierarchy's root.
+    pub cgroups: Vec<String>,
+}
+
+impl Module {
+    /// A module without plans: a native machine whose partitions run freely.
+    pub fn is_native(&self) -> bool {
+        self.plans.is_empty()
     }
 }

@@ -5,7 +5,7 @@
 //!   I/O partitions' inter-module veths `pt<tag><module>x<partition>`, native nodes' veths `pt<tag>n<node>`;
 //! - cgroups: `partita/<system>/<partition>`;
 //! - network namespaces: `partita-<system>-<partition>`.
-use crate::model::System;
+use crate::model::{Nic, NetworkId, System};
 
 /// Every interface name starts with this.
 pub const LINK_PREFIX: &str = "pt";
@@ -78,6 +78,53 @@ impl HostNames {
     /// Prefix of every network namespace of this system.
     pub fn netns_prefix(&self) -> String {
         format!("{NETNS_PREFIX}{}-", self.system)
+    }
+}
+
+/// The V-NIC inside a partition or node on its module's V-NETWORK.
+pub const MODULE_NIC: &str = "vnic0";
+/// The V-NIC inside an I/O partition or node on the inter-module network.
+pub const INTER_MODULE_NIC: &str = "vnic1";
+
+/// Gives every network its bridge and every partition and node its namespace, cgroup and V-NICs: the names
+/// and addresses `partita up` creates, derived once, here.
+pub(crate) fn place(system: &mut System) {
+    let names = HostNames::for_system(system);
+    system.network.bridge = names.external_bridge();
+    let external_domain = system.network.domain;
+    for (mi, m) in system.modules.iter_mut().enumerate() {
+        m.network.bridge = names.module_bridge(mi);
+        for (pi, p) in m.partitions.iter_mut().enumerate() {
+            p.tree.netns = names.netns(&p.name);
+            p.tree.cgroup = names.cgroup(&p.name);
+            p.tree.nics = vec![Nic {
+                name: MODULE_NIC.into(),
+                host_name: names.vnic(mi, pi),
+                network: NetworkId::Module(mi),
+                address: p.address,
+                domain: p.domain,
+            }];
+            if let Some(a) = p.external_address {
+                p.tree.nics.push(Nic {
+                    name: INTER_MODULE_NIC.into(),
+                    host_name: names.external_vnic(mi, pi),
+                    network: NetworkId::InterModule,
+                    address: a,
+                    domain: external_domain,
+                });
+            }
+        }
+    }
+    for (ni, n) in system.nodes.iter_mut().enumerate() {
+        n.tree.netns = names.netns(&n.name);
+        n.tree.cgroup = names.cgroup(&n.name);
+        n.tree.nics = vec![Nic {
+            name: INTER_MODULE_NIC.into(),
+            host_name: names.node_vnic(ni),
+            network: NetworkId::InterModule,
+            address: n.address,
+            domain: n.domain,
+        }];
     }
 }
 

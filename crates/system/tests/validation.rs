@@ -77,7 +77,7 @@ fn the_good_file_is_valid_and_gets_addresses_and_domains() {
     assert_eq!(m.partitions[0].domain, m.network.domain);
     assert_eq!(s.nodes[0].domain, s.network.domain);
     assert_eq!(m.io_partition().unwrap().name, "b");
-    assert_eq!(m.partitions[0].memory, ByteSize(64 << 20));
+    assert_eq!(m.partitions[0].tree.memory, Some(ByteSize(64 << 20)));
 }
 
 #[test]
@@ -143,7 +143,7 @@ fn cpu_the_machine_does_not_have() {
     let e = broken("cpus = [0]", "cpus = [0, 1]");
     assert!(e.iter().any(|d| matches!(d.problem, Problem::CpuWithoutPlan { cpu: 1 })), "{e:?}");
     // the same file is fine on a machine with enough CPUs only if the CPU exists there
-    assert!(parse(GOOD, "sys.toml", &Host { cpus: vec![1] }).is_err());
+    assert!(parse(GOOD, "sys.toml", &Host { cpus: vec![1], path: None }).is_err());
 }
 
 #[test]
@@ -252,15 +252,103 @@ fn bad_names_criticality_health_and_durations() {
     let e = broken("start = \"0us\"", "start = \"0 parsecs\"");
     assert!(e.iter().any(|d| matches!(d.problem, Problem::BadValue(_)) && d.path.ends_with("window[0].start")), "{e:?}");
     let s = parse(&GOOD.replacen("command = [\"prog\"]", "command = [\"prog\"]\nhealth = { action = \"restart\", max_restarts = 5, window = \"2s\" }\ncriticality = \"low\"", 1), "x", &host()).unwrap();
-    assert_eq!(s.modules[0].partitions[0].health, HealthAction::Restart { max_restarts: 5, window: Duration::from_millis(2000) });
+    assert_eq!(s.modules[0].partitions[0].tree.health, HealthAction::Restart { max_restarts: 5, window: Duration::from_millis(2000) });
     assert_eq!(s.modules[0].partitions[0].criticality, Criticality::Low);
 }
 
 #[test]
-fn a_module_without_a_plan() {
-    let cut = &GOOD[..GOOD.find("[[module.plan]]").unwrap()];
-    let e = errors(cut);
-    assert!(e.iter().any(|d| matches!(d.problem, Problem::NoPlan)), "{e:?}");
+fn a_module_without_a_plan_is_a_native_machine() {
+    let text = format!("{}{}", &GOOD[..GOOD.find("[[module.plan]]").unwrap()], &GOOD[GOOD.find("[[node]]").unwrap()..]);
+    let s = parse(&text, "sys.toml", &host()).unwrap();
+    let m = &s.modules[0];
+    assert!(m.is_native());
+    assert!(m.partitions.iter().all(|p| p.plan.is_none() && p.tree.cpus == vec![0]), "{:?}", m.partitions);
+    // it still has its V-NETWORK, and its I/O partition is on the inter-module network
+    assert_eq!(m.partitions[0].tree.nics.len(), 1);
+    assert_eq!(m.partitions[1].tree.nics.len(), 2);
+}
+
+#[test]
+fn a_partition_runs_in_one_plan_only() {
+    let text = GOOD.replacen("cpus = [0]", "cpus = [0, 1]", 1)
+        + "\n[[module.plan]]\ncpu = 1\nmajor_frame = \"1ms\"\n[[module.plan.window]]\npartition = \"a\"\nstart = \"0us\"\nduration = \"100us\"\n";
+    // the node table is no longer last, so the appended plan belongs to the module only if it comes before it
+    let text = text.replacen("[[node]]\nname = \"n\"\ncommand = [\"mon\"]\n", "", 1) + "[[node]]\nname = \"n\"\ncommand = [\"mon\"]\n";
+    let e = errors(&text);
+    assert!(e.iter().any(|d| matches!(&d.problem, Problem::PartitionInTwoPlans { partition, cpu: 0, other: 0 } if partition == "a")), "{e:?}");
+    assert!(e.iter().any(|d| d.path == "module[m].plan[1].window[0].partition"), "{e:?}");
+}
+
+#[test]
+fn a_planned_partition_runs_on_its_plans_cpu() {
+    let s = parse(GOOD, "sys.toml", &host()).unwrap();
+    assert!(s.modules[0].partitions.iter().all(|p| p.plan == Some(0) && p.tree.cpus == vec![0]));
+}
+
+#[test]
+fn values_the_kernel_or_execve_would_refuse_are_refused_here() {
+    let e = broken("command = [\"prog\"]", "command = [\"prog\", \"a\\u0000b\"]");
+    assert!(e.iter().any(|d| d.problem == Problem::NulByte && d.path == "module[m].partition[a].command[1]"), "{e:?}");
+    let e = broken("command = [\"mon\"]", "command = [\"mon\"]\nenv = { X = \"a\\u0000\" }");
+    assert!(e.iter().any(|d| d.problem == Problem::NulByte && d.path == "node[n].env.X"), "{e:?}");
+    let e = broken("command = [\"mon\"]", "command = [\"mon\"]\nenv = { \"A=B\" = \"1\" }");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::BadEnvName { .. })), "{e:?}");
+    let e = broken("command = [\"mon\"]", "command = [\"mon\"]\nenv = { CYCLONEDDS_URI = \"file:///x.xml\" }");
+    assert!(e.iter().any(|d| matches!(&d.problem, Problem::ReservedEnv { name } if name == "CYCLONEDDS_URI")), "{e:?}");
+    let e = broken("command = [\"mon\"]", "command = [\"mon\"]\nenv = { PARTITA_DOMAIN = \"3\" }");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::ReservedEnv { .. })), "{e:?}");
+    let e = broken("command = [\"prog\"]", "command = [\"prog\"]\npids = 9223372036854775807");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::PidsTooMany { max: 4194304 })), "{e:?}");
+    let e = broken("major_frame = \"1ms\"", "major_frame = \"11s\"");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::FrameTooLong { .. }) && d.path == "module[m].plan[0].major_frame"), "{e:?}");
+}
+
+#[test]
+fn programs_are_looked_up_on_the_machine() {
+    let dir = std::env::temp_dir().join(format!("partita-path-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join("prog");
+    std::fs::write(&exe, "#!/bin/sh\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let machine = Host { cpus: vec![0, 1], path: Some(vec![dir.clone()]) };
+    let e = parse(GOOD, "sys.toml", &machine).unwrap_err().0;
+    // prog is found (twice), mon is not
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(matches!(&e[0].problem, Problem::ProgramNotFound { program } if program == "mon") && e[0].path == "node[n].command[0]", "{e:?}");
+    let text = GOOD.replace("command = [\"mon\"]", "command = [\"partita\", \"app\", \"monitor\"]");
+    assert!(parse(&text, "sys.toml", &machine).is_ok(), "partita stands for the running binary");
+    let text = GOOD.replace("command = [\"mon\"]", &format!("command = [{:?}]", dir.display().to_string()));
+    let e = parse(&text, "sys.toml", &machine).unwrap_err().0;
+    assert!(matches!(e[0].problem, Problem::ProgramNotExecutable { .. }), "{e:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn nodes_take_cpus_limits_and_a_health_action() {
+    let s = parse(&GOOD.replacen("command = [\"mon\"]", "command = [\"mon\"]\ncpus = [1]\npids = 12\nmemory = \"16MiB\"\nhealth = { action = \"restart\" }", 1), "sys.toml", &host()).unwrap();
+    let n = &s.nodes[0].tree;
+    assert_eq!((n.cpus.clone(), n.pids_max, n.memory), (vec![1], Some(12), Some(ByteSize(16 << 20))));
+    assert!(matches!(n.health, HealthAction::Restart { .. }));
+    let s = parse(GOOD, "sys.toml", &host()).unwrap();
+    assert_eq!((s.nodes[0].tree.cpus.is_empty(), s.nodes[0].tree.health, s.nodes[0].tree.pids_max), (true, HealthAction::Ignore, None));
+    let e = broken("command = [\"mon\"]", "command = [\"mon\"]\ncpus = [0]");
+    assert!(e.iter().any(|d| matches!(&d.problem, Problem::CpuTakenByModule { cpu: 0, other } if other == "m") && d.path == "node[n].cpus"), "{e:?}");
+}
+
+#[test]
+fn every_host_object_is_named_once_here() {
+    let s = parse(GOOD, "sys.toml", &host()).unwrap();
+    let tag = HostNames::new("t").tag().to_string();
+    let o = s.host_objects();
+    assert_eq!(o.bridges, vec![format!("pt{tag}x"), format!("pt{tag}m0")]);
+    assert_eq!(o.veths, vec![format!("pt{tag}0n0"), format!("pt{tag}0n1"), format!("pt{tag}0x1"), format!("pt{tag}n0")]);
+    assert_eq!(o.namespaces, vec!["partita-t-a", "partita-t-b", "partita-t-n"]);
+    assert_eq!(o.cgroups, vec!["partita/t/a", "partita/t/b", "partita/t/n"]);
+    let b = &s.modules[0].partitions[1].tree;
+    assert_eq!(b.nics.iter().map(|n| (n.name.as_str(), n.network)).collect::<Vec<_>>(), vec![("vnic0", NetworkId::Module(0)), ("vnic1", NetworkId::InterModule)]);
+    assert_eq!(s.addresses_on(NetworkId::InterModule), vec![s.modules[0].partitions[1].external_address.unwrap(), s.nodes[0].address]);
+    assert_eq!(s.addresses_on(NetworkId::Module(0)), vec![s.modules[0].partitions[0].address, s.modules[0].partitions[1].address]);
 }
 
 #[test]
@@ -384,4 +472,13 @@ fn an_io_partitions_router_table_is_validated_and_kept() {
     assert_eq!(e[0].problem, Problem::RouterNotIo);
     assert_eq!(e[0].path, "module[m].partition[a].router");
     assert_eq!(e[0].line, line_of(&text, "[module.partition.router]"));
+}
+
+#[test]
+fn a_wrong_type_names_the_key_not_the_value() {
+    let e = broken("major_frame = \"1ms\"", "major_frame = 1500");
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0].path, "module.plan.major_frame", "{e:?}");
+    let e = broken("cpus = [0]", "cpus = 0");
+    assert_eq!(e[0].path, "module.cpus", "{e:?}");
 }

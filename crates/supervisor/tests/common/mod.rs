@@ -1,6 +1,7 @@
 //! Helpers for the supervisor's integration tests: unique names and the final check that nothing is left.
 #![allow(dead_code)]
 use partita_supervisor::cleanup;
+use partita_system::{HostNames, System};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 static N: AtomicU32 = AtomicU32::new(0);
@@ -49,4 +50,19 @@ pub fn wait_for(pid: i32) -> i32 {
         assert!(std::time::Instant::now() < deadline, "pid {pid} did not end within 10 s");
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
+}
+
+/// A system from TOML, validated against this machine as `partita check` does (the test fails on any error).
+pub fn system(text: &str) -> System {
+    partita_system::parse(text, "test.toml", &partita_system::Host::this_machine()).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+/// The prefix of every interface of `system`.
+pub fn link_prefix(system: &str) -> String {
+    HostNames::new(system).link_prefix()
+}
+
+/// Options that keep the state directory below `root`.
+pub fn options(root: &TempDir) -> partita_supervisor::UpOptions {
+    partita_supervisor::UpOptions::new(&root.0)
 }
