@@ -66,7 +66,7 @@ impl DdsArgs {
             Network::Module => module(),
             Network::External => match external() {
                 Some(c) => Some(c),
-                None if std::env::var_os("PARTITA_PARTITION").is_some() => {
+                None if partita_env::supervised() => {
                     return Err("--network external: this partition has no V-NIC on the inter-module network (it is not the I/O partition)".into())
                 }
                 None => None,
@@ -200,7 +200,7 @@ fn fail(what: &str, msg: &str) -> ExitCode {
 }
 
 fn default_ring_dir() -> PathBuf {
-    match (std::env::var("PARTITA_MODULE"), std::env::var("PARTITA_PARTITION")) {
+    match (partita_env::module().ok_or(()), partita_env::partition().ok_or(())) {
         (Ok(m), Ok(p)) => Path::new("/var/lib/partita").join(format!("{m}-{p}")),
         _ => PathBuf::from("recording"),
     }
@@ -316,7 +316,7 @@ fn monitor(a: MonitorArgs) -> ExitCode {
                 Err(e) => return fail("monitor", &e),
             };
             let name = a.name.clone().unwrap_or_else(|| {
-                std::env::var("PARTITA_PARTITION").unwrap_or_else(|_| format!("monitor-{}", std::process::id()))
+                partita_env::partition().unwrap_or_else(|| format!("monitor-{}", std::process::id()))
             });
             let mut config = MonitorConfig::new(&name);
             config.camera = a.camera;

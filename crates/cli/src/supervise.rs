@@ -2,7 +2,7 @@
 //! hidden `partita isolation-bench` (freezing backends, the 1500 µs reference frame).
 use clap::{Args, Subcommand};
 use partita_supervisor::bench;
-use partita_supervisor::cleanup;
+use partita_supervisor::{cleanup, registry};
 use partita_supervisor::freeze::FreezeBackend;
 use partita_supervisor::supervisor::{read_states, STATE_DIR};
 use partita_supervisor::UpOptions;
@@ -10,20 +10,27 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Args)]
-pub struct DownArgs {}
+pub struct DownArgs {
+    /// Also remove the systems whose supervisor still runs (their partitions are killed).
+    #[arg(long)]
+    pub force: bool,
+}
 
-/// Removes everything partita created on this machine: partition processes (only those inside partita's
-/// cgroups), named network namespaces `partita-*`, links `pt*`, cgroups under `partita/`, state files.
-pub fn down(_: DownArgs) -> ExitCode {
-    match cleanup::remove_all() {
-        Ok(found) => {
-            let _ = cleanup::remove_state_dir(Path::new(STATE_DIR));
+/// Removes what partita left on this machine: the partition processes (only those inside partita's cgroups),
+/// network namespaces `partita-*`, partita's interfaces, cgroups under `partita/` and state files of every
+/// system whose supervisor is gone. Systems that are up are left alone unless --force.
+pub fn down(a: DownArgs) -> ExitCode {
+    match cleanup::down(a.force) {
+        Ok(d) => {
             println!(
                 "removed {} network namespaces, {} links, {} cgroup directories",
-                found.netns.len(),
-                found.links.len(),
-                found.cgroups.len()
+                d.removed.netns.len(),
+                d.removed.links.len(),
+                d.removed.cgroups.len()
             );
+            for o in &d.live {
+                println!("left system {} alone: it is up (supervisor pid {}); stop it, or use --force", o.system, o.pid);
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -46,6 +53,10 @@ pub fn status(_: StatusArgs) -> ExitCode {
         // SAFETY: signal 0 only checks that the process exists.
         let alive = pid > 0 && unsafe { libc::kill(pid, 0) } == 0;
         println!("{} ({}): {state}", path.display(), if alive { "supervisor running" } else { "supervisor gone: run `partita down`" });
+    }
+    for (_, o) in registry::owners() {
+        let state = if o.alive() { "up" } else { "supervisor gone: run `partita down`" };
+        println!("system {}: {state} (supervisor pid {}, state in {})", o.system, o.pid, o.state_dir.display());
     }
     match cleanup::find(None) {
         Ok(left) if !left.is_empty() => println!(

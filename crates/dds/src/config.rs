@@ -89,25 +89,21 @@ impl DomainConfig {
     /// The configuration the supervisor handed to this process through `CYCLONEDDS_URI` (inside a partition),
     /// with the domain from `PARTITA_DOMAIN`. `None` when not running under the supervisor.
     pub fn from_environment() -> Option<Result<Self>> {
-        Self::from_environment_domain("PARTITA_DOMAIN")
+        Self::from_environment_domain(partita_env::domain())
     }
 
-    /// The supervisor's `CYCLONEDDS_URI` with the domain id in environment variable `var`.
-    fn from_environment_domain(var: &str) -> Option<Result<Self>> {
-        let uri = std::env::var("CYCLONEDDS_URI").ok()?;
-        let domain = std::env::var(var).ok()?;
-        Some(match domain.parse::<u32>() {
-            Ok(domain_id) => Ok(DomainConfig { domain_id, source: Source::Uri(uri) }),
-            Err(_) => Err(DdsError::Config(format!(
-                "{var}={domain:?} is not a domain id; the supervisor sets it to a number 0..=232"
-            ))),
+    /// The supervisor's `CYCLONEDDS_URI` with one of its domains, as `partita_env` read them.
+    fn from_environment_domain(found: Option<std::result::Result<(String, u32), partita_env::BadDomain>>) -> Option<Result<Self>> {
+        Some(match found? {
+            Ok((uri, domain_id)) => Ok(DomainConfig { domain_id, source: Source::Uri(uri) }),
+            Err(e) => Err(DdsError::Config(e.to_string())),
         })
     }
 
     /// The inter-module network's domain of an I/O partition (`PARTITA_EXTERNAL_DOMAIN`, configured in the same
     /// `CYCLONEDDS_URI` file as the module's domain). `None` outside an I/O partition.
     pub fn from_environment_external() -> Option<Result<Self>> {
-        Self::from_environment_domain("PARTITA_EXTERNAL_DOMAIN")
+        Self::from_environment_domain(partita_env::external_domain())
     }
 
     /// The partition's configuration when under the supervisor, else loopback on `fallback_domain`.

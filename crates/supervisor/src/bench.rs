@@ -34,17 +34,15 @@ fn pin_and_fifo(cpu: usize, priority: i32) {
     }
 }
 
-fn spinner_spec(system: &str, partition: &str, cg: &PartitionCgroup, program: &str, args: Vec<String>) -> LaunchSpec {
+fn spinner_spec(partition: &str, cg: &PartitionCgroup, program: &str, args: Vec<String>) -> LaunchSpec {
     LaunchSpec {
         partition: partition.into(),
-        module: system.into(),
-        domain: 0,
         program: program.into(),
         args,
         env: vec![],
         cgroup_procs: cg.procs_files(),
         netns: None,
-        cyclonedds_uri: None,
+        environment: None,
         output: None,
     }
 }
@@ -67,7 +65,7 @@ pub fn freeze_backends(iterations: u32, control_cpu: usize, partition_cpu: usize
                     continue;
                 }
             };
-            let pid = launch(&spinner_spec(&system, "spin", &cg, "sh", vec!["-c".into(), "while :; do :; done".into()]))?.pid;
+            let pid = launch(&spinner_spec("spin", &cg, "sh", vec!["-c".into(), "while :; do :; done".into()]))?.pid;
             std::thread::sleep(Duration::from_millis(50));
             let (mut call, mut stopped, mut thaw) = (Vec::new(), Vec::new(), Vec::new());
             for _ in 0..iterations {
@@ -143,7 +141,7 @@ pub fn reference_frame(frames: u64, cpu: usize, backend: FreezeBackend, probe: (
         let mut args: Vec<String> = probe.1.to_vec();
         args.push(out.display().to_string());
         args.push(run_ms.to_string());
-        pids.push(launch(&spinner_spec(&system, n, &cgs[i], probe.0, args))?.pid);
+        pids.push(launch(&spinner_spec(n, &cgs[i], probe.0, args))?.pid);
         outputs.push(out);
     }
     let schedule = Schedule::new(Duration::from_micros(1500), vec![

@@ -1,10 +1,15 @@
-//! Finding and removing everything partita created, by name: named network namespaces `partita-*`, links
-//! starting with `pt` in the host namespace, and cgroups under `partita/` in every hierarchy (only the
-//! processes inside those cgroups are killed). Used by `partita down` after a supervisor that crashed.
+//! Finding and removing what partita created, by name: named network namespaces `partita-*`, interfaces
+//! of the exact shapes partita gives them (`partita_system::names::is_link_name`), and cgroups under
+//! `partita/` in every hierarchy (only the processes inside those cgroups are killed). `partita down` removes
+//! what is left of systems whose supervisor is gone and leaves the systems that are up alone (their owners are
+//! in the registry, [`crate::registry`]); `--force` removes those too.
 use crate::cgroup::{kill_dirs, rmdir_retrying, Layout, TOP};
 use crate::command::ip;
 use crate::error::{path_err, Result};
-use crate::vnet::{LINK_PREFIX, NETNS_PREFIX};
+use crate::registry::{self, Owner};
+use crate::vnet::NETNS_PREFIX;
+use partita_system::names::is_link_name;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -31,7 +36,7 @@ pub fn netns_with_prefix(prefix: &str) -> Result<Vec<String>> {
         .collect())
 }
 
-/// Host-namespace links starting with `prefix` (`pt` for everything).
+/// Host-namespace links starting with `prefix`.
 pub fn links_with_prefix(prefix: &str) -> Result<Vec<String>> {
     let out = ip(&["-o", "link", "show"])?;
     Ok(out
@@ -62,45 +67,106 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
     out.push(dir.to_path_buf());
 }
 
-/// What is left of partita on this machine (of one system when `system` is given).
+/// What is left of partita on this machine (of one system when `system` is given), whoever owns it.
 pub fn find(system: Option<&str>) -> Result<Leftovers> {
     let layout = Layout::detect()?;
     let (ns_prefix, sub) = match system {
         Some(s) => (format!("{NETNS_PREFIX}{s}-"), s.to_string()),
         None => (NETNS_PREFIX.to_string(), String::new()),
     };
-    Ok(Leftovers {
-        netns: netns_with_prefix(&ns_prefix)?,
-        links: if system.is_none() { links_with_prefix(LINK_PREFIX)? } else { Vec::new() },
-        cgroups: cgroups_below(&layout, &sub),
-    })
+    let links = match system {
+        None => links_with_prefix(partita_system::names::LINK_PREFIX)?.into_iter().filter(|l| is_link_name(l)).collect(),
+        Some(_) => Vec::new(),
+    };
+    Ok(Leftovers { netns: netns_with_prefix(&ns_prefix)?, links, cgroups: cgroups_below(&layout, &sub) })
 }
 
-/// Removes all partita leftovers: processes in partita's cgroups, then namespaces, links and cgroups.
-pub fn remove_all() -> Result<Leftovers> {
-    let found = find(None)?;
-    kill_dirs(found.cgroups.iter().map(|p| p.as_path()))?;
-    for ns in &found.netns {
+/// What `partita down` did.
+#[derive(Debug, Default, Clone)]
+pub struct Down {
+    pub removed: Leftovers,
+    /// Systems that are up, left alone.
+    pub live: Vec<Owner>,
+}
+
+/// Removes what partita left on this machine: every namespace, interface and cgroup of a system whose
+/// supervisor is gone (recorded or found by name), its state directory and record. Systems whose supervisor
+/// runs are left alone unless `force`.
+pub fn down(force: bool) -> Result<Down> {
+    let owners = registry::owners();
+    let live: Vec<Owner> = owners.iter().filter(|(_, o)| !force && o.alive()).map(|(_, o)| o.clone()).collect();
+    let mut kept_netns = BTreeSet::new();
+    let mut kept_links = BTreeSet::new();
+    let mut kept_systems = BTreeSet::new();
+    for o in &live {
+        kept_netns.extend(o.objects.namespaces.iter().cloned());
+        kept_links.extend(o.objects.bridges.iter().chain(&o.objects.veths).cloned());
+        kept_systems.insert(o.system.clone());
+    }
+    let layout = Layout::detect()?;
+    let all = find(None)?;
+    let removed = Leftovers {
+        netns: all.netns.into_iter().filter(|n| !kept_netns.contains(n)).collect(),
+        links: all.links.into_iter().filter(|l| !kept_links.contains(l)).collect(),
+        cgroups: all
+            .cgroups
+            .into_iter()
+            .filter(|d| {
+                // partita/<system>/...: keep the live systems' directories and the shared top
+                let below: Vec<String> = layout
+                    .roots()
+                    .iter()
+                    .find_map(|r| d.strip_prefix(r.join(TOP)).ok())
+                    .map(|rel| rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect())
+                    .unwrap_or_default();
+                match below.first() {
+                    None => live.is_empty(),
+                    Some(system) => !kept_systems.contains(system),
+                }
+            })
+            .collect(),
+    };
+    kill_dirs(removed.cgroups.iter().map(|p| p.as_path()))?;
+    for ns in &removed.netns {
         ip(&["netns", "del", ns])?;
     }
     // Deleting one end of a veth deletes its peer: tolerate links already gone.
-    for l in &found.links {
+    for l in &removed.links {
         if let Err(e) = ip(&["link", "del", l]) {
             if links_with_prefix(l)?.iter().any(|x| x == l) {
                 return Err(e);
             }
         }
     }
-    for d in &found.cgroups {
+    for d in &removed.cgroups {
         rmdir_retrying(d)?;
     }
-    Ok(found)
+    for (record, o) in owners.iter().filter(|(_, o)| !kept_systems.contains(&o.system)) {
+        remove_state_dir(&o.state_dir)?;
+        std::fs::remove_file(record).map_err(path_err("remove", record))?;
+    }
+    remove_stale_state_dirs(Path::new(crate::supervisor::STATE_DIR), &live)?;
+    Ok(Down { removed, live })
 }
 
 /// Removes the state directory the supervisor writes (`/run/partita/<system>`).
 pub fn remove_state_dir(dir: &Path) -> Result<()> {
     if dir.exists() {
         std::fs::remove_dir_all(dir).map_err(path_err("remove", dir))?;
+    }
+    Ok(())
+}
+
+/// Removes every state directory under `root` but the registry and the live systems' own.
+fn remove_stale_state_dirs(root: &Path, live: &[Owner]) -> Result<()> {
+    let Ok(entries) = std::fs::read_dir(root) else { return Ok(()) };
+    let registry = Path::new(registry::REGISTRY_DIR);
+    for e in entries.flatten() {
+        let p = e.path();
+        if p == registry || live.iter().any(|o| o.state_dir == p) || !p.is_dir() {
+            continue;
+        }
+        remove_state_dir(&p)?;
     }
     Ok(())
 }

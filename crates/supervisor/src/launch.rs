@@ -9,6 +9,7 @@
 //! Between `clone` and `execve` the child runs in a copy of a multi-threaded process, so it only makes raw
 //! system calls on memory prepared by the parent (no allocation, no locks).
 use crate::error::{path_err, Result, SupervisorError};
+use partita_env::PartitionEnv;
 use std::ffi::CString;
 use std::fs::{File, OpenOptions};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -18,20 +19,20 @@ use std::path::{Path, PathBuf};
 /// What to start for a partition, and where.
 #[derive(Debug, Clone)]
 pub struct LaunchSpec {
+    /// The partition's name (its host name, and in errors).
     pub partition: String,
-    pub module: String,
-    pub domain: u32,
     /// The program (a path, or a name looked up in PATH by the supervisor) and its arguments.
     pub program: String,
     pub args: Vec<String>,
-    /// Extra environment on top of the supervisor's own and the `PARTITA_*` variables.
+    /// Extra environment on top of the supervisor's own and the partition's (`environment`).
     pub env: Vec<(String, String)>,
     /// The `cgroup.procs` files of the partition's cgroups.
     pub cgroup_procs: Vec<PathBuf>,
     /// `/run/netns/<name>` of the partition's network namespace; `None` keeps the supervisor's (tests only).
     pub netns: Option<PathBuf>,
-    /// Value of `CYCLONEDDS_URI` (`file://...` of the generated configuration).
-    pub cyclonedds_uri: Option<String>,
+    /// What the supervisor tells the programs about their partition (`PARTITA_*`, `CYCLONEDDS_URI`); `None`:
+    /// nothing (tests of the mechanism alone).
+    pub environment: Option<PartitionEnv>,
     /// File receiving the partition's stdout and stderr (appended); `None` inherits the supervisor's.
     pub output: Option<PathBuf>,
 }
@@ -87,15 +88,8 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
     for a in &spec.args {
         c_args.push(cstring("argument", a.as_bytes())?);
     }
-    let mut env: Vec<(String, String)> = std::env::vars()
-        .filter(|(k, _)| !k.starts_with("PARTITA_") && k != "CYCLONEDDS_URI")
-        .collect();
-    env.push(("PARTITA_PARTITION".into(), spec.partition.clone()));
-    env.push(("PARTITA_MODULE".into(), spec.module.clone()));
-    env.push(("PARTITA_DOMAIN".into(), spec.domain.to_string()));
-    if let Some(uri) = &spec.cyclonedds_uri {
-        env.push(("CYCLONEDDS_URI".into(), uri.clone()));
-    }
+    let mut env: Vec<(String, String)> = std::env::vars().filter(|(k, _)| !partita_env::is_reserved(k)).collect();
+    env.extend(spec.environment.iter().flat_map(PartitionEnv::vars));
     env.extend(spec.env.iter().cloned());
     let c_env: Vec<CString> =
         env.iter().map(|(k, v)| cstring("environment", format!("{k}={v}").as_bytes())).collect::<Result<_>>()?;

@@ -14,6 +14,7 @@ pub mod vnet;
 pub mod cleanup;
 pub mod health;
 pub mod probe;
+pub mod registry;
 pub mod bench;
 pub mod supervisor;
 

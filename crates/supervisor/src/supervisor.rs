@@ -11,7 +11,9 @@ use crate::health::{EventLog, HealthMonitor};
 use crate::launch::{launch, LaunchSpec};
 use crate::health::Action;
 use partita_system::{HealthAction, Module, NetworkId, Partition, ProcessTree, System, PARTITA_PROGRAM};
+use crate::registry::Registration;
 use crate::vnet::{Bridge, NetNamespace, VirtualNic};
+use partita_env::PartitionEnv;
 use serde::Serialize;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -106,6 +108,8 @@ pub struct Supervisor {
     bridges: Vec<Bridge>,
     state_dir: StateDir,
     state: State,
+    /// The system's record in the registry: the system is up until it goes, last.
+    _registration: Registration,
 }
 
 /// The system's directory under /run/partita. When the system goes down its state file goes (the system is
@@ -129,13 +133,8 @@ impl Supervisor {
             None => std::env::current_exe().map_err(|e| SupervisorError::Sys { call: "current_exe", context: "the partita binary".into(), source: e })?,
         };
         let state_path = options.state_root.join(&system.name);
-        if state_path.join("state.json").exists() {
-            return Err(SupervisorError::Invalid(format!(
-                "{} exists: system {} is already up (or its supervisor crashed: run `partita down`)",
-                state_path.display(),
-                system.name
-            )));
-        }
+        // Recorded before anything is created, so that `partita down` finds it all if this process dies.
+        let registration = Registration::claim(&system.name, &state_path, &system.host_objects())?;
         std::fs::create_dir_all(&state_path).map_err(path_err("mkdir", &state_path))?;
         let events_path = state_path.join("events.jsonl");
         let events = std::fs::File::create(&events_path).map_err(path_err("create", &events_path))?;
@@ -158,6 +157,7 @@ impl Supervisor {
                 frames: Vec::new(),
                 max_lateness_ns: Vec::new(),
             },
+            _registration: registration,
         };
         // 1. Networks: a bridge for each network that has members.
         let mut bridges: Vec<(NetworkId, usize)> = Vec::new();
@@ -204,25 +204,23 @@ impl Supervisor {
                 return Err(SupervisorError::Invalid(format!("{} has no command", member.name)));
             };
             let program = if program == PARTITA_PROGRAM { partita.display().to_string() } else { program.clone() };
-            let mut env: Vec<(String, String)> = tree.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-            if let Some(p) = member.partition.filter(|p| p.io) {
-                if let Some(external) = tree.nics.iter().find(|n| n.network == NetworkId::InterModule) {
-                    env.push(("PARTITA_EXTERNAL_DOMAIN".into(), external.domain.to_string()));
-                }
-                if let Some(router) = &p.router {
-                    env.push((partita_system::ROUTER_ENV.into(), router.clone()));
-                }
-            }
-            let spec = LaunchSpec {
+            let io = member.partition.filter(|p| p.io);
+            let environment = PartitionEnv {
                 partition: member.name.to_string(),
                 module: member.module.map_or(member.name, |m| &m.name).to_string(),
                 domain: tree.nics.first().map_or(system.network.domain, |n| n.domain).get(),
+                external_domain: io.and(tree.nics.iter().find(|n| n.network == NetworkId::InterModule)).map(|n| n.domain.get()),
+                router_toml: io.and_then(|p| p.router.clone()),
+                cyclonedds_uri: uri,
+            };
+            let spec = LaunchSpec {
+                partition: member.name.to_string(),
                 program,
                 args: args.to_vec(),
-                env,
+                env: tree.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
                 cgroup_procs: cg.procs_files(),
                 netns: Some(ns.path()),
-                cyclonedds_uri: Some(uri),
+                environment: Some(environment),
                 output: Some(state_path.join(format!("{}.log", member.name))),
             };
             s.namespaces.push(ns);

@@ -12,22 +12,21 @@ use std::net::Ipv4Addr;
 #[test]
 fn leftovers_of_a_crashed_supervisor_are_removed() {
     let system = system_name("cl");
-    let stem = link_stem();
+    let names = HostNames::new(&system);
+    let stem = names.link_prefix();
     let layout = Layout::detect().unwrap();
     let cg = PartitionCgroup::create(&layout, &HostNames::new(&system).cgroup("orphan"), &Limits { memory_bytes: Some(64 << 20), ..Limits::default() }).unwrap();
     let ns = NetNamespace::create(&format!("partita-{system}-orphan")).unwrap();
-    let br = Bridge::create(&format!("{stem}m")).unwrap();
-    let nic = VirtualNic::create(&format!("{stem}a"), "vnic0", &ns, &br, Ipv4Addr::new(198, 18, 202, 2), 24).unwrap();
+    let br = Bridge::create(&names.module_bridge(0)).unwrap();
+    let nic = VirtualNic::create(&names.vnic(0, 0), "vnic0", &ns, &br, Ipv4Addr::new(198, 18, 202, 2), 24).unwrap();
     let spec = LaunchSpec {
         partition: "orphan".into(),
-        module: system.clone(),
-        domain: 0,
         program: "sleep".into(),
         args: vec!["300".into()],
         env: vec![],
         cgroup_procs: cg.procs_files(),
         netns: Some(ns.path()),
-        cyclonedds_uri: None,
+        environment: None,
         output: None,
     };
     let pid = launch(&spec).unwrap().pid;
@@ -42,10 +41,40 @@ fn leftovers_of_a_crashed_supervisor_are_removed() {
     assert!(!before.cgroups.is_empty());
     assert_eq!(cleanup::links_with_prefix(&stem).unwrap().len(), 2);
 
-    let removed = cleanup::remove_all().unwrap();
-    assert!(removed.netns.contains(&format!("partita-{system}-orphan")));
+    let down = cleanup::down(false).unwrap();
+    assert!(down.removed.netns.contains(&format!("partita-{system}-orphan")), "{down:?}");
     let status = wait_for(pid);
     assert!(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL, "status {status:#x}");
     assert_nothing_left(&system, Some(&stem));
-    assert!(cleanup::find(None).unwrap().is_empty(), "partita leftovers remain: {:?}", cleanup::find(None).unwrap());
+}
+
+#[test]
+fn down_leaves_a_system_that_is_up_and_a_users_interfaces_alone() {
+    let name = system_name("live");
+    let root = tempdir("state");
+    let sys = system(&format!(
+        "[system]\nname = \"{name}\"\n[[module]]\nname = \"m\"\ncpus = [1]\n[[module.partition]]\nname = \"p\"\ncommand = [\"sleep\", \"30\"]\n\
+         [[module.plan]]\ncpu = 1\nmajor_frame = \"2ms\"\nwindow = [{{ partition = \"p\", start = \"0us\", duration = \"1ms\" }}]\n"
+    ));
+    // An interface of the user's whose name merely starts like partita's.
+    let user_link = "ptp-user0";
+    partita_supervisor::command::ip(&["link", "add", user_link, "type", "bridge"]).unwrap();
+    let sup = partita_supervisor::Supervisor::up(&sys, &options(&root)).unwrap();
+    // A second `up` of the same system is refused while it is up.
+    let again = partita_supervisor::Supervisor::up(&sys, &options(&tempdir("again"))).err().expect("a second up is refused");
+    assert!(again.to_string().contains("is up"), "{again}");
+    let down = cleanup::down(false).unwrap();
+    assert!(down.live.iter().any(|o| o.system == name), "the live system is reported as left alone: {down:?}");
+    let mine = cleanup::find(Some(&name)).unwrap();
+    assert_eq!(mine.netns, sys.host_objects().namespaces, "down removed a live system's namespace");
+    assert!(!mine.cgroups.is_empty(), "down removed a live system's cgroups");
+    assert!(!down.removed.links.iter().any(|l| l == user_link), "down removed the user's {user_link}");
+    let links = cleanup::links_with_prefix("pt").unwrap();
+    assert!(links.iter().any(|l| l == user_link));
+    for o in sys.host_objects().bridges.iter().chain(&sys.host_objects().veths) {
+        assert!(links.contains(o), "down removed {o} of the live system");
+    }
+    sup.run(Some(std::time::Duration::from_millis(100)), None).unwrap();
+    partita_supervisor::command::ip(&["link", "del", user_link]).unwrap();
+    assert_nothing_left(&name, Some(&link_prefix(&name)));
 }

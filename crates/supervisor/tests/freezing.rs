@@ -9,18 +9,16 @@ use partita_supervisor::freeze::{FreezeBackend, Freezer};
 use partita_supervisor::launch::{launch, LaunchSpec};
 use std::time::{Duration, Instant};
 
-fn spinner(system: &str, partition: &str, cg: &PartitionCgroup) -> i32 {
+fn spinner(partition: &str, cg: &PartitionCgroup) -> i32 {
     let spec = LaunchSpec {
         partition: partition.into(),
-        module: system.into(),
-        domain: 0,
         program: "sh".into(),
         // A child spinner too: freezing must stop the whole tree.
         args: vec!["-c".into(), "(while :; do :; done) & while :; do :; done".into()],
         env: vec![],
         cgroup_procs: cg.procs_files(),
         netns: None,
-        cyclonedds_uri: None,
+        environment: None,
         output: None,
     };
     launch(&spec).unwrap().pid
@@ -43,7 +41,7 @@ fn check_backend(backend: FreezeBackend) {
             Ok(f) => f,
             Err(e) => panic!("backend {} unavailable on this machine: {e}", backend.name()),
         };
-        let pid = spinner(&system, "spin", &cg);
+        let pid = spinner("spin", &cg);
         // Both the shell and its child exist before freezing.
         let deadline = Instant::now() + Duration::from_secs(10);
         while cg.pids().unwrap().len() < 2 {
@@ -94,8 +92,8 @@ fn the_executor_runs_partitions_by_turns_and_leaves_them_frozen() {
         let fb = Freezer::new(&b, FreezeBackend::best_for(&b)).unwrap();
         fa.freeze().unwrap();
         fb.freeze().unwrap();
-        let pa = spinner(&system, "a", &a);
-        let pb = spinner(&system, "b", &b);
+        let pa = spinner("a", &a);
+        let pb = spinner("b", &b);
         let schedule = Schedule::new(Duration::from_micros(1500), vec![
             Window { partition: 0, offset: Duration::ZERO, duration: Duration::from_micros(800) },
             Window { partition: 1, offset: Duration::from_micros(800), duration: Duration::from_micros(700) },
@@ -138,14 +136,12 @@ fn a_partition_started_while_frozen_runs_nothing_until_thawed() {
         let marker = dir.0.join("ran");
         let spec = LaunchSpec {
             partition: "late".into(),
-            module: system.clone(),
-            domain: 0,
             program: "sh".into(),
             args: vec!["-c".into(), format!("echo ran > {}", marker.display())],
             env: vec![],
             cgroup_procs: cg.procs_files(),
             netns: None,
-            cyclonedds_uri: None,
+            environment: None,
             output: None,
         };
         let pid = launch(&spec).unwrap().pid;

@@ -1,5 +1,6 @@
 //! Spatial isolation, for real: namespaces, cgroups and limits on this machine (needs root).
 mod common;
+use partita_env::PartitionEnv;
 use partita_system::HostNames;
 use common::*;
 use partita_supervisor::cgroup::{Layout, Limits, PartitionCgroup};
@@ -12,14 +13,19 @@ use std::time::{Duration, Instant};
 fn spec(system: &str, partition: &str, cg: &PartitionCgroup, netns: Option<&NetNamespace>, program: &str, args: &[&str]) -> LaunchSpec {
     LaunchSpec {
         partition: partition.into(),
-        module: system.into(),
-        domain: 3,
         program: program.into(),
         args: args.iter().map(|s| s.to_string()).collect(),
         env: vec![],
         cgroup_procs: cg.procs_files(),
         netns: netns.map(|n| n.path()),
-        cyclonedds_uri: Some("file:///nonexistent.xml".into()),
+        environment: Some(PartitionEnv {
+            partition: partition.into(),
+            module: system.into(),
+            domain: 3,
+            external_domain: None,
+            router_toml: None,
+            cyclonedds_uri: "file:///nonexistent.xml".into(),
+        }),
         output: None,
     }
 }

@@ -12,8 +12,6 @@ use toml::Spanned;
 pub const MEMORY_FLOOR: ByteSize = ByteSize(8 << 20);
 const DEFAULT_MEMORY: ByteSize = ByteSize(64 << 20);
 const DEFAULT_PIDS: u64 = 256;
-/// Environment variables the supervisor sets itself; a system file may not set them.
-const ENV_RESERVED_PREFIX: &str = "PARTITA_";
 /// The kernel's own ceiling on process ids (PID_MAX_LIMIT on 64-bit): a larger `pids.max` is meaningless and
 /// refused by the pids controller.
 const MAX_PIDS: u64 = 1 << 22;
@@ -345,7 +343,7 @@ impl Cx<'_> {
                 self.err(span, &format!("{path}.{k:?}"), Problem::BadEnvName { name: k.clone() });
             } else if v.contains('\0') {
                 self.err(span, &format!("{path}.{k}"), Problem::NulByte);
-            } else if k.starts_with(ENV_RESERVED_PREFIX) || k == "CYCLONEDDS_URI" {
+            } else if partita_env::is_reserved(k) {
                 self.err(span, &format!("{path}.{k}"), Problem::ReservedEnv { name: k.clone() });
             }
         }

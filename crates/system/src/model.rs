@@ -480,7 +480,7 @@ impl System {
 
 /// What `partita up` creates on the host, by name (the host ends of veth pairs; their other ends live in the
 /// namespaces).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HostObjects {
     pub bridges: Vec<String>,
     pub veths: Vec<String>,

@@ -81,6 +81,25 @@ impl HostNames {
     }
 }
 
+/// Whether `name` has the exact shape of an interface partita makes (`pt` + 4 hex digits + `x`, `m<n>`,
+/// `<n>n<n>`, `<n>x<n>` or `n<n>`), so that cleaning up never touches a user's interface that merely starts
+/// with `pt`.
+pub fn is_link_name(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix(LINK_PREFIX) else { return false };
+    if rest.len() < 5 || name.len() > MAX_LINK_NAME || !rest.is_char_boundary(4) {
+        return false;
+    }
+    let (tag, role) = rest.split_at(4);
+    let hex = tag.chars().all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c));
+    let num = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit());
+    let role_ok = role == "x"
+        || role.strip_prefix('m').is_some_and(num)
+        || role.strip_prefix('n').is_some_and(num)
+        || role.split_once('n').is_some_and(|(a, b)| num(a) && num(b))
+        || role.split_once('x').is_some_and(|(a, b)| num(a) && num(b));
+    hex && role_ok
+}
+
 /// The V-NIC inside a partition or node on its module's V-NETWORK.
 pub const MODULE_NIC: &str = "vnic0";
 /// The V-NIC inside an I/O partition or node on the inter-module network.
@@ -140,6 +159,17 @@ mod tests {
             assert!(name.len() <= MAX_LINK_NAME, "{name} is too long");
             assert!(name.starts_with(&n.link_prefix()), "{name}");
             assert!(name.starts_with(LINK_PREFIX));
+        }
+    }
+
+    #[test]
+    fn every_interface_name_partita_makes_has_the_exact_shape_and_others_do_not() {
+        let n = HostNames::new("vs");
+        for name in [n.module_bridge(0), n.module_bridge(12), n.external_bridge(), n.vnic(3, 14), n.external_vnic(0, 1), n.node_vnic(7)] {
+            assert!(is_link_name(&name), "{name}");
+        }
+        for other in ["ptp-user0", "pt", "ptabcgx", "pt12g4x", "ptABCDx", "pt1234", "pt1234y", "pt1234m", "pt1234n", "pt12340n", "pt1234xx", "eth0", "pt1234m1a"] {
+            assert!(!is_link_name(other), "{other}");
         }
     }
 

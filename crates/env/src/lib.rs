@@ -1,0 +1,134 @@
+//! partita-env: the environment the supervisor gives every program it starts in a partition or native node,
+//! in one place. The supervisor writes it with [`PartitionEnv::vars`]; partita's own programs (the routing
+//! service, the recorder, the monitor) and the DDS layer read it with the functions here. Unmodified DDS
+//! programs need only [`CYCLONEDDS_URI`] (and `$PARTITA_DOMAIN` in their arguments, if they take a domain).
+//!
+//! | variable | value |
+//! |---|---|
+//! | `PARTITA_PARTITION` | the partition's (or node's) name, unique in its system |
+//! | `PARTITA_MODULE` | its module's name (a node's own name) |
+//! | `PARTITA_DOMAIN` | the DDS domain id of its first V-NIC: the module's V-NETWORK, or the inter-module network for a node |
+//! | `PARTITA_EXTERNAL_DOMAIN` | I/O partitions only: the inter-module network's domain id |
+//! | `PARTITA_ROUTER_TOML` | I/O partitions with a `[module.partition.router]` table: that table as TOML |
+//! | `CYCLONEDDS_URI` | `file://` of the Cyclone DDS configuration the supervisor wrote: every domain on its V-NIC |
+#![forbid(unsafe_code)]
+
+/// The partition's or node's name.
+pub const PARTITION: &str = "PARTITA_PARTITION";
+/// Its module's name.
+pub const MODULE: &str = "PARTITA_MODULE";
+/// The DDS domain of its first V-NIC.
+pub const DOMAIN: &str = "PARTITA_DOMAIN";
+/// An I/O partition's inter-module domain.
+pub const EXTERNAL_DOMAIN: &str = "PARTITA_EXTERNAL_DOMAIN";
+/// An I/O partition's routing table (TOML).
+pub const ROUTER_TOML: &str = "PARTITA_ROUTER_TOML";
+/// Cyclone DDS's own variable: where its configuration is.
+pub const CYCLONEDDS_URI: &str = "CYCLONEDDS_URI";
+/// Every variable partita sets starts with this; a system file may not set such variables itself.
+pub const RESERVED_PREFIX: &str = "PARTITA_";
+
+/// Whether a system file may set `name` in a partition's environment: not the supervisor's own variables.
+pub fn is_reserved(name: &str) -> bool {
+    name.starts_with(RESERVED_PREFIX) || name == CYCLONEDDS_URI
+}
+
+/// A variable that is set but does not hold what the supervisor writes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{name}={value:?} is not a DDS domain id; the supervisor sets it to a number 0..=232")]
+pub struct BadDomain {
+    pub name: &'static str,
+    pub value: String,
+}
+
+/// What the supervisor tells a program about where it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionEnv {
+    pub partition: String,
+    pub module: String,
+    pub domain: u32,
+    pub external_domain: Option<u32>,
+    pub router_toml: Option<String>,
+    /// `file://...` of the generated DDS configuration.
+    pub cyclonedds_uri: String,
+}
+
+impl PartitionEnv {
+    /// The variables, in the order the supervisor sets them.
+    pub fn vars(&self) -> Vec<(String, String)> {
+        let mut v = vec![
+            (PARTITION.to_string(), self.partition.clone()),
+            (MODULE.to_string(), self.module.clone()),
+            (DOMAIN.to_string(), self.domain.to_string()),
+            (CYCLONEDDS_URI.to_string(), self.cyclonedds_uri.clone()),
+        ];
+        if let Some(d) = self.external_domain {
+            v.push((EXTERNAL_DOMAIN.to_string(), d.to_string()));
+        }
+        if let Some(t) = &self.router_toml {
+            v.push((ROUTER_TOML.to_string(), t.clone()));
+        }
+        v
+    }
+}
+
+/// The partition's name when running under the supervisor.
+pub fn partition() -> Option<String> {
+    std::env::var(PARTITION).ok()
+}
+
+/// The module's name when running under the supervisor.
+pub fn module() -> Option<String> {
+    std::env::var(MODULE).ok()
+}
+
+/// Whether this process was started by the supervisor.
+pub fn supervised() -> bool {
+    std::env::var_os(PARTITION).is_some()
+}
+
+/// The supervisor's DDS configuration and the domain of the first V-NIC; `None` outside a partition.
+pub fn domain() -> Option<Result<(String, u32), BadDomain>> {
+    uri_and_domain(DOMAIN)
+}
+
+/// The supervisor's DDS configuration and the inter-module domain; `None` outside an I/O partition.
+pub fn external_domain() -> Option<Result<(String, u32), BadDomain>> {
+    uri_and_domain(EXTERNAL_DOMAIN)
+}
+
+/// The routing table the supervisor handed to an I/O partition.
+pub fn router_toml() -> Option<String> {
+    std::env::var(ROUTER_TOML).ok()
+}
+
+fn uri_and_domain(name: &'static str) -> Option<Result<(String, u32), BadDomain>> {
+    let uri = std::env::var(CYCLONEDDS_URI).ok()?;
+    let value = std::env::var(name).ok()?;
+    Some(match value.parse::<u32>() {
+        Ok(d) if d <= 232 => Ok((uri, d)),
+        _ => Err(BadDomain { name, value }),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_supervisors_variables_are_reserved_and_others_are_not() {
+        let all = PartitionEnv { partition: "p".into(), module: "m".into(), domain: 1, external_domain: Some(0), router_toml: Some("x".into()), cyclonedds_uri: "file:///x".into() };
+        for v in all.vars() {
+            assert!(is_reserved(&v.0), "{}", v.0);
+        }
+        assert!(!is_reserved("RUST_LOG") && !is_reserved("partita_x"));
+    }
+
+    #[test]
+    fn only_io_partitions_get_the_external_domain_and_router() {
+        let e = PartitionEnv { partition: "p".into(), module: "m".into(), domain: 3, external_domain: None, router_toml: None, cyclonedds_uri: "file:///x".into() };
+        let names: Vec<String> = e.vars().into_iter().map(|(k, _)| k).collect();
+        assert_eq!(names, vec![PARTITION, MODULE, DOMAIN, CYCLONEDDS_URI]);
+        assert!(e.vars().contains(&(DOMAIN.to_string(), "3".to_string())));
+    }
+}
