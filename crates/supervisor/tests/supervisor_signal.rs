@@ -41,8 +41,8 @@ fn sigterm_stops_the_plan_and_removes_the_system() {
     let sup = Supervisor::up(&spec, &root.0, None).unwrap();
     std::thread::spawn(|| {
         std::thread::sleep(Duration::from_millis(300));
-        // SAFETY: signalling our own process, whose handler only sets a flag.
-        unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };
+        // Our own process, whose handler only sets a flag.
+        partita_os::process::send_signal(std::process::id() as i32, libc::SIGTERM).unwrap();
     });
     let t0 = Instant::now();
     let logs = sup.run(None, None).unwrap();
