@@ -191,7 +191,7 @@ fn run_rr(a: RrArgs) -> Result<(), BenchError> {
     if let Some(p) = cfg.fifo_priority {
         partita_bench::realtime::enter_fifo(p)?;
     }
-    let _idle_hold = cfg.cpu_dma_latency_us.map(partita_bench::realtime::CpuLatencyHold::new).transpose()?;
+    let _idle_hold = cfg.cpu_dma_latency_us.map(partita_bench::realtime::hold_cpu_latency).transpose()?;
     report::prepare_dir(&out)?;
     // Client, server and ddsperf processes see only a loopback interface of their own: Cyclone binds its
     // receive sockets to the wildcard address, and nothing of the benchmark may touch the host's interfaces.
