@@ -4,6 +4,7 @@
 //!   a bounded on-disk ring ([`ring`]), served over DDS ([`surveillance`] topics).
 //! - [`monitor`]: a monitoring node. Requests frames, measures each response time, saves the latest frame.
 //! - [`udp`]: the same request/response over raw UDP, the NETWORK baseline of the paper's Table 1.
+#![forbid(unsafe_code)]
 pub mod monitor;
 pub mod pattern;
 pub mod recorder;

@@ -14,7 +14,7 @@ use partita_dds::{DomainConfig, ListeningReader, Participant, Topic, Writer};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone)]
 pub struct RecorderConfig {
@@ -103,9 +103,8 @@ pub struct Recorder {
     domain_id: u32,
 }
 
-pub fn now_ns() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
-}
+/// Wall-clock ns since the Unix epoch, the clock of DDS source timestamps and of frame capture times.
+pub use partita_os::clock::unix_ns as now_ns;
 
 impl Recorder {
     /// Opens the ring (scanning what a previous run left), joins the domain and starts recording and serving.
@@ -237,10 +236,9 @@ pub const CAPTURE_NICE: i32 = -10;
 const WRITE_QUEUE: usize = 64;
 
 fn capture_loop(ring: RingWriter, config: &RecorderConfig, shared: &Arc<Shared>) {
-    // SAFETY: setpriority on this thread's own id; failure (no CAP_SYS_NICE) leaves the default weight.
-    let raised = unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, CAPTURE_NICE) } == 0;
-    if !raised {
-        shared.note_error(format!("could not raise the capture thread to nice {CAPTURE_NICE}: {}", std::io::Error::last_os_error()));
+    // Failure (no CAP_SYS_NICE) leaves the default weight.
+    if let Err(e) = partita_os::sched::set_current_thread_nice(CAPTURE_NICE) {
+        shared.note_error(format!("could not raise the capture thread to nice {CAPTURE_NICE}: {e}"));
     }
     // Capture never waits for the disk: records go to a writer thread through a bounded queue; a disk that
     // stalls (writeback throttling, a slow device) delays records, it does not delay capture.

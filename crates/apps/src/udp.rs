@@ -7,7 +7,7 @@
 //! for 8 MiB socket buffers so that a 1 MiB answer fits in flight.
 use crate::monitor::{measure, LoopConfig, Outcome, Progress, Report};
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::AsRawFd;
+use partita_os::socket::{self, Buffer};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -18,17 +18,11 @@ const HEADER: usize = 16;
 /// The largest answer the server sends.
 pub const MAX_REPLY: usize = 64 << 20;
 
+/// Without the privilege to force them, the buffers are as large as `net.core.rmem_max`/`wmem_max` allow;
+/// smaller buffers only drop more of a large answer, which the client counts, so that is not an error.
 fn set_buffers(sock: &UdpSocket) {
-    let size: libc::c_int = 8 << 20;
-    for (force, plain) in [(libc::SO_RCVBUFFORCE, libc::SO_RCVBUF), (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF)] {
-        // SAFETY: setsockopt on an open socket with a pointer to a c_int and its size.
-        unsafe {
-            let p = &size as *const libc::c_int as *const libc::c_void;
-            let n = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-            if libc::setsockopt(sock.as_raw_fd(), libc::SOL_SOCKET, force, p, n) != 0 {
-                libc::setsockopt(sock.as_raw_fd(), libc::SOL_SOCKET, plain, p, n);
-            }
-        }
+    for buffer in [Buffer::Receive, Buffer::Send] {
+        let _ = socket::set_buffer_size(sock, buffer, 8 << 20);
     }
 }
 

@@ -76,9 +76,8 @@ fn cpu_seconds(pid: u32) -> Option<f64> {
     let rest = &s[s.rfind(')')? + 2..];
     let f: Vec<&str> = rest.split_whitespace().collect();
     let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-    // SAFETY: sysconf only reads a system constant.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    (hz > 0).then(|| ticks as f64 / hz as f64)
+    let hz = partita_os::process::clock_ticks_per_second()?;
+    Some(ticks as f64 / hz as f64)
 }
 
 fn rss_kib(pid: u32) -> Option<u64> {

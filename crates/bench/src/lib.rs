@@ -5,6 +5,7 @@
 //! with `CLOCK_MONOTONIC` (`std::time::Instant`). Transports plug in through the [`driver`] traits; the
 //! registry of transports is [`driver::registry`]. Cyclone's own `ddsperf` runs as a reference in the same
 //! benchmark ([`ddsperf`]).
+#![forbid(unsafe_code)]
 pub mod dds;
 pub mod ddsperf;
 pub mod driver;

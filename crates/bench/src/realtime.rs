@@ -8,36 +8,17 @@
 //! setups are worth measuring: the normal one is what an untuned machine gives, the real-time one is what a
 //! partitioned system is configured for.
 use crate::error::BenchError;
-use std::io::Write;
+pub use partita_os::cpu_latency::CpuLatencyHold;
 
 /// Runs the calling thread, and every thread and process it creates afterwards, under SCHED_FIFO at `priority`.
 pub fn enter_fifo(priority: u8) -> Result<(), BenchError> {
-    let param = libc::sched_param { sched_priority: i32::from(priority) };
-    // SAFETY: plain system call on the calling thread with a valid parameter block.
-    let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
-    if r != 0 {
-        let e = std::io::Error::last_os_error();
-        return Err(BenchError::Realtime(format!(
-            "SCHED_FIFO priority {priority}: {e} (needs root or CAP_SYS_NICE; leave out --fifo to measure under the normal policy)"
-        )));
-    }
-    Ok(())
+    partita_os::sched::set_current_thread_fifo(i32::from(priority))
+        .map_err(|e| BenchError::Realtime(format!("{e}; leave out --fifo to measure under the normal policy")))
 }
 
-/// Keeps the CPUs out of idle states whose exit latency exceeds the bound while it lives (the kernel's PM QoS
-/// request ends when the file is closed).
-pub struct CpuLatencyHold(#[allow(dead_code)] std::fs::File);
-
-impl CpuLatencyHold {
-    pub fn new(bound_us: u32) -> Result<Self, BenchError> {
-        const PATH: &str = "/dev/cpu_dma_latency";
-        let err = |e: std::io::Error| {
-            BenchError::Realtime(format!(
-                "{PATH}: {e} (needs root; leave out --cpu-dma-latency to measure with the idle states the machine allows)"
-            ))
-        };
-        let mut f = std::fs::OpenOptions::new().write(true).open(PATH).map_err(err)?;
-        f.write_all(&(bound_us as i32).to_ne_bytes()).map_err(err)?;
-        Ok(CpuLatencyHold(f))
-    }
+/// Holds the CPUs out of idle states slower than `bound_us` until the hold is dropped.
+pub fn hold_cpu_latency(bound_us: u32) -> Result<CpuLatencyHold, BenchError> {
+    CpuLatencyHold::new(bound_us).map_err(|e| {
+        BenchError::Realtime(format!("{e}; leave out --cpu-dma-latency to measure with the idle states the machine allows"))
+    })
 }

@@ -7,9 +7,9 @@ use clap::{Args, Subcommand};
 use partita_bench::report::{self, Report, Versions};
 use partita_bench::rr::{self, RrConfig, ServerConfig, ServerLauncher};
 use partita_bench::{machine, parse_size, BenchError};
+use partita_os::signal::{install_stop_signals, stop_flag};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 #[derive(Args)]
 pub struct BenchArgs {
@@ -116,20 +116,6 @@ struct RrServerArgs {
     session: String,
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
-
-fn catch_signals() {
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-    }
-}
-
 fn fail(e: BenchError) -> ExitCode {
     eprintln!("error: {e}");
     ExitCode::from(if e.is_usage() { 2 } else { 1 })
@@ -154,14 +140,14 @@ pub fn run(args: BenchArgs) -> ExitCode {
             }
         },
         BenchCommand::RrServer(a) => {
-            catch_signals();
+            install_stop_signals();
             let cfg = ServerConfig {
                 transport: a.transport,
                 size: a.size,
                 server_work_us: a.server_work,
                 session: a.session,
             };
-            match rr::run_server(&cfg, &STOP) {
+            match rr::run_server(&cfg, stop_flag()) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => fail(e),
             }
@@ -191,7 +177,7 @@ fn run_rr(a: RrArgs) -> Result<(), BenchError> {
     if let Some(p) = cfg.fifo_priority {
         partita_bench::realtime::enter_fifo(p)?;
     }
-    let _idle_hold = cfg.cpu_dma_latency_us.map(partita_bench::realtime::CpuLatencyHold::new).transpose()?;
+    let _idle_hold = cfg.cpu_dma_latency_us.map(partita_bench::realtime::hold_cpu_latency).transpose()?;
     report::prepare_dir(&out)?;
     // Client, server and ddsperf processes see only a loopback interface of their own: Cyclone binds its
     // receive sockets to the wildcard address, and nothing of the benchmark may touch the host's interfaces.
@@ -200,9 +186,9 @@ fn run_rr(a: RrArgs) -> Result<(), BenchError> {
     let program = std::env::current_exe()
         .map_err(|e| BenchError::Server { transport: "any".into(), reason: format!("finding this executable: {e}") })?;
     let launcher = ServerLauncher { program, args: vec!["bench".into(), "rr-server".into()] };
-    catch_signals();
+    install_stop_signals();
     let started = machine::now_rfc3339();
-    let scenarios = rr::run_all(&cfg, &launcher, &STOP, |r| {
+    let scenarios = rr::run_all(&cfg, &launcher, stop_flag(), |r| {
         let figure = r
             .stats
             .as_ref()
@@ -241,11 +227,11 @@ fn run_flood(a: RouterFloodArgs) -> Result<(), BenchError> {
     let program = std::env::current_exe()
         .map_err(|e| BenchError::Server { transport: "router-flood".into(), reason: format!("finding this executable: {e}") })?;
     partita_dds::sandbox::enter_private_network().map_err(|e| BenchError::Sandbox(e.to_string()))?;
-    catch_signals();
+    install_stop_signals();
     let mut runs = Vec::new();
     for d in &a.batch_delay {
         let cfg = partita_bench::flood::FloodConfig { size, seconds: a.seconds, reliable: !a.best_effort, batch_delay: d.clone() };
-        let r = partita_bench::flood::run(&cfg, &program, &STOP)?;
+        let r = partita_bench::flood::run(&cfg, &program, stop_flag())?;
         println!(
             "router flood, {} B {} samples for {:.1} s, router batch_delay {}: written {:.0}/s, forwarded and received {:.0}/s \
              ({} of {}); {:.1} samples per router batch; router CPU {:.1} µs per sample; router RSS {} KiB at start, \

@@ -1,4 +1,5 @@
 //! The `partita` binary: every role in one executable.
+#![forbid(unsafe_code)]
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 

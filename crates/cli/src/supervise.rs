@@ -50,8 +50,7 @@ pub fn status(_: StatusArgs) -> ExitCode {
     }
     for (path, state) in states {
         let pid = state["supervisor_pid"].as_i64().unwrap_or(0) as i32;
-        // SAFETY: signal 0 only checks that the process exists.
-        let alive = pid > 0 && unsafe { libc::kill(pid, 0) } == 0;
+        let alive = partita_os::process::is_alive(pid);
         println!("{} ({}): {state}", path.display(), if alive { "supervisor running" } else { "supervisor gone: run `partita down`" });
     }
     for (_, o) in registry::owners() {

@@ -79,8 +79,8 @@ fn recording_goes_on_through_a_request_flood_and_a_killed_routing_partition_and_
                 if let (Some(pid), true) = (pid_of(&state, "routing"), recording) {
                     std::thread::sleep(Duration::from_secs(3));
                     let at = now_ns();
-                    // SAFETY: kill(2) on the routing partition's pid, a process this test's supervisor started.
-                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                    // The routing partition's pid, a process this test's supervisor started.
+                    let _ = partita_os::process::send_signal(pid, libc::SIGKILL);
                     return Some((pid, at));
                 }
                 std::thread::sleep(Duration::from_millis(100));
@@ -256,8 +256,8 @@ fn a_monitor_gets_the_recorded_frame_nearest_the_time_it_asks_for() {
         .args(["--json", json.to_str().unwrap()])
         .output()
         .unwrap();
-    // SAFETY: kill(2) on the recorder this test started.
-    unsafe { libc::kill(rec.id() as i32, libc::SIGTERM) };
+    // The recorder this test started.
+    let _ = partita_os::process::send_signal(rec.id() as i32, libc::SIGTERM);
     let _ = rec.wait();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let r: Report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();

@@ -5,6 +5,7 @@
 //! - [`run`]: boot a system, wait for its monitor, tear it down, read the report.
 //! - [`prediction`]: the window delay a cyclic plan adds to a request's path.
 //! - [`bench`] and [`report`]: `partita bench paper` and its Markdown, CSV, JSON and SVG outputs.
+#![forbid(unsafe_code)]
 pub mod bench;
 pub mod demo;
 pub mod prediction;

@@ -8,6 +8,7 @@ use crate::executor::{Executor, ExecutorConfig, Schedule, Summary, Window};
 use crate::freeze::{FreezeBackend, Freezer};
 use crate::launch::{launch, try_wait, LaunchSpec};
 use crate::error::{Result, SupervisorError};
+use partita_os::{process, sched};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -23,15 +24,12 @@ pub struct FreezeBenchResult {
     pub thaw_call: Summary,
 }
 
-fn pin_and_fifo(cpu: usize, priority: i32) {
-    // SAFETY: a zeroed cpu_set_t set by the libc macro; a valid sched_param; pid 0 is the calling thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-        let p = libc::sched_param { sched_priority: priority };
-        libc::sched_setscheduler(0, libc::SCHED_FIFO, &p);
-    }
+/// Pins the measuring thread (a CPU that cannot be had is an error: the figures would mean something else)
+/// and asks for SCHED_FIFO (without the privilege the benchmark runs under the normal policy, as before).
+fn pin_and_fifo(cpu: usize, priority: i32) -> Result<()> {
+    sched::pin_current_thread(cpu).map_err(|source| SupervisorError::Sched { context: "freezing benchmark", source })?;
+    let _ = sched::set_current_thread_fifo(priority);
+    Ok(())
 }
 
 fn spinner_spec(partition: &str, cg: &PartitionCgroup, program: &str, args: Vec<String>) -> LaunchSpec {
@@ -55,7 +53,7 @@ pub fn freeze_backends(iterations: u32, control_cpu: usize, partition_cpu: usize
     let system = format!("bench{}", std::process::id());
     let handle = std::thread::spawn(move || -> Result<Vec<FreezeBenchResult>> {
         let mut results = Vec::new();
-        pin_and_fifo(control_cpu, 80);
+        pin_and_fifo(control_cpu, 80)?;
         for backend in FreezeBackend::ALL {
             let cg = PartitionCgroup::create(&layout, &HostNames::new(&system).cgroup("spin"), &Limits { cpus: Some(partition_cpu.to_string()), ..Limits::default() })?;
             let freezer = match Freezer::new(&cg, backend) {
@@ -159,8 +157,8 @@ pub fn reference_frame(frames: u64, cpu: usize, backend: FreezeBackend, probe: (
             let _ = std::fs::write(d.join("freezer.state"), "THAWED");
         }
         for p in cg.pids()? {
-            // SAFETY: kill(2) on a pid from the benchmark's own cgroup.
-            unsafe { libc::kill(p, libc::SIGCONT) };
+            // A pid from the benchmark's own cgroup; one that has ended meanwhile needs no SIGCONT.
+            let _ = process::send_signal(p, libc::SIGCONT);
         }
     }
     for pid in &pids {

@@ -448,9 +448,9 @@ pub(crate) fn kill_dirs<'a>(dirs: impl Iterator<Item = &'a Path> + Clone) -> Res
             return Err(SupervisorError::Invalid(format!("processes {left:?} survived SIGKILL for 5 s")));
         }
         for pid in left {
-            // SAFETY: kill(2) has no memory effects; the pid was read from a cgroup partita created, so only
-            // processes partita placed there are signalled.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            // The pid was read from a cgroup partita created, so only processes partita placed there are
+            // signalled; one that ended meanwhile is what we wait for anyway.
+            let _ = partita_os::process::send_signal(pid, libc::SIGKILL);
         }
         std::thread::sleep(Duration::from_millis(5));
     }

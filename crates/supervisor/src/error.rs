@@ -20,6 +20,12 @@ pub enum SupervisorError {
     /// A value given to the supervisor cannot be used (name too long, address outside 198.18.0.0/15, ...).
     #[error("invalid: {0}")]
     Invalid(String),
+    /// A supervisor thread could not get its CPU or its real-time policy.
+    #[error("{context}: {source}")]
+    Sched { context: &'static str, #[source] source: partita_os::sched::SchedError },
+    /// Code could not be run inside a partition's network namespace.
+    #[error(transparent)]
+    Netns(#[from] partita_os::netns::NetnsError),
     /// The partition's process could not be started; the error comes from the child before exec.
     #[error("launch of partition {partition}: {step} failed: {source}")]
     Launch { partition: String, step: &'static str, #[source] source: io::Error },
@@ -32,6 +38,8 @@ pub(crate) fn path_err(op: &'static str, path: impl Into<PathBuf>) -> impl FnOnc
     move |source| SupervisorError::Path { op, path, source }
 }
 
-pub(crate) fn sys_err(call: &'static str, context: impl Into<String>) -> SupervisorError {
-    SupervisorError::Sys { call, context: context.into(), source: io::Error::last_os_error() }
+/// For a partita-os call that failed with `source`.
+pub(crate) fn sys_failed(call: &'static str, context: impl Into<String>) -> impl FnOnce(io::Error) -> SupervisorError {
+    let context = context.into();
+    move |source| SupervisorError::Sys { call, context, source }
 }

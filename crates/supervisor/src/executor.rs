@@ -1,7 +1,8 @@
 //! The plan executor: a SCHED_FIFO thread that sleeps to absolute CLOCK_MONOTONIC times and, at every window
 //! boundary, freezes the partitions whose window ended and thaws the ones whose window starts.
 use crate::clock::{monotonic_ns, sleep_until_ns};
-use crate::error::{sys_err, Result, SupervisorError};
+use crate::error::{Result, SupervisorError};
+use partita_os::sched;
 use crate::freeze::Freezer;
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -294,33 +295,22 @@ impl Drop for Executor {
 }
 
 fn prepare_thread(config: &ExecutorConfig, log: &mut ExecutorLog) -> Result<()> {
+    const CONTEXT: &str = "plan executor";
     if let Some(cpu) = config.cpu {
-        // SAFETY: `set` is a zeroed cpu_set_t manipulated only by the libc macros; pid 0 is this thread.
-        let r = unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut set);
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-        };
-        if r != 0 {
-            return Err(sys_err("sched_setaffinity", format!("plan executor on CPU {cpu}")));
-        }
+        sched::pin_current_thread(cpu).map_err(|source| SupervisorError::Sched { context: CONTEXT, source })?;
         log.pinned = true;
     }
     if let Some(prio) = config.priority {
-        let param = libc::sched_param { sched_priority: prio };
-        // SAFETY: `param` is a valid sched_param; pid 0 is this thread.
-        let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
-        if r != 0 {
-            if config.require_realtime {
-                return Err(sys_err("sched_setscheduler", format!("SCHED_FIFO {prio} for the plan executor")));
-            }
-        } else {
-            log.realtime = true;
+        match sched::set_current_thread_fifo(prio) {
+            Ok(()) => log.realtime = true,
+            Err(source) if config.require_realtime => return Err(SupervisorError::Sched { context: CONTEXT, source }),
+            // Runs under the normal policy; the log says so.
+            Err(_) => {}
         }
     }
-    // Page faults in the loop would show as lateness.
-    // SAFETY: mlockall takes flags only.
-    unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) };
+    // Page faults in the loop would show as lateness. Without the privilege to lock memory the plan still
+    // runs, as it did before the lock.
+    let _ = sched::lock_all_memory();
     Ok(())
 }
 

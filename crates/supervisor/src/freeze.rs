@@ -108,8 +108,8 @@ impl Freezer {
             _ => {
                 let sig = if frozen { libc::SIGSTOP } else { libc::SIGCONT };
                 for pid in read_pids(&self.procs)? {
-                    // SAFETY: kill(2) touches no memory of ours; the pid comes from the partition's cgroup.
-                    unsafe { libc::kill(pid, sig) };
+                    // The pid comes from the partition's cgroup; one that ended meanwhile needs no signal.
+                    let _ = partita_os::process::send_signal(pid, sig);
                 }
             }
         }

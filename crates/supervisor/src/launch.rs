@@ -8,13 +8,14 @@
 //!
 //! Between `clone` and `execve` the child runs in a copy of a multi-threaded process, so it only makes raw
 //! system calls on memory prepared by the parent (no allocation, no locks).
-use crate::error::{path_err, Result, SupervisorError};
+use crate::error::{path_err, sys_failed, Result, SupervisorError};
 use partita_env::PartitionEnv;
+use partita_os::process::is_executable;
 use std::ffi::CString;
 use std::fs::{File, OpenOptions};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// What to start for a partition, and where.
 #[derive(Debug, Clone)]
@@ -64,12 +65,6 @@ pub fn resolve_program(program: &str) -> Result<PathBuf> {
         }
     }
     Err(SupervisorError::Invalid(format!("program {program:?} not found in PATH")))
-}
-
-fn is_executable(p: &Path) -> bool {
-    let Ok(c) = CString::new(p.as_os_str().as_bytes()) else { return false };
-    // SAFETY: access(2) reads the NUL-terminated path only.
-    p.is_file() && unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0
 }
 
 fn cstring(what: &str, s: &[u8]) -> Result<CString> {
@@ -219,9 +214,8 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
     }
     let step = u32::from_ne_bytes(msg[..4].try_into().unwrap()) as usize;
     let errno = i32::from_ne_bytes(msg[4..].try_into().unwrap());
-    let mut status = 0;
-    // SAFETY: reaping our own child, which has exited or is about to.
-    unsafe { libc::waitpid(pid, &mut status, 0) };
+    // Reaping our own child, which has exited or is about to.
+    let _ = partita_os::process::wait_blocking(pid);
     Err(SupervisorError::Launch {
         partition: spec.partition.clone(),
         step: STEPS.get(step).copied().unwrap_or("unknown step"),
@@ -230,43 +224,18 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
 }
 
 fn cloexec_pipe() -> Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(crate::error::sys_err("pipe2", "launch error pipe"));
-    }
-    // SAFETY: both descriptors were just created and are owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    partita_os::process::cloexec_pipe().map_err(sys_failed("pipe2", "launch error pipe"))
 }
 
 /// Waits (blocking) for a started partition to end; returns the raw wait status.
 pub fn wait_blocking(pid: i32) -> Result<i32> {
-    let mut status = 0;
-    loop {
-        // SAFETY: waiting for our own child into a local int.
-        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if r == pid {
-            return Ok(status);
-        }
-        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return Err(crate::error::sys_err("waitpid", format!("pid {pid}")));
-        }
-    }
+    partita_os::process::wait_blocking(pid).map_err(sys_failed("waitpid", format!("pid {pid}")))
 }
 
 /// Non-blocking reap; `Some(status)` once the partition's root process has ended.
 pub fn try_wait(pid: i32) -> Result<Option<i32>> {
-    let mut status = 0;
-    // SAFETY: waiting for our own child into a local int.
-    let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-    match r {
-        0 => Ok(None),
-        r if r == pid => Ok(Some(status)),
-        _ => Err(crate::error::sys_err("waitpid", format!("pid {pid}"))),
-    }
+    partita_os::process::try_wait(pid).map_err(sys_failed("waitpid", format!("pid {pid}")))
 }
 
 /// Path of a named network namespace made by `ip netns add`.
-pub fn netns_path(name: &str) -> PathBuf {
-    Path::new("/run/netns").join(name)
-}
+pub use partita_os::netns::named_path as netns_path;

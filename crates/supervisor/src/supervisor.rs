@@ -24,36 +24,9 @@ use std::time::{Duration, Instant};
 /// Where running supervisors write their state (`<dir>/<system>/state.json`, `events.jsonl`, DDS files).
 pub const STATE_DIR: &str = "/run/partita";
 
-static STOP_SIGNAL: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_stop_signal(_: libc::c_int) {
-    STOP_SIGNAL.store(true, Ordering::SeqCst);
-}
-
-/// Makes SIGINT and SIGTERM request an orderly stop instead of killing the process: the supervisor tears its
-/// system down, and the long-running roles (route, recorder, udp-echo) end their loops. Interrupted system
-/// calls are restarted (`SA_RESTART`), so only the flag tells of the signal.
-pub fn install_stop_signals() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe; `sa` is fully initialised.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_stop_signal as extern "C" fn(libc::c_int) as *const () as usize;
-            sa.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
-}
-
-pub fn stop_requested() -> bool {
-    STOP_SIGNAL.load(Ordering::SeqCst)
-}
-
-/// The flag [`install_stop_signals`] sets, for code that polls an `&AtomicBool`.
-pub fn stop_flag() -> &'static AtomicBool {
-    &STOP_SIGNAL
-}
+/// SIGINT, SIGTERM, SIGHUP and SIGQUIT request an orderly stop instead of killing the process: the supervisor
+/// tears its system down, and the long-running roles (route, recorder, udp-echo) end their loops.
+pub use partita_os::signal::{install_stop_signals, stop_flag, stop_requested};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct PartitionState {

@@ -55,7 +55,7 @@ impl NetNamespace {
 
     /// `/run/netns/<name>`, to `setns` into.
     pub fn path(&self) -> PathBuf {
-        crate::launch::netns_path(&self.name)
+        partita_os::netns::named_path(&self.name)
     }
 
     pub fn delete(mut self) -> Result<()> {
@@ -180,16 +180,5 @@ impl Drop for VirtualNic {
 /// Runs `f` on a new thread that has joined the named network namespace at `path` (sockets it opens live
 /// there), and returns its result. The calling thread's namespace is unchanged.
 pub fn run_in_netns<T: Send + 'static>(path: &std::path::Path, f: impl FnOnce() -> T + Send + 'static) -> Result<T> {
-    let file = std::fs::File::open(path).map_err(crate::error::path_err("open", path))?;
-    let shown = path.display().to_string();
-    std::thread::spawn(move || {
-        use std::os::fd::AsRawFd;
-        // SAFETY: setns on a descriptor we own; CLONE_NEWNET changes only this thread's network namespace.
-        if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            return Err(crate::error::sys_err("setns", shown));
-        }
-        Ok(f())
-    })
-    .join()
-    .map_err(|_| SupervisorError::Invalid("thread inside the network namespace panicked".into()))?
+    Ok(partita_os::netns::run_in_netns(path, f)?)
 }

@@ -31,8 +31,8 @@ window = [{{ partition = "only", start = "0ms", duration = "5ms" }}]
     let sup = Supervisor::up(&sys, &options(&root)).unwrap();
     std::thread::spawn(|| {
         std::thread::sleep(Duration::from_millis(300));
-        // SAFETY: signalling our own process, whose handler only sets a flag.
-        unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };
+        // Our own process, whose handler only sets a flag.
+        partita_os::process::send_signal(std::process::id() as i32, libc::SIGTERM).unwrap();
     });
     let t0 = Instant::now();
     let logs = sup.run(None, None).unwrap();

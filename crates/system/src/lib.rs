@@ -3,6 +3,7 @@
 //! [`load`] turn it into a validated [`System`] or report every problem found ([`Errors`]), each naming the
 //! file, line, field path and the fix. [`plan`] holds the plan analysis, [`names`] the host names.
 //! The format is documented in `docs/configuration.md`.
+#![forbid(unsafe_code)]
 pub mod error;
 mod load;
 pub mod model;

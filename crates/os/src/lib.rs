@@ -1,0 +1,20 @@
+//! The operating-system calls partita makes, each wrapped once, so that every other crate of the workspace
+//! (except the DDS layer's FFI and the partition launcher's pre-exec child code) is free of `unsafe`.
+//!
+//! Each module is one kind of call; each `unsafe` block says why it is sound. Errors are `std::io::Error`
+//! where the errno says it all, and small enums where the caller needs to know which step failed or what to
+//! do about it (a SCHED_FIFO refusal says which capability is missing).
+//!
+//! The wrappers sit directly on `libc`: every one is a few lines, and a second binding crate would add a
+//! dependency (and a second set of types) without removing any of the `unsafe` blocks below.
+//!
+//! Everything here acts on the calling thread or process unless a name says otherwise: scheduling, timer
+//! slack and network namespaces are per thread on Linux.
+pub mod clock;
+pub mod cpu_latency;
+pub mod netns;
+pub mod process;
+pub mod sched;
+pub mod signal;
+pub mod socket;
+pub mod timer_slack;
