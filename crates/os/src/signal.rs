@@ -49,65 +49,53 @@ pub fn stop_flag() -> &'static AtomicBool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::process::Command;
 
-    /// Set in a copy of this test binary that installs the handlers and raises the named signal.
-    const CHILD_ENV: &str = "PARTITA_OS_TEST_RAISE";
-    const CHILD_TEST: &str = "signal::tests::child_raises_a_stop_signal";
     const FLAG_SET: i32 = 0;
     const FLAG_NOT_SET: i32 = 3;
     const NOT_RESTARTED: i32 = 4;
 
-    /// Runs only in the copy started by [`stop_signal_sets_the_flag_and_the_process_lives_on`]: there the
-    /// handlers are installed and the signal is raised (on this thread, so the handler has run when `raise`
-    /// returns). The exit code tells the parent what happened; without a handler the signal's default action
-    /// (terminate, or dump core) ends the process instead.
-    #[test]
-    #[ignore = "a helper run in a copy of the test binary by stop_signal_sets_the_flag_and_the_process_lives_on"]
-    fn child_raises_a_stop_signal() {
-        let Ok(sig) = std::env::var(CHILD_ENV) else { return };
-        let sig: libc::c_int = sig.parse().unwrap();
-        install_stop_signals();
-        assert!(!stop_requested());
-        // SAFETY: raise(3) sends a signal to the calling thread; its handler only stores to an atomic.
-        unsafe { libc::raise(sig) };
-        if !(stop_requested() && stop_flag().load(Ordering::SeqCst)) {
-            std::process::exit(FLAG_NOT_SET);
+    /// Forks a child that installs the handlers and raises `sig`, and returns its wait status. The exit code
+    /// tells what happened; without a handler the signal's default action (terminate, or dump core) ends the
+    /// child instead. The child only makes async-signal-safe calls (sigaction, raise, atomics, _exit), so it is
+    /// safe to fork from the multi-threaded test process.
+    fn raise_in_child(sig: libc::c_int, handlers: bool) -> i32 {
+        // SAFETY: fork(2) then, in the child, only async-signal-safe calls before _exit; the parent reaps it.
+        unsafe {
+            let pid = libc::fork();
+            assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+            if pid == 0 {
+                if handlers {
+                    install_stop_signals();
+                }
+                libc::raise(sig);
+                if !(stop_requested() && stop_flag().load(Ordering::SeqCst)) {
+                    libc::_exit(FLAG_NOT_SET);
+                }
+                let mut old: libc::sigaction = std::mem::zeroed();
+                libc::sigaction(sig, std::ptr::null(), &mut old);
+                libc::_exit(if old.sa_flags & libc::SA_RESTART != 0 { FLAG_SET } else { NOT_RESTARTED });
+            }
+            let mut status = 0;
+            assert_eq!(libc::waitpid(pid, &mut status, 0), pid);
+            status
         }
-        // SAFETY: querying the current action into a zeroed, writable sigaction; no action is changed.
-        let flags = unsafe {
-            let mut old: libc::sigaction = std::mem::zeroed();
-            libc::sigaction(sig, std::ptr::null(), &mut old);
-            old.sa_flags
-        };
-        std::process::exit(if flags & libc::SA_RESTART != 0 { FLAG_SET } else { NOT_RESTARTED });
-    }
-
-    fn raise_in_child(sig: libc::c_int) -> std::process::ExitStatus {
-        Command::new(std::env::current_exe().unwrap())
-            .args([CHILD_TEST, "--exact", "--ignored", "--test-threads=1", "--nocapture"])
-            .env(CHILD_ENV, sig.to_string())
-            .output()
-            .unwrap()
-            .status
     }
 
     #[test]
     fn stop_signal_sets_the_flag_and_the_process_lives_on() {
-        use std::os::unix::process::ExitStatusExt;
-        for sig in [libc::SIGHUP, libc::SIGQUIT, libc::SIGTERM, libc::SIGINT] {
-            let status = raise_in_child(sig);
-            assert_eq!(status.signal(), None, "signal {sig} killed the process: no handler");
-            assert_eq!(status.code(), Some(FLAG_SET), "signal {sig}: flag not set ({FLAG_NOT_SET}) or no SA_RESTART ({NOT_RESTARTED})");
+        for sig in STOP_SIGNALS {
+            let status = raise_in_child(sig, true);
+            assert!(!libc::WIFSIGNALED(status), "signal {sig} killed the process: no handler");
+            assert_eq!(libc::WEXITSTATUS(status), FLAG_SET, "signal {sig}: flag not set ({FLAG_NOT_SET}) or no SA_RESTART ({NOT_RESTARTED})");
         }
     }
 
     #[test]
-    fn the_copy_without_handlers_dies_of_the_signal() {
-        // The check above means something only if an unhandled signal would end the copy: SIGUSR1 is not a
-        // stop signal, so the copy dies of it.
-        use std::os::unix::process::ExitStatusExt;
-        assert!(!STOP_SIGNALS.contains(&libc::SIGUSR1));
-        assert_eq!(raise_in_child(libc::SIGUSR1).signal(), Some(libc::SIGUSR1));
+    fn without_the_handlers_the_signal_ends_the_child() {
+        // The check above means something only if an unhandled signal would end the child.
+        for sig in [libc::SIGHUP, libc::SIGTERM] {
+            let status = raise_in_child(sig, false);
+            assert!(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == sig, "status {status:#x}");
+        }
     }
 }
