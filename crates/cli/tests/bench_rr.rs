@@ -133,6 +133,7 @@ fn dds_round_trips_end_to_end() {
 }
 
 #[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn one_forwarding_hop_under_the_realtime_setup() {
     // The relay and the router between client and server, every process under SCHED_FIFO, idle states held
     // off: all four paths answer, and the report names the setup and ends with the hop table.

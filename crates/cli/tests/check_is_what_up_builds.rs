@@ -56,6 +56,8 @@ fn cgroups_in(root: &Path, system: &str) -> BTreeSet<String> {
 }
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn up_creates_exactly_the_host_objects_check_printed() {
     let name = format!("ho{}", std::process::id());
     let file = system_file(&name);

@@ -56,6 +56,8 @@ fn roundtrips(out: &str) -> (u64, f64) {
 }
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn ddsperf_ping_in_a_partition_and_pong_on_a_native_node_meet_through_the_routing_partition() {
     let name = format!("dp{}", std::process::id() % 100_000);
     let dir = std::env::temp_dir().join(format!("partita-{name}"));

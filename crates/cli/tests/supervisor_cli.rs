@@ -27,6 +27,7 @@ fn the_probe_records_when_it_ran() {
 }
 
 #[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn down_removes_a_crashed_supervisors_namespace_and_cgroup() {
     let ns = format!("partita-clitest{}", std::process::id());
     assert!(Command::new("ip").args(["netns", "add", &ns]).status().unwrap().success());

@@ -45,6 +45,8 @@ fn pid_of(state: &Path, partition: &str) -> Option<i32> {
 }
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn recording_goes_on_through_a_request_flood_and_a_killed_routing_partition_and_the_monitor_gets_the_right_frame() {
     let dir = TempDir::new("kill");
     let params = Params {
@@ -157,6 +159,8 @@ fn recorder(ring: &Path, seconds: &str, domain: &str) -> String {
 }
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn a_damaged_or_torn_recording_is_detected_and_skipped_on_restart() {
     let dir = TempDir::new("ring");
     let ring = dir.0.join("ring");
@@ -186,6 +190,8 @@ fn a_damaged_or_torn_recording_is_detected_and_skipped_on_restart() {
 }
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn demo_prints_the_response_time_table_and_saves_a_frame_a_person_can_open() {
     let dir = TempDir::new("demo");
     let out = Command::new(EXE)
@@ -205,6 +211,8 @@ fn demo_prints_the_response_time_table_and_saves_a_frame_a_person_can_open() {
 }
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn bench_paper_writes_the_tables_the_prediction_and_the_sweep() {
     let dir = TempDir::new("paper");
     let out = Command::new(EXE)
@@ -239,6 +247,8 @@ fn bench_paper_writes_the_tables_the_prediction_and_the_sweep() {
 }
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn a_monitor_gets_the_recorded_frame_nearest_the_time_it_asks_for() {
     let dir = TempDir::new("ago");
     let mut rec = Command::new(EXE)

@@ -56,6 +56,8 @@ fn write_system(name: &str, text: &str) -> std::path::PathBuf {
 }
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn up_runs_the_plan_writes_the_timeline_and_cleans_up() {
     let name = format!("up{}", std::process::id() % 100_000);
     let file = write_system(&name, SYSTEM);
@@ -83,6 +85,8 @@ fn up_runs_the_plan_writes_the_timeline_and_cleans_up() {
 }
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn a_bad_system_file_is_refused_and_builds_nothing() {
     let name = format!("bad{}", std::process::id() % 100_000);
     let file = write_system(&name, &SYSTEM.replace("duration = \"700us\"", "duration = \"900us\""));
@@ -95,6 +99,8 @@ fn a_bad_system_file_is_refused_and_builds_nothing() {
 }
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn a_crashing_partition_is_restarted_while_its_neighbour_keeps_every_window() {
     let name = format!("crash{}", std::process::id() % 100_000);
     let text = SYSTEM
@@ -130,6 +136,8 @@ fn a_crashing_partition_is_restarted_while_its_neighbour_keeps_every_window() {
 }
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn the_addresses_of_the_system_file_are_the_ones_the_partitions_get() {
     let name = format!("addr{}", std::process::id() % 100_000);
     // The I/O partition and a native node at addresses the file gives; each writes what `ip` shows.

@@ -88,6 +88,8 @@ const VARIANTS: &[(&str, &str, &str)] = &[
 ];
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn every_system_check_accepts_comes_up() {
     let mut accepted = Vec::new();
     let mut refused = Vec::new();

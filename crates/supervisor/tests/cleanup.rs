@@ -10,6 +10,8 @@ use partita_supervisor::vnet::{Bridge, NetNamespace, VirtualNic};
 use std::net::Ipv4Addr;
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn leftovers_of_a_crashed_supervisor_are_removed() {
     let system = system_name("cl");
     let names = HostNames::new(&system);
@@ -49,6 +51,8 @@ fn leftovers_of_a_crashed_supervisor_are_removed() {
 }
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn down_leaves_a_system_that_is_up_and_a_users_interfaces_alone() {
     let name = system_name("live");
     let root = tempdir("state");

@@ -7,6 +7,8 @@ use partita_supervisor::Supervisor;
 use std::time::Duration;
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn ddsperf_ping_pong_between_two_partitions_over_the_module_network() {
     let system = system_name("dds");
     let root = tempdir("state");

@@ -66,21 +66,29 @@ fn check_backend(backend: FreezeBackend) {
 }
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn cgroup_v2_freeze_stops_a_spinning_tree() {
     check_backend(FreezeBackend::CgroupV2);
 }
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn v1_freezer_stops_a_spinning_tree() {
     check_backend(FreezeBackend::V1Freezer);
 }
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn signals_stop_a_spinning_tree() {
     check_backend(FreezeBackend::Signals);
 }
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn the_executor_runs_partitions_by_turns_and_leaves_them_frozen() {
     let system = system_name("ex");
     let layout = Layout::detect().unwrap();
@@ -125,6 +133,8 @@ fn the_executor_runs_partitions_by_turns_and_leaves_them_frozen() {
 }
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn a_partition_started_while_frozen_runs_nothing_until_thawed() {
     let system = system_name("fs");
     let layout = Layout::detect().unwrap();

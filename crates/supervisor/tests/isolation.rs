@@ -31,6 +31,8 @@ fn spec(system: &str, partition: &str, cg: &PartitionCgroup, netns: Option<&NetN
 }
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn a_partition_sees_only_its_own_processes_network_and_name() {
     let system = system_name("ps");
     let layout = Layout::detect().unwrap();
@@ -68,6 +70,8 @@ fn a_partition_sees_only_its_own_processes_network_and_name() {
 }
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn the_memory_limit_holds_and_the_oom_kill_is_detected() {
     let system = system_name("oom");
     let layout = Layout::detect().unwrap();
@@ -93,6 +97,8 @@ fn the_memory_limit_holds_and_the_oom_kill_is_detected() {
 }
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn the_pids_limit_holds() {
     let system = system_name("pid");
     let layout = Layout::detect().unwrap();
@@ -120,6 +126,8 @@ fn the_pids_limit_holds() {
 }
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn a_failing_partition_is_restarted_up_to_its_limit() {
     let system = system_name("rs");
     let layout = Layout::detect().unwrap();

@@ -28,6 +28,8 @@ fn udp_reaches(from: PathBuf, at: PathBuf, to: Ipv4Addr) -> bool {
 }
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn only_the_io_partition_reaches_the_inter_module_network() {
     let system = system_name("net");
     let stem = link_stem();
@@ -56,6 +58,8 @@ fn only_the_io_partition_reaches_the_inter_module_network() {
 }
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn addresses_and_names_outside_the_rules_are_refused() {
     let system = system_name("bad");
     let stem = link_stem();

@@ -7,6 +7,8 @@ use partita_supervisor::Supervisor;
 use std::time::{Duration, Instant};
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn sigterm_stops_the_plan_and_removes_the_system() {
     let system = system_name("sig");
     let root = tempdir("state");

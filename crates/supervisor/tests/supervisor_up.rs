@@ -43,6 +43,8 @@ cpus = [0]
 }
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn the_reference_system_comes_up_runs_its_plan_and_goes_away() {
     let name = system_name("up");
     let root = tempdir("state");
@@ -72,6 +74,8 @@ fn the_reference_system_comes_up_runs_its_plan_and_goes_away() {
 }
 
 #[test]
+
+#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn a_build_failing_half_way_leaves_nothing() {
     let name = system_name("hf");
     let root = tempdir("state");
