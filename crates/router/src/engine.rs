@@ -3,12 +3,12 @@
 //! and direction, and the flusher thread that sends what the forwarders' batches leave waiting.
 use crate::batch::Flusher;
 use crate::owners::{prefix_of, Groups, Sources};
-use crate::config::{DurabilityOverride, ReliabilityOverride, RouteConfig, RouterConfig, TopicOverride, Trigger};
+use crate::config::{DurabilityOverride, ReliabilityOverride, RouteConfig, RouterConfig, SideConfig, TopicOverride, Trigger};
 use crate::pattern::matches;
 use crate::stats::{ForwardStats, RouteStats};
 use partita_dds::qos::{DataRepresentation, Durability, IgnoreLocal, Reliability};
 use partita_dds::{
-    DiscoveredEndpoint, DiscoveredParticipant, DomainConfig, EndpointKind, EndpointWatcher, Guid, Interface, Participant,
+    DiscoveredEndpoint, DiscoveredParticipant, DomainConfig, EndpointKind, EndpointWatcher, Guid, Participant,
     ParticipantWatcher, Qos,
     RawTopic, RawWriter, TopicDescriptor, Writer,
 };
@@ -86,13 +86,8 @@ fn router_qos(name: &str) -> Qos {
 }
 
 impl Side {
-    fn open(cfg: &crate::config::SideConfig, router: &str) -> Result<Side, RouterError> {
+    fn open(cfg: &SideConfig, dc: DomainConfig, router: &str) -> Result<Side, RouterError> {
         let e = |source| RouterError::Side { side: cfg.name.clone(), source };
-        let iface = if cfg.interface == "lo" { Interface::Loopback } else { Interface::Named(cfg.interface.clone()) };
-        let dc = match &cfg.supervisor_domain {
-            Some(dc) => dc.clone(),
-            None => DomainConfig::on_interface(cfg.domain, iface, cfg.peers.clone()).with(|s| s.multicast = cfg.multicast),
-        };
         let participant = Participant::with_qos(&dc, &router_qos(router)).map_err(e)?;
         let prefix = prefix_of(&participant.guid().map_err(e)?);
         Ok(Side {
@@ -253,8 +248,9 @@ pub struct Router {
 
 impl Router {
     /// Opens every side and starts discovery and forwarding.
-    pub fn start(config: RouterConfig) -> Result<Router, RouterError> {
-        let sides: Vec<Side> = config.sides.iter().map(|c| Side::open(c, &config.name)).collect::<Result<_, _>>()?;
+    pub fn start(config: impl Into<RouterConfig>) -> Result<Router, RouterError> {
+        let config = config.into();
+        let sides: Vec<Side> = config.sides.iter().map(|c| Side::open(c, config.domain_of(c), &config.name)).collect::<Result<_, _>>()?;
         let shared = Arc::new(Shared {
             name: config.name.clone(),
             side_names: sides.iter().map(|s| s.name.clone()).collect(),
