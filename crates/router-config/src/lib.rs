@@ -205,23 +205,52 @@ pub const EMBEDDED_ENV: &str = "PARTITA_ROUTER_TOML";
 /// The `batch_delay` of a router whose file sets none.
 pub const DEFAULT_BATCH_DELAY: Duration = Duration::from_micros(100);
 
-/// Parses a duration with a unit: `500us`, `20ms`, `1.5s`.
-pub fn parse_duration(s: &str) -> Option<Duration> {
+/// The longest `stats_period`: statistics published less often than hourly tell nothing of a running router,
+/// and a period this bound keeps the printing loop's deadlines (`now + period`) far from `Instant`'s range.
+pub const MAX_STATS_PERIOD: Duration = Duration::from_secs(3600);
+/// The longest `batch_delay`: a forwarded sample may wait this long at most.
+pub const MAX_BATCH_DELAY: Duration = Duration::from_millis(100);
+/// The deepest `history`: Cyclone's keep-last depth is a signed 32-bit number.
+pub const MAX_HISTORY: u32 = i32::MAX as u32;
+
+/// Why a text is not a duration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    #[error("has no unit (ns, us, µs, ms or s)")]
+    NoUnit,
+    #[error("has an unknown unit (not ns, us, µs, ms or s)")]
+    UnknownUnit,
+    #[error("does not start with a decimal number")]
+    NotANumber,
+    #[error("is negative")]
+    Negative,
+    #[error("is longer than any duration this program can wait (about 584 years)")]
+    TooLong,
+}
+
+/// Parses a duration with a unit: `500us`, `250µs`, `20ms`, `1.5s`. Checked: a number too large for a
+/// [`Duration`] is an error, never a panic.
+pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
     let s = s.trim();
-    let split = s.find(|c: char| c.is_ascii_alphabetic())?;
+    let split = s.find(|c: char| c.is_alphabetic()).ok_or(DurationError::NoUnit)?;
     let (num, unit) = s.split_at(split);
-    let v: f64 = num.trim().parse().ok()?;
-    if !v.is_finite() || v < 0.0 {
-        return None;
-    }
     let scale = match unit {
         "ns" => 1e-9,
         "us" | "µs" => 1e-6,
         "ms" => 1e-3,
         "s" => 1.0,
-        _ => return None,
+        _ => return Err(DurationError::UnknownUnit),
     };
-    Some(Duration::from_secs_f64(v * scale))
+    let num = num.trim();
+    // Plain decimals only: `f64::from_str` would also take "inf", "NaN" and exponents.
+    if num.is_empty() || !num.chars().all(|c| c.is_ascii_digit() || c == '.' || c == '-' || c == '+') {
+        return Err(DurationError::NotANumber);
+    }
+    let v: f64 = num.parse().map_err(|_| DurationError::NotANumber)?;
+    if v.is_sign_negative() && v != 0.0 {
+        return Err(DurationError::Negative);
+    }
+    Duration::try_from_secs_f64(v.abs() * scale).map_err(|_| DurationError::TooLong)
 }
 
 impl RouterConfig {
@@ -243,7 +272,7 @@ impl RouterConfig {
     pub fn parse(text: &str, path: &Path) -> Result<Self, Vec<ConfigError>> {
         let file = path.display().to_string();
         let cfg: RouterConfig = toml::from_str(text).map_err(|e| {
-            let line = e.span().map(|sp| text[..sp.start.min(text.len())].matches('\n').count() + 1);
+            let line = e.span().map(|sp| text.as_bytes()[..sp.start.min(text.len())].iter().filter(|b| **b == b'\n').count() + 1);
             vec![ConfigError {
                 file: file.clone(),
                 line,
@@ -352,8 +381,9 @@ impl RouterConfig {
         })
     }
 
+    /// How often statistics are published and printed (validated: above zero, at most [`MAX_STATS_PERIOD`]).
     pub fn stats_period(&self) -> Duration {
-        parse_duration(&self.stats_period).unwrap_or(Duration::from_secs(1))
+        stats_period(&self.stats_period).unwrap_or(Duration::from_secs(1))
     }
 
     /// The longest a forwarded sample of a topic with override `ov` may wait in a batch: the router's
@@ -378,8 +408,8 @@ impl RouterConfig {
         let mut err = |line: Option<usize>, field: String, problem: String, fix: &str| {
             errs.push(ConfigError { file: file.into(), line, field, problem, fix: fix.into() })
         };
-        if parse_duration(&self.stats_period).is_none_or(|d| d.is_zero()) {
-            err(line_of("", 0, "stats_period"), "stats_period".into(), format!("{:?} is not a duration", self.stats_period), "write a positive duration with a unit, e.g. \"1s\" or \"500ms\"");
+        if let Err((problem, fix)) = stats_period(&self.stats_period) {
+            err(line_of("", 0, "stats_period"), "stats_period".into(), problem, fix);
         }
         if let Err((problem, fix)) = batch_delay(&self.batch_delay) {
             err(line_of("", 0, "batch_delay"), "batch_delay".into(), problem, fix);
@@ -451,6 +481,9 @@ impl RouterConfig {
                 if t.history == Some(0) {
                     err(l("history"), f("history"), "0".into(), "keep at least 1 sample per route");
                 }
+                if let Some(h) = t.history.filter(|h| *h > MAX_HISTORY) {
+                    err(l("history"), f("history"), format!("{h} samples is deeper than DDS allows"), "keep at most 2147483647 samples per route (a few suffice: this is the router's queue)");
+                }
                 if let Some(Err((problem, fix))) = t.batch_delay.as_deref().map(batch_delay) {
                     err(l("batch_delay"), f("batch_delay"), problem, fix);
                 }
@@ -460,15 +493,33 @@ impl RouterConfig {
     }
 }
 
-/// A `batch_delay` value: a duration of at most 100 ms, or what is wrong with it and how to fix it.
+/// A `stats_period` value: a duration above zero and of at most an hour, or what is wrong with it and how to fix
+/// it.
+fn stats_period(text: &str) -> Result<Duration, (String, &'static str)> {
+    const FIX: &str = "write a positive duration with a unit, at most an hour (\"3600s\"), e.g. \"1s\" or \"500ms\"";
+    match parse_duration(text) {
+        Err(e) => Err((format!("{text:?} is not a duration: it {e}"), FIX)),
+        Ok(d) if d.is_zero() => Err((format!("{text:?} is zero: statistics would be published without a pause"), FIX)),
+        Ok(d) if d > MAX_STATS_PERIOD => Err((
+            format!("{text:?} is longer than an hour: the statistics would hardly ever be printed or published"),
+            "use at most \"3600s\" (the default is \"1s\")",
+        )),
+        Ok(d) => Ok(d),
+    }
+}
+
+/// A `batch_delay` value: a duration of at most [`MAX_BATCH_DELAY`], or what is wrong with it and how to fix it.
 fn batch_delay(text: &str) -> Result<Duration, (String, &'static str)> {
     match parse_duration(text) {
-        None => Err((format!("{text:?} is not a duration"), "write a duration with a unit, e.g. \"100us\", or \"0s\" to send every sample on its own")),
-        Some(d) if d > Duration::from_millis(100) => Err((
+        Err(e) => Err((
+            format!("{text:?} is not a duration: it {e}"),
+            "write a duration with a unit, e.g. \"100us\", or \"0s\" to send every sample on its own",
+        )),
+        Ok(d) if d > MAX_BATCH_DELAY => Err((
             format!("{text:?} would hold samples back for longer than 100 ms"),
             "use at most \"100ms\" (the default \"100us\" suits floods of small samples)",
         )),
-        Some(d) => Ok(d),
+        Ok(d) => Ok(d),
     }
 }
 
@@ -593,11 +644,71 @@ max_rate = 30.0
 
     #[test]
     fn durations() {
-        assert_eq!(parse_duration("500us"), Some(Duration::from_micros(500)));
-        assert_eq!(parse_duration("1.5ms"), Some(Duration::from_micros(1500)));
-        assert_eq!(parse_duration("2s"), Some(Duration::from_secs(2)));
-        assert_eq!(parse_duration("2"), None);
-        assert_eq!(parse_duration("-1s"), None);
-        assert_eq!(parse_duration("3 parsecs"), None);
+        assert_eq!(parse_duration("500us"), Ok(Duration::from_micros(500)));
+        assert_eq!(parse_duration("250µs"), Ok(Duration::from_micros(250)));
+        assert_eq!(parse_duration("1.5ms"), Ok(Duration::from_micros(1500)));
+        assert_eq!(parse_duration(" 2 s "), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration("2"), Err(DurationError::NoUnit));
+        assert_eq!(parse_duration("-1s"), Err(DurationError::Negative));
+        assert_eq!(parse_duration("3 parsecs"), Err(DurationError::UnknownUnit));
+        assert_eq!(parse_duration("1e300s"), Err(DurationError::UnknownUnit), "no exponents: \"e300s\" is the unit");
+        assert_eq!(parse_duration("infs"), Err(DurationError::UnknownUnit));
+        assert_eq!(parse_duration("ms"), Err(DurationError::NotANumber));
+        assert_eq!(parse_duration("1..5s"), Err(DurationError::NotANumber));
+        assert_eq!(parse_duration("99999999999999999999s"), Err(DurationError::TooLong));
+        assert_eq!(parse_duration(&format!("{}ns", "9".repeat(400))), Err(DurationError::TooLong));
+    }
+
+    #[test]
+    fn durations_too_long_for_the_clock_are_refused_with_the_field_and_the_fix() {
+        for (key, value) in [("stats_period", "99999999999999999999s"), ("batch_delay", "99999999999999999999s"), ("stats_period", "1e300s")] {
+            let e = errs(&format!("{key} = \"{value}\"\n{GOOD}"));
+            assert_eq!(e.len(), 1, "{key} = {value}: {e:?}");
+            assert_eq!((e[0].field.as_str(), e[0].line), (key, Some(1)), "{e:?}");
+            assert!(e[0].problem.contains("is not a duration") && e[0].problem.contains(value), "{e:?}");
+            assert!(e[0].to_string().starts_with("r.toml:1: "), "{}", e[0]);
+            assert!(e[0].fix.contains("with a unit"), "{e:?}");
+        }
+        let e = errs(&GOOD.replace("max_rate = 30.0", "batch_delay = \"99999999999999999999s\""));
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert_eq!(e[0].field, "route[0].topic[0].batch_delay");
+        assert!(e[0].problem.contains("longer than any duration"), "{e:?}");
+    }
+
+    #[test]
+    fn stats_period_is_at_most_an_hour() {
+        let with = |v: &str| format!("stats_period = \"{v}\"\n{GOOD}");
+        let c = RouterConfig::parse(&with("3600s"), Path::new("r.toml")).unwrap();
+        assert_eq!(c.stats_period(), MAX_STATS_PERIOD);
+        for (bad, says) in [("3601s", "longer than an hour"), ("0s", "is zero"), ("0ns", "is zero"), ("soon", "not a duration")] {
+            let e = errs(&with(bad));
+            assert_eq!(e.len(), 1, "{bad}: {e:?}");
+            assert_eq!(e[0].field, "stats_period");
+            assert!(e[0].problem.contains(says), "{bad}: {e:?}");
+            assert!(e[0].fix.contains("3600s"), "{bad}: {e:?}");
+        }
+    }
+
+    #[test]
+    fn numbers_beyond_what_dds_or_the_type_holds_are_refused() {
+        let e = errs(&GOOD.replace("max_rate = 30.0", "history = 2147483648"));
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert_eq!(e[0].field, "route[0].topic[0].history");
+        assert!(e[0].fix.contains("2147483647"), "{e:?}");
+        assert!(RouterConfig::parse(&GOOD.replace("max_rate = 30.0", "history = 2147483647"), Path::new("r.toml")).is_ok());
+        for bad in ["max_rate = nan", "max_rate = inf", "max_rate = -0.0", "max_rate_per_instance = -inf"] {
+            let e = errs(&GOOD.replace("max_rate = 30.0", bad));
+            assert_eq!(e.len(), 1, "{bad}: {e:?}");
+            assert!(e[0].problem.contains("not a positive rate"), "{bad}: {e:?}");
+        }
+        // Out of the type's range: refused by the TOML reader, with the line.
+        for bad in ["history = 4294967296", "downsample = -1", "domain = 99999999999"] {
+            let text = if bad.starts_with("domain") { GOOD.replace("domain = 2", bad) } else { GOOD.replace("max_rate = 30.0", bad) };
+            let e = errs(&text);
+            assert_eq!(e.len(), 1, "{bad}: {e:?}");
+            assert_eq!(e[0].field, "(syntax)", "{bad}: {e:?}");
+            assert!(e[0].line.is_some(), "{bad}: {e:?}");
+        }
     }
 }

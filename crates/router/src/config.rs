@@ -7,8 +7,8 @@
 use crate::batch::Batching;
 use partita_dds::{DomainConfig, Interface};
 pub use partita_router_config::{
-    describe, parse_duration, ConfigError, DurabilityOverride, ReliabilityOverride, RouteConfig, SideConfig, TopicOverride,
-    Trigger, DEFAULT_BATCH_DELAY, EMBEDDED_ENV, EMBEDDED_SIDES,
+    describe, parse_duration, ConfigError, DurabilityOverride, DurationError, ReliabilityOverride, RouteConfig, SideConfig, TopicOverride,
+    Trigger, DEFAULT_BATCH_DELAY, EMBEDDED_ENV, EMBEDDED_SIDES, MAX_BATCH_DELAY, MAX_STATS_PERIOD,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
