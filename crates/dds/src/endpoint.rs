@@ -523,14 +523,14 @@ pub struct MatchedPublications {
 impl MatchedPublications {
     /// The GUID of the matched writer behind a sample's `publication_handle`; `None` if the reader no longer
     /// knows it.
-    pub fn guid(&self, publication_handle: u64) -> Option<crate::discovery::Guid> {
+    pub fn guid(&self, publication_handle: u64) -> Option<crate::guid::Guid> {
         // SAFETY: the reader is alive while its callback runs; the returned endpoint is ours and freed below.
         unsafe {
             let ep = dds_get_matched_publication_data(self.reader, publication_handle);
             if ep.is_null() {
                 return None;
             }
-            let guid = (*ep).key.v;
+            let guid = crate::guid::Guid::from_bytes((*ep).key.v);
             dds_builtintopic_free_endpoint(ep);
             Some(guid)
         }

@@ -2,13 +2,13 @@
 //! step with the writers and readers it sees, one forwarder (a listening reader and a writer) per routed topic
 //! and direction, and the flusher thread that sends what the forwarders' batches leave waiting.
 use crate::batch::Flusher;
-use crate::owners::{prefix_of, Groups, Sources};
+use crate::owners::{Groups, Sources};
 use crate::config::{DurabilityOverride, ReliabilityOverride, RouteConfig, RouterConfig, SideConfig, TopicOverride, Trigger};
 use crate::pattern::matches;
 use crate::stats::{ForwardStats, RouteStats};
 use partita_dds::qos::{DataRepresentation, Durability, IgnoreLocal, Reliability};
 use partita_dds::{
-    DiscoveredEndpoint, DiscoveredParticipant, DomainConfig, EndpointKind, EndpointWatcher, Guid, Participant,
+    DiscoveredEndpoint, DiscoveredParticipant, DomainConfig, EndpointKind, EndpointWatcher, Guid, GuidPrefix, Participant,
     ParticipantWatcher, Qos,
     RawTopic, RawWriter, TopicDescriptor, Writer,
 };
@@ -37,10 +37,10 @@ struct Side {
     config: DomainConfig,
     participant: Participant,
     /// GUID prefixes of this router's participants on this side: the main one and the proxies.
-    router_prefixes: HashSet<[u8; 12]>,
+    router_prefixes: HashSet<GuidPrefix>,
     participants: ParticipantWatcher,
     /// Application participants (not any router's), by GUID prefix.
-    app_participants: HashMap<[u8; 12], DiscoveredParticipant>,
+    app_participants: HashMap<GuidPrefix, DiscoveredParticipant>,
     publications: EndpointWatcher,
     subscriptions: EndpointWatcher,
     writers: HashMap<Guid, DiscoveredEndpoint>,
@@ -62,25 +62,6 @@ fn is_builtin(ep: &DiscoveredEndpoint) -> bool {
 /// Property every participant of a router announces (main and proxies), so routers never mirror each other.
 const ROUTER_PROPERTY: &str = "partita.router";
 
-/// A participant's GUID as text, the way DDS tools name partitions after participants: four 32-bit words in
-/// hex, big-endian, joined by `_`.
-fn guid_text(prefix: &[u8; 12]) -> String {
-    let w = |i: usize| u32::from_be_bytes([prefix[i], prefix[i + 1], prefix[i + 2], prefix[i + 3]]);
-    format!("{:08x}_{:08x}_{:08x}_{:08x}", w(0), w(4), w(8), 0x1c1)
-}
-
-fn parse_guid_text(s: &str) -> Option<[u8; 12]> {
-    let words: Vec<&str> = s.split('_').collect();
-    if words.len() != 4 || words.iter().any(|w| w.len() != 8) {
-        return None;
-    }
-    let mut p = [0u8; 12];
-    for i in 0..3 {
-        p[i * 4..i * 4 + 4].copy_from_slice(&u32::from_str_radix(words[i], 16).ok()?.to_be_bytes());
-    }
-    Some(p)
-}
-
 fn router_qos(name: &str) -> Qos {
     Qos::new().property(ROUTER_PROPERTY, name)
 }
@@ -89,7 +70,7 @@ impl Side {
     fn open(cfg: &SideConfig, dc: DomainConfig, router: &str) -> Result<Side, RouterError> {
         let e = |source| RouterError::Side { side: cfg.name.clone(), source };
         let participant = Participant::with_qos(&dc, &router_qos(router)).map_err(e)?;
-        let prefix = prefix_of(&participant.guid().map_err(e)?);
+        let prefix = participant.guid().map_err(e)?.prefix();
         Ok(Side {
             name: cfg.name.clone(),
             config: dc,
@@ -112,7 +93,7 @@ impl Side {
             Ok(news) => {
                 for p in news {
                     changed = true;
-                    let prefix = prefix_of(&p.key);
+                    let prefix = p.key.prefix();
                     if !p.alive {
                         self.app_participants.remove(&prefix);
                     } else if p.properties.is_empty() && !self.router_prefixes.contains(&prefix) {
@@ -152,7 +133,7 @@ impl Side {
 
     /// Application endpoints: alive, not a router's, not this router's own participant.
     fn applications<'a>(&'a self, map: &'a HashMap<Guid, DiscoveredEndpoint>) -> impl Iterator<Item = &'a DiscoveredEndpoint> {
-        map.values().filter(move |e| e.alive && !is_router(e) && !self.router_prefixes.contains(&prefix_of(&e.key)) && !is_builtin(e))
+        map.values().filter(move |e| e.alive && !is_router(e) && !self.router_prefixes.contains(&e.key.prefix()) && !is_builtin(e))
     }
 }
 
@@ -166,14 +147,15 @@ pub struct ForwardKey {
     pub type_name: String,
     pub partitions: Vec<String>,
     /// GUID prefix of the participant owning the endpoint that triggered the route: with participant
-    /// mirroring, the router's endpoint on the other side lives in that participant's proxy.
-    pub owner: [u8; 12],
+    /// mirroring, the router's endpoint on the other side lives in that participant's proxy. Without
+    /// mirroring, all zeros.
+    pub owner: GuidPrefix,
 }
 
 impl ForwardKey {
     /// The key of the topic and direction whatever the owner: the forwarders of one group (`owners.rs`).
     fn unowned(&self) -> ForwardKey {
-        ForwardKey { owner: [0; 12], ..self.clone() }
+        ForwardKey { owner: GuidPrefix::default(), ..self.clone() }
     }
 }
 
@@ -420,7 +402,7 @@ fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Shared>, stop:
                     topic: ep.topic_name.clone(),
                     type_name: ep.type_name.clone(),
                     partitions,
-                    owner: if config.mirror_participants { prefix_of(&ep.key) } else { [0; 12] },
+                    owner: if config.mirror_participants { ep.key.prefix() } else { GuidPrefix::default() },
                 };
                 wanted.entry(key).or_insert_with(|| (ep.clone(), seen_on));
             };
@@ -536,15 +518,15 @@ fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Shared>, stop:
 #[derive(Default)]
 struct Proxies {
     /// (side, origin prefix) → the proxy participant on that side and its prefix.
-    by_origin: HashMap<(usize, [u8; 12]), (Participant, [u8; 12])>,
+    by_origin: HashMap<(usize, GuidPrefix), (Participant, GuidPrefix)>,
     /// (side, proxy prefix) → (origin side, origin prefix).
-    origin_of: HashMap<(usize, [u8; 12]), (usize, [u8; 12])>,
+    origin_of: HashMap<(usize, GuidPrefix), (usize, GuidPrefix)>,
 }
 
 impl Proxies {
     /// The proxy on `side` of the application participant `origin` of `origin_side` (created on first use);
     /// `None` if that participant is not (or no longer) known.
-    fn get(&mut self, sides: &mut [Side], side: usize, origin_side: usize, origin: [u8; 12], router: &str) -> Option<Participant> {
+    fn get(&mut self, sides: &mut [Side], side: usize, origin_side: usize, origin: GuidPrefix, router: &str) -> Option<Participant> {
         if let Some((p, _)) = self.by_origin.get(&(side, origin)) {
             return Some(p.clone());
         }
@@ -558,7 +540,7 @@ impl Proxies {
                 return None;
             }
         };
-        let prefix = prefix_of(&p.guid().ok()?);
+        let prefix = p.guid().ok()?.prefix();
         sides[side].router_prefixes.insert(prefix);
         self.origin_of.insert((side, prefix), (origin_side, origin));
         self.by_origin.insert((side, origin), (p.clone(), prefix));
@@ -568,22 +550,22 @@ impl Proxies {
     /// A partition name as seen on `from`, as it must read on `to`: names that spell a participant's GUID are
     /// mapped between application participants and their proxies; others are kept.
     fn translate(&mut self, sides: &mut [Side], name: &str, from: usize, to: usize, router: &str) -> String {
-        let Some(prefix) = parse_guid_text(name) else { return name.to_string() };
+        let Ok(prefix) = name.parse::<GuidPrefix>() else { return name.to_string() };
         if let Some(&(origin_side, origin)) = self.origin_of.get(&(from, prefix)) {
             if origin_side == to {
-                return guid_text(&origin);
+                return origin.to_string();
             }
         }
         if sides[from].app_participants.contains_key(&prefix) && self.get(sides, to, from, prefix, router).is_some() {
             let proxy = self.by_origin[&(to, prefix)].1;
-            return guid_text(&proxy);
+            return proxy.to_string();
         }
         name.to_string()
     }
 
     /// Drops the proxies of participants that have gone.
     fn prune(&mut self, sides: &mut [Side]) {
-        let gone: Vec<(usize, [u8; 12])> = self
+        let gone: Vec<(usize, GuidPrefix)> = self
             .origin_of
             .iter()
             .filter(|(_, (os, o))| !sides[*os].app_participants.contains_key(o))
@@ -829,15 +811,5 @@ mod tests {
             l.admit(i);
         }
         assert_eq!(l.instances.len(), MAX_INSTANCE_BUCKETS);
-    }
-
-    #[test]
-    fn guid_text_round_trips_and_rejects_other_names() {
-        let p = [0x01, 0x10, 0xce, 0x76, 0x9a, 0xe7, 0xe3, 0x8c, 0xcf, 0xea, 0xff, 0x15];
-        assert_eq!(guid_text(&p), "0110ce76_9ae7e38c_cfeaff15_000001c1");
-        assert_eq!(parse_guid_text("0110ce76_9ae7e38c_cfeaff15_000001c1"), Some(p));
-        for other in ["", "video", "0110ce76_9ae7e38c_cfeaff15", "0110ce7g_9ae7e38c_cfeaff15_000001c1"] {
-            assert_eq!(parse_guid_text(other), None, "{other}");
-        }
     }
 }
