@@ -1,0 +1,223 @@
+//! The forwarder: one routed topic in one direction of one route. Its reader on the source side hands each
+//! sample, on Cyclone's delivery thread, to its writer on the destination side, after the checks that keep the
+//! router from looping (router writers' samples are dropped), from forwarding a sample twice (`owners.rs`) and
+//! from flooding the far side (`limit.rs`). Also here: where the reader and writer live and which QoS they take
+//! from the endpoint that asked for the route.
+use crate::batch::{Batching, Flusher};
+use crate::config::{DurabilityOverride, ReliabilityOverride, TopicOverride};
+use crate::engine::ROUTER_TAG;
+use crate::limit::Limiter;
+use crate::owners::Sources;
+use crate::stats::ForwardStats;
+use partita_dds::qos::{DataRepresentation, Durability, IgnoreLocal, Reliability};
+use partita_dds::{DiscoveredEndpoint, GuidPrefix, Participant, Qos, RawTopic, RawWriter, TopicDescriptor};
+use std::collections::{BTreeSet, HashSet};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+/// What one forwarder routes: a topic with one type and one set of partitions, in one direction of one route.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ForwardKey {
+    pub route: usize,
+    pub from: usize,
+    pub to: usize,
+    pub topic: String,
+    pub type_name: String,
+    pub partitions: Vec<String>,
+    /// GUID prefix of the participant owning the endpoint that triggered the route: with participant
+    /// mirroring, the router's endpoint on the other side lives in that participant's proxy. Without
+    /// mirroring, all zeros.
+    pub owner: GuidPrefix,
+}
+
+impl ForwardKey {
+    /// The key of the topic and direction whatever the owner: the forwarders of one group (`owners.rs`).
+    pub(crate) fn unowned(&self) -> ForwardKey {
+        ForwardKey { owner: GuidPrefix::default(), ..self.clone() }
+    }
+}
+
+/// One routed topic in one direction: a listening reader on the source side whose callback, on Cyclone's
+/// delivery thread, re-publishes each sample through the writer on the destination side (no hand-off to a
+/// thread of the router's own; under a flood the writer batches, see `batch.rs`). Dropping it deletes the
+/// reader, waiting for a running callback, then the writer, sending what it still holds.
+pub(crate) struct Forwarder {
+    pub(crate) stats: Arc<ForwardStats>,
+    /// Created for a writer on the source side (not for a reader on the destination side).
+    pub(crate) writer_owned: bool,
+    reader: partita_dds::ListeningReader,
+    /// With applications in the router's process: its writer among the process's router writers. Last: dropped
+    /// after the reader and, with it, the writer.
+    _own: Option<OwnWriter>,
+}
+
+/// With applications in the routers' process (`RouterConfig::local_applications`): the publication handles of
+/// every forwarder writer of every router in this process (Cyclone's handles are unique within a process),
+/// known from each writer's creation on, so a router's sample delivered to a router reader of this process is
+/// dropped at once, before discovery has told the readers' router about the writer.
+pub(crate) static OWN_WRITERS: RwLock<BTreeSet<u64>> = RwLock::new(BTreeSet::new());
+
+fn is_own_writer(handle: u64) -> bool {
+    OWN_WRITERS.read().unwrap_or_else(|p| p.into_inner()).contains(&handle)
+}
+
+/// A forwarder's writer in [`OWN_WRITERS`], from its creation to its deletion.
+struct OwnWriter(u64);
+
+impl OwnWriter {
+    fn register(handle: u64) -> OwnWriter {
+        OWN_WRITERS.write().unwrap_or_else(|p| p.into_inner()).insert(handle);
+        OwnWriter(handle)
+    }
+}
+
+impl Drop for OwnWriter {
+    fn drop(&mut self) {
+        OWN_WRITERS.write().unwrap_or_else(|p| p.into_inner()).remove(&self.0);
+    }
+}
+
+impl Forwarder {
+    pub(crate) fn refresh_queue_drops(&self) {
+        if let Ok((lost, rejected)) = self.reader.lost_and_rejected() {
+            self.stats.dropped_queue.store(lost + rejected, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Where a forwarder's reader and writer live and which partitions they use.
+pub(crate) struct Placement {
+    /// The participant of the reader, on the source side.
+    pub src: Participant,
+    /// The participant of the writer, on the destination side.
+    pub dst: Participant,
+    pub src_partitions: Vec<String>,
+    pub dst_partitions: Vec<String>,
+}
+
+/// What a new forwarder is made of: the endpoint that asked for its route, where its reader and writer live,
+/// the route's protection and batching, and how it tells which samples are its to forward.
+pub(crate) struct ForwarderSpec<'a> {
+    /// The application endpoint that asked for the route: its topic, type and QoS are the forwarder's.
+    pub endpoint: &'a DiscoveredEndpoint,
+    /// Asked for by a writer on the source side (else by a reader on the destination side).
+    pub writer_owned: bool,
+    /// A participant of the router's on the domain where `endpoint` was discovered: the endpoint's owner
+    /// answers type look-ups there.
+    pub resolver: &'a Participant,
+    pub placement: Placement,
+    /// The route's override for this topic (protection, QoS, batch delay); the default when none matches.
+    pub topic: &'a TopicOverride,
+    /// The writer's batching; `None`: every sample is sent on its own.
+    pub batching: Option<Batching>,
+    pub flusher: &'a Flusher,
+    /// Whether applications share the router's process (`RouterConfig::local_applications`).
+    pub local_applications: bool,
+    /// Publication handles of router writers on the source side, as discovery finds them.
+    pub router_writers: Arc<RwLock<HashSet<u64>>>,
+    /// With participant mirroring: which writers' samples this forwarder forwards (`owners.rs`).
+    pub sources: Option<Sources>,
+    /// The route as messages name it: `from->to topic`.
+    pub label: String,
+}
+
+fn reader_and_writer_qos(ep: &DiscoveredEndpoint, ov: &TopicOverride, local_applications: bool) -> (Qos, Qos) {
+    let mut base = ep.qos.clone();
+    base.user_data = Some(ROUTER_TAG.to_vec());
+    if let Some(r) = ov.reliability {
+        base.reliability = Some(match r {
+            ReliabilityOverride::BestEffort => Reliability::BestEffort,
+            ReliabilityOverride::Reliable => Reliability::Reliable { max_blocking: Duration::from_millis(100) },
+        });
+    }
+    if let Some(d) = ov.durability {
+        base.durability = Some(match d {
+            DurabilityOverride::Volatile => Durability::Volatile,
+            DurabilityOverride::TransientLocal => Durability::TransientLocal,
+        });
+    }
+    let mut reader = base.clone();
+    // Accept whatever encoding the source writer uses; the writer re-publishes in the same encoding.
+    reader.data_representation = Some(vec![DataRepresentation::Xcdr1, DataRepresentation::Xcdr2]);
+    // Samples this router writes on a side are never delivered to its own readers there: with no applications
+    // in its process, no writer of the process is (see `RouterConfig::local_applications`).
+    reader.ignore_local = Some(if local_applications { IgnoreLocal::Participant } else { IgnoreLocal::Process });
+    if let Some(n) = ov.history {
+        reader.history = Some(partita_dds::qos::History::KeepLast(n));
+    }
+    (reader, base)
+}
+
+impl Forwarder {
+    /// Creates the forwarder's topics, writer and reader; from then on its reader's callback forwards.
+    pub(crate) fn start(spec: ForwarderSpec<'_>) -> partita_dds::Result<Forwarder> {
+        let ForwarderSpec { endpoint: ep, writer_owned, resolver, placement: at, topic: ov, batching, flusher, local_applications: local, router_writers: routers, mut sources, label } = spec;
+        let (mut rq, mut wq) = reader_and_writer_qos(ep, ov, local);
+        rq.partitions = Some(at.src_partitions.clone());
+        wq.partitions = Some(at.dst_partitions.clone());
+        let (src_topic, dst_topic) = if ep.has_type_info() {
+            // The type is known where the endpoint was discovered (its owner answers type look-ups there).
+            let desc = TopicDescriptor::resolve(resolver, ep, Duration::from_secs(2))?;
+            (
+                RawTopic::with_descriptor(&at.src, &ep.topic_name, &desc, &wq)?,
+                RawTopic::with_descriptor(&at.dst, &ep.topic_name, &desc, &wq)?,
+            )
+        } else {
+            // Without type information the key layout is unknown: forwarded as keyless, every sample is kept but
+            // instances of a keyed type collapse into one on the far side.
+            eprintln!("router: topic {} ({}) announced no type information; forwarding it as keyless", ep.topic_name, ep.type_name);
+            (
+                RawTopic::keyless(&at.src, &ep.topic_name, &ep.type_name)?,
+                RawTopic::keyless(&at.dst, &ep.topic_name, &ep.type_name)?,
+            )
+        };
+        let stats = Arc::new(ForwardStats::default());
+        let writer = RawWriter::new(&dst_topic, &wq.writer_batching(batching.is_some()))?;
+        // With applications in the process, its samples can reach the process's router readers: known as a
+        // router's before its first sample (discovery, which also finds it, may come later). Otherwise those
+        // readers ignore the process.
+        let own = if local { Some(OwnWriter::register(writer.instance_handle()?)) } else { None };
+        let mut batch = flusher.batch(writer, batching, stats.clone());
+        let mut limiter = Limiter::new(ov);
+        let st = stats.clone();
+        // Each sample is re-published straight from Cyclone's buffer on the delivery thread, without a copy.
+        let reader = partita_dds::ListeningReader::with_publications(&src_topic, &rq, move |bytes, info, matched| {
+            let h = info.publication_handle;
+            let looped = (local && is_own_writer(h)) || routers.read().unwrap_or_else(|p| p.into_inner()).contains(&h);
+            // Another forwarder of this topic forwards this writer's samples.
+            if !looped && sources.as_mut().is_some_and(|s| !s.accepts(h, |h| matched.guid(h))) {
+                return;
+            }
+            st.received.fetch_add(1, Ordering::Relaxed);
+            if looped {
+                st.suppressed_loop.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            if info.valid_data && !limiter.admit(info.instance_handle) {
+                st.dropped_rate.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            match batch.writer().forward_taken(bytes, &info) {
+                Ok(true) => {
+                    st.forwarded.fetch_add(1, Ordering::Relaxed);
+                    st.record_latencies_ns(std::iter::once(now_ns() - info.source_timestamp_ns));
+                    if let Err(e) = batch.written() {
+                        st.errors.fetch_add(1, Ordering::Relaxed);
+                        eprintln!("router: {label}: sending: {e}");
+                    }
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    st.errors.fetch_add(1, Ordering::Relaxed);
+                    eprintln!("router: {label}: {e}");
+                }
+            }
+        })?;
+        Ok(Forwarder { stats, writer_owned, reader, _own: own })
+    }
+}
+
+fn now_ns() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
+}
