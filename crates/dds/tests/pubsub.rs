@@ -145,3 +145,45 @@ fn a_listening_reader_gets_every_sample_on_delivery() {
     }
     assert_eq!(got, cams);
 }
+
+#[test]
+fn a_listening_reader_whose_callback_panics_counts_the_panic_and_keeps_delivering() {
+    let cfg = DomainConfig::loopback(domain(4));
+    let a = Participant::new(&cfg).unwrap();
+    let b = Participant::new(&cfg).unwrap();
+    let qos = Qos::reliable().keep_all();
+    let tw = Topic::<Camera>::new(&a, "panicky", &qos).unwrap();
+    let tr = Topic::<Camera>::new(&b, "panicky", &qos).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let r = partita_dds::ListeningReader::typed(&tr, &qos, move |s| {
+        // The writer's unregistrations at the end carry no value.
+        let Some(cam) = s.value else { return };
+        if cam.name == "boom-1" {
+            panic!("no room for camera {}", cam.name);
+        }
+        let _ = tx.send(cam.name);
+    })
+    .unwrap();
+    assert_eq!(r.callback_panics(), partita_dds::CallbackPanics::default());
+    let w = Writer::new(&tw, &qos).unwrap();
+    w.wait_for_readers(1, Duration::from_secs(10)).unwrap();
+    // The panic on boom-1 costs that sample only: boom-2, after it, and the next writes still arrive.
+    for c in cameras("boom").iter().chain(&cameras("calm")) {
+        w.write(c).unwrap();
+    }
+    let mut got = Vec::new();
+    while got.len() < 5 {
+        got.push(rx.recv_timeout(Duration::from_secs(10)).expect("the reader goes on delivering after a panic"));
+    }
+    assert_eq!(got, ["boom-0", "boom-2", "calm-0", "calm-1", "calm-2"]);
+    let panics = r.callback_panics();
+    assert_eq!(panics.count, 1, "{panics:?}");
+    assert_eq!(panics.last_message.as_deref(), Some("no room for camera boom-1"));
+    w.write(&cameras("boom")[1]).unwrap();
+    let end = Instant::now() + Duration::from_secs(10);
+    while r.callback_panics().count < 2 {
+        assert!(Instant::now() < end, "the second panic was not counted: {:?}", r.callback_panics());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(rx.try_recv().is_err(), "the sample whose callback panicked is not delivered");
+}

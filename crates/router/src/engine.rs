@@ -159,7 +159,7 @@ fn snapshot(shared: &Shared) -> Vec<RouteStats> {
     f.iter()
         .map(|(k, fw)| {
             let route = format!("{}->{}", shared.side_names[k.from], shared.side_names[k.to]);
-            fw.refresh_queue_drops();
+            fw.refresh_reader_figures();
             fw.stats.snapshot(&shared.name, &route, &k.topic, &k.type_name)
         })
         .collect()

@@ -79,10 +79,12 @@ impl Drop for OwnWriter {
 }
 
 impl Forwarder {
-    pub(crate) fn refresh_queue_drops(&self) {
+    /// Brings the figures its reader keeps into its statistics: samples lost or rejected, callback panics.
+    pub(crate) fn refresh_reader_figures(&self) {
         if let Ok((lost, rejected)) = self.reader.lost_and_rejected() {
             self.stats.dropped_queue.store(lost + rejected, Ordering::Relaxed);
         }
+        self.stats.callback_panics.store(self.reader.callback_panics().count, Ordering::Relaxed);
     }
 }
 
@@ -198,6 +200,10 @@ impl Forwarder {
                 st.dropped_rate.fetch_add(1, Ordering::Relaxed);
                 return;
             }
+            #[cfg(test)]
+            if tests::fault(&label) {
+                panic!("a fault injected into {label}");
+            }
             match batch.writer().forward_taken(bytes, &info) {
                 Ok(true) => {
                     st.forwarded.fetch_add(1, Ordering::Relaxed);
@@ -220,4 +226,85 @@ impl Forwarder {
 
 fn now_ns() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Router, RouterConfig};
+    use partita_dds::{qos::History, DomainConfig, Participant, Qos, Reader, Topic, TopicType, Writer};
+    use serde::{Deserialize, Serialize};
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
+
+    /// The topic whose every sample makes its forwarders' callbacks panic: a fault only this crate's tests inject.
+    static FAULTY_TOPIC: Mutex<Option<String>> = Mutex::new(None);
+
+    pub(super) fn fault(label: &str) -> bool {
+        FAULTY_TOPIC.lock().unwrap_or_else(|p| p.into_inner()).as_ref().is_some_and(|t| label.ends_with(&format!(" {t}")))
+    }
+
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    struct Tick {
+        n: u32,
+    }
+
+    impl TopicType for Tick {
+        fn type_name() -> &'static str {
+            "partita::test::Tick"
+        }
+    }
+
+    fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+        let end = Instant::now() + Duration::from_secs(20);
+        while !f() {
+            assert!(Instant::now() < end, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    fn a_panic_in_a_forwarders_callback_is_counted_in_its_statistics_and_forwarding_goes_on() {
+        let (a, b) = ((std::process::id() % 9) * 25 + 23, (std::process::id() % 9) * 25 + 24);
+        let text = format!("[[side]]\nname = \"a\"\ndomain = {a}\n[[side]]\nname = \"b\"\ndomain = {b}\n[[route]]\nfrom = \"a\"\nto = \"b\"\n");
+        let mut config = RouterConfig::parse(&text, std::path::Path::new("test.toml")).unwrap();
+        config.local_applications = true;
+        *FAULTY_TOPIC.lock().unwrap() = Some("faulty".into());
+        let router = Router::start(config).unwrap();
+        let qos = Qos::reliable().history(History::KeepAll);
+        let pa = Participant::new(&DomainConfig::loopback(a)).unwrap();
+        let pb = Participant::new(&DomainConfig::loopback(b)).unwrap();
+        let w = Writer::new(&Topic::<Tick>::new(&pa, "faulty", &qos).unwrap(), &qos).unwrap();
+        let r = Reader::new(&Topic::<Tick>::new(&pb, "faulty", &qos).unwrap(), &qos).unwrap();
+        wait_until("the route", || !router.active().is_empty() && w.matched_readers().unwrap() > 0 && r.matched_writers().unwrap() > 0);
+        std::thread::sleep(Duration::from_millis(300));
+        let row = || router.stats().into_iter().find(|s| s.topic == "faulty").expect("a statistics row for the topic");
+
+        for n in 0..3 {
+            w.write(&Tick { n }).unwrap();
+        }
+        wait_until("three panics in the statistics", || row().callback_panics == 3);
+        let faulty = row();
+        assert_eq!((faulty.received, faulty.forwarded), (3, 0), "{faulty:?}");
+        assert!(
+            crate::stats::table(&router.stats()).contains("callback panics (samples dropped, see the log): a->b faulty (3)"),
+            "{}",
+            crate::stats::table(&router.stats())
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(r.take().unwrap().is_empty(), "a sample whose forwarding panicked does not cross");
+
+        // The forwarder's reader goes on: once the fault is gone, samples cross again.
+        *FAULTY_TOPIC.lock().unwrap() = None;
+        for n in 3..6 {
+            w.write(&Tick { n }).unwrap();
+        }
+        let mut got = Vec::new();
+        let end = Instant::now() + Duration::from_secs(10);
+        while got.len() < 3 && Instant::now() < end {
+            got.extend(r.take_wait(Duration::from_millis(100)).unwrap().into_iter().filter_map(|s| s.value).map(|t| t.n));
+        }
+        assert_eq!(got, [3, 4, 5]);
+        let after = row();
+        assert_eq!((after.forwarded, after.callback_panics), (3, 3), "{after:?}");
+    }
 }

@@ -110,7 +110,7 @@ pub(crate) fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Sha
         for k in ended {
             if let Some(f) = fw.remove(&k) {
                 let route = format!("{}->{}", shared.side_names[k.from], shared.side_names[k.to]);
-                f.refresh_queue_drops();
+                f.refresh_reader_figures();
                 let mut row = f.stats.snapshot(&shared.name, &route, &k.topic, &k.type_name);
                 row.active = false;
                 drop(f); // deletes the reader, then the writer
