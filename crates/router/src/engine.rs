@@ -85,7 +85,7 @@ impl Router {
                     while sleep_unless_stopped(&stop, period) {
                         for row in snapshot(&shared) {
                             if let Err(e) = stats_writer.write(&row) {
-                                eprintln!("router: publishing statistics: {e}");
+                                tracing::warn!(target: "partita::router::stats", "publishing statistics: {e}");
                             }
                         }
                     }

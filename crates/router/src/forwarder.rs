@@ -15,6 +15,10 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
+use tracing::{error, warn};
+
+/// Target of the forwarders' events.
+const LOG: &str = "partita::router::forwarder";
 
 /// What one forwarder routes: a topic with one type and one set of partitions, in one direction of one route.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -168,7 +172,7 @@ impl Forwarder {
         } else {
             // Without type information the key layout is unknown: forwarded as keyless, every sample is kept but
             // instances of a keyed type collapse into one on the far side.
-            eprintln!("router: topic {} ({}) announced no type information; forwarding it as keyless", ep.topic_name, ep.type_name);
+            warn!(target: LOG, route = %label, "topic {} ({}) announced no type information; forwarding it as keyless", ep.topic_name, ep.type_name);
             (
                 RawTopic::keyless(&at.src, &ep.topic_name, &ep.type_name)?,
                 RawTopic::keyless(&at.dst, &ep.topic_name, &ep.type_name)?,
@@ -210,13 +214,13 @@ impl Forwarder {
                     st.record_latencies_ns(std::iter::once(now_ns() - info.source_timestamp_ns));
                     if let Err(e) = batch.written() {
                         st.errors.fetch_add(1, Ordering::Relaxed);
-                        eprintln!("router: {label}: sending: {e}");
+                        error!(target: LOG, route = %label, "sending: {e}");
                     }
                 }
                 Ok(false) => {}
                 Err(e) => {
                     st.errors.fetch_add(1, Ordering::Relaxed);
-                    eprintln!("router: {label}: {e}");
+                    error!(target: LOG, route = %label, "forwarding a sample: {e}");
                 }
             }
         })?;

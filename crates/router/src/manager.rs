@@ -16,6 +16,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tracing::{debug, error, trace};
+
+/// Target of the manager's events: routes wanted, started, refused and ended.
+const LOG: &str = "partita::router::routes";
 
 fn allowed(route: &RouteConfig, ep: &DiscoveredEndpoint) -> bool {
     let hit = |p: &String| match p.strip_prefix("type:") {
@@ -41,6 +45,11 @@ fn directions(routes: &[RouteConfig], sides: &[Side]) -> Vec<(usize, usize, usiz
         }
     }
     d
+}
+
+/// A route direction as statistics and messages name it: `from->to`.
+fn route_name(shared: &Shared, key: &ForwardKey) -> String {
+    format!("{}->{}", shared.side_names[key.from], shared.side_names[key.to])
 }
 
 pub(crate) fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Shared>, stop: Arc<AtomicBool>, flusher: &Flusher) {
@@ -100,19 +109,20 @@ pub(crate) fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Sha
                 }
             }
         }
-        if std::env::var_os("PARTITA_ROUTER_DEBUG").is_some() {
+        if tracing::enabled!(target: LOG, tracing::Level::TRACE) {
             for (k, (_, seen)) in &wanted {
-                eprintln!("router: wanted {k:?} (seen on {seen})");
+                trace!(target: LOG, key = ?k, seen_on = %sides[*seen].name, "wanted");
             }
         }
         let mut fw = shared.forwarders.lock().unwrap_or_else(|p| p.into_inner());
         let ended: Vec<ForwardKey> = fw.keys().filter(|k| !wanted.contains_key(*k)).cloned().collect();
         for k in ended {
             if let Some(f) = fw.remove(&k) {
-                let route = format!("{}->{}", shared.side_names[k.from], shared.side_names[k.to]);
+                let route = route_name(&shared, &k);
                 f.refresh_reader_figures();
                 let mut row = f.stats.snapshot(&shared.name, &route, &k.topic, &k.type_name);
                 row.active = false;
+                debug!(target: LOG, route = %route, topic = %k.topic, type_name = %k.type_name, owner = %k.owner, forwarded = row.forwarded, "route ended");
                 drop(f); // deletes the reader, then the writer
                 let mut retired = shared.retired.lock().unwrap_or_else(|p| p.into_inner());
                 retired.push(row);
@@ -180,15 +190,16 @@ pub(crate) fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Sha
                 local_applications: config.local_applications,
                 router_writers: sides[key.from].router_writers.clone(),
                 sources,
-                label: format!("{}->{} {}", shared.side_names[key.from], shared.side_names[key.to], key.topic),
+                label: format!("{} {}", route_name(&shared, &key), key.topic),
             };
             match Forwarder::start(spec) {
                 Ok(f) => {
+                    debug!(target: LOG, route = %route_name(&shared, &key), topic = %key.topic, type_name = %key.type_name, owner = %key.owner, "route started");
                     failed.remove(&key);
                     fw.insert(key, f);
                 }
                 Err(e) => {
-                    eprintln!("router: cannot route topic {} ({}): {e}", key.topic, key.type_name);
+                    error!(target: LOG, route = %route_name(&shared, &key), "cannot route topic {} ({}), trying again in a second: {e}", key.topic, key.type_name);
                     failed.insert(key, Instant::now());
                     dirty = true;
                 }

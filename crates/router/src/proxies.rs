@@ -29,11 +29,12 @@ impl Proxies {
         let p = match Participant::with_qos(&sides[side].config, &q) {
             Ok(p) => p,
             Err(e) => {
-                eprintln!("router: side {}: proxy participant: {e}", sides[side].name);
+                tracing::warn!(target: "partita::router::proxies", side = %sides[side].name, origin = %origin, "cannot create a proxy participant, the router's main participant stands in: {e}");
                 return None;
             }
         };
         let prefix = p.guid().ok()?.prefix();
+        tracing::debug!(target: "partita::router::proxies", side = %sides[side].name, origin = %origin, proxy = %prefix, "proxy participant");
         sides[side].router_prefixes.insert(prefix);
         self.origin_of.insert((side, prefix), (origin_side, origin));
         self.by_origin.insert((side, origin), (p.clone(), prefix));

@@ -9,6 +9,10 @@ use partita_dds::{
 };
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
+use tracing::{debug, error};
+
+/// Target of the discovery events: what each side's participant, writer and reader discovery reports.
+const LOG: &str = "partita::router::discovery";
 
 /// One end of the router: a participant on a domain, watching its writers and readers.
 pub(crate) struct Side {
@@ -74,27 +78,39 @@ impl Side {
                     changed = true;
                     let prefix = p.key.prefix();
                     if !p.alive {
-                        self.app_participants.remove(&prefix);
+                        if self.app_participants.remove(&prefix).is_some() {
+                            debug!(target: LOG, side = %self.name, participant = %prefix, "application participant gone");
+                        }
                     } else if p.properties.is_empty() && !self.router_prefixes.contains(&prefix) {
+                        debug!(target: LOG, side = %self.name, participant = %prefix, "application participant");
                         self.app_participants.insert(prefix, p);
                     }
                 }
             }
-            Err(e) => eprintln!("router: side {}: participant discovery: {e}", self.name),
+            Err(e) => error!(target: LOG, side = %self.name, "participant discovery: {e}"),
         }
         for (watcher, map) in [(&self.publications, &mut self.writers), (&self.subscriptions, &mut self.readers)] {
             let news = match watcher.take() {
                 Ok(n) => n,
                 Err(e) => {
-                    eprintln!("router: side {}: discovery: {e}", self.name);
+                    error!(target: LOG, side = %self.name, "endpoint discovery: {e}");
                     continue;
                 }
             };
             for ep in news {
                 changed = true;
-                if std::env::var_os("PARTITA_ROUTER_DEBUG").is_some() {
-                    eprintln!("router: side {}: {:?} {} {} alive={} router={} typeinfo={} parts={:?}", self.name, ep.kind, ep.topic_name, ep.type_name, ep.alive, is_router(&ep), ep.has_type_info(), ep.qos.partitions);
-                }
+                debug!(
+                    target: LOG,
+                    side = %self.name,
+                    kind = ?ep.kind,
+                    topic = %ep.topic_name,
+                    type_name = %ep.type_name,
+                    alive = ep.alive,
+                    router = is_router(&ep),
+                    type_info = ep.has_type_info(),
+                    partitions = ?ep.qos.partitions,
+                    "endpoint"
+                );
                 if ep.alive {
                     if ep.kind == EndpointKind::Publication && is_router(&ep) {
                         self.router_writers.write().unwrap_or_else(|p| p.into_inner()).insert(ep.instance_handle);
