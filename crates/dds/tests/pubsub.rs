@@ -146,8 +146,28 @@ fn a_listening_reader_gets_every_sample_on_delivery() {
     assert_eq!(got, cams);
 }
 
+/// What the process logs through `tracing`, from the first call on.
+fn captured_log() -> std::sync::Arc<std::sync::Mutex<Vec<u8>>> {
+    struct Sink(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Sink {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = log.clone();
+    let subscriber = tracing_subscriber::fmt().with_ansi(false).with_writer(move || Sink(sink.clone())).finish();
+    tracing::subscriber::set_global_default(subscriber).expect("the only subscriber of this test program");
+    log
+}
+
 #[test]
 fn a_listening_reader_whose_callback_panics_counts_the_panic_and_keeps_delivering() {
+    let log = captured_log();
     let cfg = DomainConfig::loopback(domain(4));
     let a = Participant::new(&cfg).unwrap();
     let b = Participant::new(&cfg).unwrap();
@@ -179,6 +199,9 @@ fn a_listening_reader_whose_callback_panics_counts_the_panic_and_keeps_deliverin
     let panics = r.callback_panics();
     assert_eq!(panics.count, 1, "{panics:?}");
     assert_eq!(panics.last_message.as_deref(), Some("no room for camera boom-1"));
+    let logged = String::from_utf8_lossy(&log.lock().unwrap()).into_owned();
+    let line = logged.lines().find(|l| l.contains("no room for camera boom-1")).unwrap_or_else(|| panic!("the panic is logged: {logged:?}"));
+    assert!(line.contains("ERROR") && line.contains("partita::dds::listener") && line.contains("listening reader on topic panicky"), "{line}");
     w.write(&cameras("boom")[1]).unwrap();
     let end = Instant::now() + Duration::from_secs(10);
     while r.callback_panics().count < 2 {
