@@ -1,6 +1,7 @@
 //! The `partita` binary: every role in one executable.
 #![forbid(unsafe_code)]
 use clap::{Parser, Subcommand};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 mod app;
@@ -13,6 +14,10 @@ mod supervise;
 #[derive(Parser)]
 #[command(name = "partita", version, about = "Time-and-space partitioned DDS for mixed-criticality Linux machines")]
 struct Cli {
+    /// What the diagnostics on stderr show: a level (error, warn, info, debug, trace) or a filter such as
+    /// `info,partita::router=debug` [default: RUST_LOG's filter, else info]
+    #[arg(long, global = true, value_name = "LEVEL_OR_FILTER")]
+    log: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -42,6 +47,10 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Err(e) = init_logging(cli.log.as_deref()) {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     match cli.command {
         Command::Demo(a) => paper::demo(a),
         Command::Check(a) => check::run(a),
@@ -53,4 +62,36 @@ fn main() -> ExitCode {
         Command::App(a) => app::run(a),
         Command::IsolationBench(a) => supervise::isolation_bench(a),
     }
+}
+
+/// Logging, set up once per process: the `tracing` events of every crate (the router's and the DDS layer's
+/// diagnostics) that pass the filter go to stderr, one line each with time, level and target, without colours
+/// unless stderr is a terminal. The filter is `--log`, else `RUST_LOG`, else `info`; a `RUST_LOG` that is not
+/// a filter is reported and `info` used, so a stray variable in a partition's environment stops nothing.
+/// What a command reports to its user (tables on stdout, errors before it exits) does not go through here.
+fn init_logging(option: Option<&str>) -> Result<(), String> {
+    use tracing_subscriber::EnvFilter;
+    let mut ignored = None;
+    let filter = match option {
+        Some(text) => EnvFilter::builder()
+            .parse(text)
+            .map_err(|e| format!("--log {text:?}: {e}; give a level (error, warn, info, debug, trace) or a filter such as info,partita::router=debug"))?,
+        None => match std::env::var(EnvFilter::DEFAULT_ENV) {
+            Ok(text) if !text.trim().is_empty() => EnvFilter::builder().parse(&text).unwrap_or_else(|e| {
+                ignored = Some((text, e));
+                EnvFilter::new("info")
+            }),
+            _ => EnvFilter::new("info"),
+        },
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init()
+        .map_err(|e| format!("setting up logging: {e}"))?;
+    if let Some((text, e)) = ignored {
+        tracing::warn!(target: "partita", "{} = {text:?} is not a filter ({e}); logging at info", EnvFilter::DEFAULT_ENV);
+    }
+    Ok(())
 }

@@ -5,6 +5,7 @@
 //! the type from the remote participant (type lookup) and derives a full topic descriptor, keys included.
 use crate::endpoint::{Entity, RawTopic, ReaderWaitset};
 use crate::error::{check, cstring, DdsError, Result};
+use crate::guid::{Guid, GuidPrefix};
 use crate::participant::Participant;
 use crate::qos::{OwnedQos, Qos};
 use cyclors::*;
@@ -20,9 +21,6 @@ pub enum EndpointKind {
     /// Readers (DCPSSubscription).
     Subscription,
 }
-
-/// A DDS GUID: 12 bytes of participant prefix, 4 of entity id.
-pub type Guid = [u8; 16];
 
 /// A writer or reader seen through discovery (including the local process's own).
 #[derive(Clone)]
@@ -59,11 +57,9 @@ impl DiscoveredEndpoint {
         self.type_info_ptr().is_some()
     }
 
-    /// The endpoint's participant prefix (first 12 bytes of its GUID).
-    pub fn participant_prefix(&self) -> [u8; 12] {
-        let mut p = [0u8; 12];
-        p.copy_from_slice(&self.participant_key[..12]);
-        p
+    /// The endpoint's participant.
+    pub fn participant_prefix(&self) -> GuidPrefix {
+        self.participant_key.prefix()
     }
 
     fn type_info_ptr(&self) -> Option<*const dds_typeinfo_t> {
@@ -152,8 +148,8 @@ impl EndpointWatcher {
                 };
                 out.push(DiscoveredEndpoint {
                     kind: self.kind,
-                    key: ep.key.v,
-                    participant_key: ep.participant_key.v,
+                    key: Guid::from_bytes(ep.key.v),
+                    participant_key: Guid::from_bytes(ep.participant_key.v),
                     topic_name: if si.valid_data { s(ep.topic_name) } else { String::new() },
                     type_name: if si.valid_data { s(ep.type_name) } else { String::new() },
                     qos,
@@ -174,7 +170,7 @@ impl Participant {
         // SAFETY: g is a valid out-parameter.
         let r = unsafe { dds_get_guid(self.handle(), &mut g) };
         check(r, "dds_get_guid", || format!("{self:?}"))?;
-        Ok(g.v)
+        Ok(Guid::from_bytes(g.v))
     }
 }
 
@@ -300,7 +296,7 @@ impl ParticipantWatcher {
                     }
                 }
                 out.push(DiscoveredParticipant {
-                    key: p.key.v,
+                    key: Guid::from_bytes(p.key.v),
                     user_data,
                     properties,
                     alive: si.valid_data && si.instance_state == dds_instance_state_DDS_IST_ALIVE,

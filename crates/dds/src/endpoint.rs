@@ -523,14 +523,14 @@ pub struct MatchedPublications {
 impl MatchedPublications {
     /// The GUID of the matched writer behind a sample's `publication_handle`; `None` if the reader no longer
     /// knows it.
-    pub fn guid(&self, publication_handle: u64) -> Option<crate::discovery::Guid> {
+    pub fn guid(&self, publication_handle: u64) -> Option<crate::guid::Guid> {
         // SAFETY: the reader is alive while its callback runs; the returned endpoint is ours and freed below.
         unsafe {
             let ep = dds_get_matched_publication_data(self.reader, publication_handle);
             if ep.is_null() {
                 return None;
             }
-            let guid = (*ep).key.v;
+            let guid = crate::guid::Guid::from_bytes((*ep).key.v);
             dds_builtintopic_free_endpoint(ep);
             Some(guid)
         }
@@ -539,7 +539,42 @@ impl MatchedPublications {
 
 struct ListenerContext {
     keyed: bool,
+    /// The reader, as messages name it.
+    what: String,
     callback: std::sync::Mutex<SampleCallback>,
+    panics: std::sync::Mutex<CallbackPanics>,
+}
+
+/// The panics of a listening reader's callback since the reader was created (see
+/// [`ListeningReader::callback_panics`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallbackPanics {
+    pub count: u64,
+    /// The message of the latest one.
+    pub last_message: Option<String>,
+}
+
+impl ListenerContext {
+    /// Counts and logs a panic of the callback, caught on its way to Cyclone's thread.
+    fn panicked(&self, payload: Box<dyn std::any::Any + Send>) {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "(a panic without a message)".into());
+        let count = {
+            let mut p = self.panics.lock().unwrap_or_else(|p| p.into_inner());
+            p.count += 1;
+            p.last_message = Some(message.clone());
+            p.count
+        };
+        tracing::error!(
+            target: "partita::dds::listener",
+            reader = %self.what,
+            panics = count,
+            "the callback panicked on a sample, which is dropped; the reader goes on: {message}"
+        );
+    }
 }
 
 extern "C" fn on_data_available(reader: dds_entity_t, arg: *mut std::ffi::c_void) {
@@ -548,22 +583,27 @@ extern "C" fn on_data_available(reader: dds_entity_t, arg: *mut std::ffi::c_void
     let ctx = unsafe { &*(arg as *const ListenerContext) };
     let mut cb = ctx.callback.lock().unwrap_or_else(|p| p.into_inner());
     let matched = MatchedPublications { reader };
-    // A panic must not unwind into C.
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        while let Ok(n) = take_cdr_batch(reader, ctx.keyed, |b, i| (cb)(b, i, &matched)) {
-            if n < TAKE_BATCH {
-                break;
-            }
+    while let Ok(n) = take_cdr_batch(reader, ctx.keyed, |b, i| {
+        // A panic must not unwind into C. Caught per sample, so that the samples after it in the take are still
+        // handed over and every sample taken is released; the panic is counted and logged, not swallowed.
+        if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (cb)(b, i, &matched))) {
+            ctx.panicked(payload);
         }
-    }));
+    }) {
+        if n < TAKE_BATCH {
+            break;
+        }
+    }
 }
 
 /// A reader whose samples are handed to a callback as soon as Cyclone delivers them, on its receive thread
 /// (Cyclone delivers synchronously there by default): no hand-off to an application thread. The callback must
-/// be quick; it may write on other topics (a server replying from it is the intended use).
+/// be quick; it may write on other topics (a server replying from it is the intended use). A panic of the
+/// callback drops the sample it was handling, is counted and logged, and the reader goes on with the next
+/// sample ([`ListeningReader::callback_panics`]); the callback's own state is then as the panic left it.
 pub struct ListeningReader {
     entity: Option<Entity>,
-    _ctx: Box<ListenerContext>,
+    ctx: Box<ListenerContext>,
 }
 
 impl Drop for ListeningReader {
@@ -595,9 +635,20 @@ impl ListeningReader {
         reader_lost_and_rejected(e)
     }
 
+    /// The panics of the callback so far: how many, and the latest one's message.
+    pub fn callback_panics(&self) -> CallbackPanics {
+        self.ctx.panics.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
     fn create<T>(topic: &Topic<T>, qos: &Qos, callback: SampleCallback) -> Result<Self> {
         let raw_qos = qos.to_raw()?;
-        let ctx = Box::new(ListenerContext { keyed: topic.keyed, callback: std::sync::Mutex::new(callback) });
+        let what = format!("listening reader on topic {}", topic.name);
+        let ctx = Box::new(ListenerContext {
+            keyed: topic.keyed,
+            what: what.clone(),
+            callback: std::sync::Mutex::new(callback),
+            panics: std::sync::Mutex::new(CallbackPanics::default()),
+        });
         // SAFETY: the listener object is copied by dds_create_reader and deleted right after; its argument is
         // our boxed context, which lives as long as the reader (see Drop).
         let handle = unsafe {
@@ -607,9 +658,9 @@ impl ListeningReader {
             dds_delete_listener(l);
             h
         };
-        check(handle, "dds_create_reader", || format!("listening reader on topic {}", topic.name))?;
-        let entity = Entity { handle, what: format!("listening reader on topic {}", topic.name), _parent: topic.entity.clone() };
-        Ok(ListeningReader { entity: Some(entity), _ctx: ctx })
+        check(handle, "dds_create_reader", || what.clone())?;
+        let entity = Entity { handle, what, _parent: topic.entity.clone() };
+        Ok(ListeningReader { entity: Some(entity), ctx })
     }
 
     /// Creates a typed reader whose callback receives decoded samples; a sample that does not decode is

@@ -13,17 +13,17 @@ pub mod config;
 pub mod discovery;
 mod endpoint;
 mod error;
+pub mod guid;
 mod participant;
 pub mod qos;
 pub mod sandbox;
 pub mod types;
 
-pub use discovery::{
-    DiscoveredEndpoint, DiscoveredParticipant, EndpointKind, EndpointWatcher, Guid, ParticipantWatcher, TopicDescriptor,
-};
+pub use discovery::{DiscoveredEndpoint, DiscoveredParticipant, EndpointKind, EndpointWatcher, ParticipantWatcher, TopicDescriptor};
+pub use guid::{Guid, GuidPrefix};
 pub use config::{DomainConfig, Interface, NetworkSettings};
 pub use endpoint::{
-    forward_kind, InstanceState, ListeningReader, MatchedPublications, RawReader, RawSample, RawTopic, RawWriter, Reader, Sample, SampleInfo, Topic, WriteKind, Writer,
+    forward_kind, CallbackPanics, InstanceState, ListeningReader, MatchedPublications, RawReader, RawSample, RawTopic, RawWriter, Reader, Sample, SampleInfo, Topic, WriteKind, Writer,
 };
 pub use error::{DdsError, Result};
 pub use participant::Participant;

@@ -45,7 +45,7 @@ fn forwards_a_discovered_keyed_type_between_domains() {
             .take()
             .unwrap()
             .into_iter()
-            .find(|e| e.alive && e.topic_name == "cameras" && e.participant_key[..12] != own[..12])
+            .find(|e| e.alive && e.topic_name == "cameras" && e.participant_prefix() != own.prefix())
         {
             break ep;
         }

@@ -145,3 +145,68 @@ fn a_listening_reader_gets_every_sample_on_delivery() {
     }
     assert_eq!(got, cams);
 }
+
+/// What the process logs through `tracing`, from the first call on.
+fn captured_log() -> std::sync::Arc<std::sync::Mutex<Vec<u8>>> {
+    struct Sink(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Sink {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = log.clone();
+    let subscriber = tracing_subscriber::fmt().with_ansi(false).with_writer(move || Sink(sink.clone())).finish();
+    tracing::subscriber::set_global_default(subscriber).expect("the only subscriber of this test program");
+    log
+}
+
+#[test]
+fn a_listening_reader_whose_callback_panics_counts_the_panic_and_keeps_delivering() {
+    let log = captured_log();
+    let cfg = DomainConfig::loopback(domain(4));
+    let a = Participant::new(&cfg).unwrap();
+    let b = Participant::new(&cfg).unwrap();
+    let qos = Qos::reliable().keep_all();
+    let tw = Topic::<Camera>::new(&a, "panicky", &qos).unwrap();
+    let tr = Topic::<Camera>::new(&b, "panicky", &qos).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let r = partita_dds::ListeningReader::typed(&tr, &qos, move |s| {
+        // The writer's unregistrations at the end carry no value.
+        let Some(cam) = s.value else { return };
+        if cam.name == "boom-1" {
+            panic!("no room for camera {}", cam.name);
+        }
+        let _ = tx.send(cam.name);
+    })
+    .unwrap();
+    assert_eq!(r.callback_panics(), partita_dds::CallbackPanics::default());
+    let w = Writer::new(&tw, &qos).unwrap();
+    w.wait_for_readers(1, Duration::from_secs(10)).unwrap();
+    // The panic on boom-1 costs that sample only: boom-2, after it, and the next writes still arrive.
+    for c in cameras("boom").iter().chain(&cameras("calm")) {
+        w.write(c).unwrap();
+    }
+    let mut got = Vec::new();
+    while got.len() < 5 {
+        got.push(rx.recv_timeout(Duration::from_secs(10)).expect("the reader goes on delivering after a panic"));
+    }
+    assert_eq!(got, ["boom-0", "boom-2", "calm-0", "calm-1", "calm-2"]);
+    let panics = r.callback_panics();
+    assert_eq!(panics.count, 1, "{panics:?}");
+    assert_eq!(panics.last_message.as_deref(), Some("no room for camera boom-1"));
+    let logged = String::from_utf8_lossy(&log.lock().unwrap()).into_owned();
+    let line = logged.lines().find(|l| l.contains("no room for camera boom-1")).unwrap_or_else(|| panic!("the panic is logged: {logged:?}"));
+    assert!(line.contains("ERROR") && line.contains("partita::dds::listener") && line.contains("listening reader on topic panicky"), "{line}");
+    w.write(&cameras("boom")[1]).unwrap();
+    let end = Instant::now() + Duration::from_secs(10);
+    while r.callback_panics().count < 2 {
+        assert!(Instant::now() < end, "the second panic was not counted: {:?}", r.callback_panics());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(rx.try_recv().is_err(), "the sample whose callback panicked is not delivered");
+}

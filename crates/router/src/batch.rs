@@ -174,7 +174,7 @@ impl FlusherShared {
                 0 => {}
                 due if due <= now => {
                     if let Err(e) = w.send() {
-                        eprintln!("router: sending a batch: {e}");
+                        tracing::error!(target: "partita::router::batch", "sending a batch: {e}");
                     }
                 }
                 due => next = Some(next.map_or(due, |n| n.min(due))),

@@ -1,582 +1,134 @@
-//! The routing service's configuration, in TOML, validated with errors that name the file, the field and the fix.
+//! The configuration a router starts from: a configuration validated by `partita-router-config` (its schema,
+//! re-exported here) and, for each side, the DDS domain its participant joins.
 //!
-//! ```toml
-//! name = "io"                 # announced in statistics
-//! max_topics = 64             # routed topics at most, over all routes (protection of the partitioned side)
-//! stats_period = "1s"         # how often statistics are published and printed
-//! stats_side = "network"      # side whose domain carries the statistics topic (default: the first side)
-//! mirror_participants = true  # a proxy participant per application participant on the other sides
-//! batch_delay = "100us"       # under a flood, forwarded samples share datagrams, waiting at most this long;
-//!                             # "0s" sends every sample on its own
-//!
-//! [[side]]                    # one DDS participant per side
-//! name = "module"
-//! domain = 1
-//! interface = "lo"            # the network interface the participant binds to
-//! peers = ["127.0.0.1"]       # unicast discovery peers (multicast stays off unless `multicast = true`)
-//!
-//! [[side]]
-//! name = "network"
-//! domain = 2
-//!
-//! [[route]]
-//! from = "module"
-//! to = "network"
-//! both_ways = true
-//! allow = ["*"]               # topic-name patterns, or "type:PATTERN" for type names
-//! block = ["secret/*"]        # the blocklist wins over the allowlist
-//! partitions = ["*"]          # DDS partition patterns a writer must be in
-//! trigger = "writer-and-reader"   # or "writer" (a writer on the source side is enough), "reader" (a reader
-//!                                 # on the destination side is enough), "either"
-//!
-//! [[route.topic]]             # per-topic overrides (first matching pattern wins)
-//! name = "video/*"
-//! max_rate = 30.0             # samples/s forwarded at most; the rest is dropped and counted
-//! max_rate_per_instance = 10.0 # samples/s per instance (key) at most: one flooding key cannot starve others
-//! downsample = 2              # forward one sample in N
-//! history = 8                 # bounded queue per route (keep-last N on the router's reader)
-//! batch_delay = "0s"          # this topic's own batch_delay (here: never batched)
-//! reliability = "best-effort" # or "reliable"; default: the discovered writer's
-//! durability = "volatile"     # or "transient-local"; default: the discovered writer's
-//! ```
-use serde::Deserialize;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+//! The schema has no DDS in it, so that the system description can validate an I/O partition's router table
+//! without building Cyclone; what needs DDS, the domain configurations the supervisor made for an I/O
+//! partition and the batching of a forwarder's writer, is added here.
+use crate::batch::Batching;
+use partita_dds::{DomainConfig, Interface};
+pub use partita_router_config::{
+    describe, parse_duration, ConfigError, DurabilityOverride, DurationError, ReliabilityOverride, RouteConfig, SideConfig, TopicOverride,
+    Trigger, DEFAULT_BATCH_DELAY, EMBEDDED_ENV, EMBEDDED_SIDES, MAX_BATCH_DELAY, MAX_STATS_PERIOD,
+};
+use std::collections::BTreeMap;
+use std::path::Path;
 
-/// A configuration problem: where, what, and what to do.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{file}{line}: {field}: {problem}; {fix}", line = .line.map(|l| format!(":{l}")).unwrap_or_default())]
-pub struct ConfigError {
-    pub file: String,
-    pub line: Option<usize>,
-    pub field: String,
-    pub problem: String,
-    pub fix: String,
-}
+/// The validated configuration as the file (or the system file's table) gives it.
+pub type Validated = partita_router_config::RouterConfig;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum Trigger {
-    /// A route appears when a writer exists on the source side and a reader on the destination side.
-    #[default]
-    WriterAndReader,
-    /// A route appears as soon as a writer exists on the source side.
-    Writer,
-    /// A route appears as soon as a reader exists on the destination side: the router's reader on the source
-    /// side then stands for it, which is what applications need that create their writers only once they see
-    /// a reader (request/reply tools such as ddsperf do).
-    Reader,
-    /// Either a writer on the source side or a reader on the destination side.
-    Either,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ReliabilityOverride {
-    BestEffort,
-    Reliable,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DurabilityOverride {
-    Volatile,
-    TransientLocal,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SideConfig {
-    pub name: String,
-    pub domain: u32,
-    #[serde(default = "default_interface")]
-    pub interface: String,
-    #[serde(default = "default_peers")]
-    pub peers: Vec<String>,
-    #[serde(default)]
-    pub multicast: bool,
-    /// A domain configured by the supervisor (an I/O partition's `CYCLONEDDS_URI`) instead of the fields above.
-    #[serde(skip)]
-    pub supervisor_domain: Option<partita_dds::DomainConfig>,
-}
-
-fn default_interface() -> String {
-    "lo".into()
-}
-fn default_peers() -> Vec<String> {
-    vec!["127.0.0.1".into()]
-}
-fn default_allow() -> Vec<String> {
-    vec!["*".into()]
-}
-fn default_max_topics() -> usize {
-    64
-}
-fn default_stats_period() -> String {
-    "1s".into()
-}
-fn default_batch_delay() -> String {
-    "100us".into()
-}
-fn default_true() -> bool {
-    true
-}
-fn default_name() -> String {
-    "router".into()
-}
-
-#[derive(Debug, Clone, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub struct TopicOverride {
-    pub name: String,
-    pub max_rate: Option<f64>,
-    /// Samples per second forwarded at most per instance (per key value), so that one writer flooding its own
-    /// key cannot use up a topic's whole `max_rate`.
-    pub max_rate_per_instance: Option<f64>,
-    pub downsample: Option<u32>,
-    pub history: Option<u32>,
-    pub reliability: Option<ReliabilityOverride>,
-    pub durability: Option<DurabilityOverride>,
-    /// The router's `batch_delay` for this topic.
-    pub batch_delay: Option<String>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RouteConfig {
-    pub from: String,
-    pub to: String,
-    #[serde(default)]
-    pub both_ways: bool,
-    #[serde(default = "default_allow")]
-    pub allow: Vec<String>,
-    #[serde(default)]
-    pub block: Vec<String>,
-    #[serde(default = "default_allow")]
-    pub partitions: Vec<String>,
-    #[serde(default)]
-    pub trigger: Trigger,
-    #[serde(default, rename = "topic")]
-    pub topics: Vec<TopicOverride>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// A router's configuration: the validated configuration, which it reads as (through `Deref`, so callers
+/// read `sides`, `routes` and the rest as before), and the domains the supervisor configured for some of its
+/// sides.
+#[derive(Debug, Clone)]
 pub struct RouterConfig {
-    #[serde(default = "default_name")]
-    pub name: String,
-    #[serde(default = "default_max_topics")]
-    pub max_topics: usize,
-    #[serde(default = "default_stats_period")]
-    pub stats_period: String,
-    pub stats_side: Option<String>,
-    /// Mirror each application participant by a proxy participant on the other sides (same USER_DATA), and
-    /// translate partition names that spell a participant's GUID.
-    #[serde(default = "default_true")]
-    pub mirror_participants: bool,
-    /// The longest a forwarded sample waits to share a datagram with the samples that follow it in a burst;
-    /// zero: no batching (see `batch.rs`).
-    #[serde(default = "default_batch_delay")]
-    pub batch_delay: String,
-    /// Whether DDS applications share the router's process (a router embedded in a program, or a test). Off
-    /// (the default, and always so for `partita route`): the router's readers ignore every writer of its own
-    /// process, so what it forwards is never delivered back to it. Within one process Cyclone delivers a
-    /// write to the matching readers inside the write call: a forwarder's write delivered to the router's
-    /// reader of the other direction runs that reader's callback inside its own, and should it forward the
-    /// sample back, the delivery waits for the callback it runs in (docs/router.md, "No loops"). On: only the
-    /// router's own participant's writers are ignored; the rest of its writers are registered as the router's
-    /// when they are created (see `engine.rs`). Not a key of the configuration file.
-    #[serde(skip)]
-    pub local_applications: bool,
-    #[serde(rename = "side", default)]
-    pub sides: Vec<SideConfig>,
-    #[serde(rename = "route", default)]
-    pub routes: Vec<RouteConfig>,
+    validated: Validated,
+    /// By side name: the domain configuration the supervisor made (an I/O partition's `CYCLONEDDS_URI`), used
+    /// instead of the side's interface, peers and multicast.
+    supervisor_domains: BTreeMap<String, DomainConfig>,
 }
 
-/// The two sides of a router embedded in a system file.
-pub const EMBEDDED_SIDES: [&str; 2] = ["module", "network"];
-/// The environment variable through which the supervisor hands an embedded router configuration (TOML) to the
-/// I/O partition's `partita route`.
-pub const EMBEDDED_ENV: &str = "PARTITA_ROUTER_TOML";
-
-/// Parses a duration with a unit: `500us`, `20ms`, `1.5s`.
-pub fn parse_duration(s: &str) -> Option<Duration> {
-    let s = s.trim();
-    let split = s.find(|c: char| c.is_ascii_alphabetic())?;
-    let (num, unit) = s.split_at(split);
-    let v: f64 = num.trim().parse().ok()?;
-    if !v.is_finite() || v < 0.0 {
-        return None;
+impl From<Validated> for RouterConfig {
+    fn from(validated: Validated) -> Self {
+        RouterConfig { validated, supervisor_domains: BTreeMap::new() }
     }
-    let scale = match unit {
-        "ns" => 1e-9,
-        "us" | "µs" => 1e-6,
-        "ms" => 1e-3,
-        "s" => 1.0,
-        _ => return None,
-    };
-    Some(Duration::from_secs_f64(v * scale))
+}
+
+impl std::ops::Deref for RouterConfig {
+    type Target = Validated;
+    fn deref(&self) -> &Validated {
+        &self.validated
+    }
+}
+
+impl std::ops::DerefMut for RouterConfig {
+    fn deref_mut(&mut self) -> &mut Validated {
+        &mut self.validated
+    }
 }
 
 impl RouterConfig {
     /// Reads and validates a configuration file.
     pub fn load(path: &Path) -> Result<Self, Vec<ConfigError>> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            vec![ConfigError {
-                file: path.display().to_string(),
-                line: None,
-                field: "(file)".into(),
-                problem: format!("cannot read: {e}"),
-                fix: "give the path of a readable TOML file".into(),
-            }]
-        })?;
-        Self::parse(&text, path)
+        Validated::load(path).map(Self::from)
     }
 
     /// Parses and validates configuration text; `path` names it in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Self, Vec<ConfigError>> {
-        let file = path.display().to_string();
-        let cfg: RouterConfig = toml::from_str(text).map_err(|e| {
-            let line = e.span().map(|sp| text[..sp.start.min(text.len())].matches('\n').count() + 1);
-            vec![ConfigError {
-                file: file.clone(),
-                line,
-                field: "(syntax)".into(),
-                problem: e.message().to_string(),
-                fix: "see the configuration reference in docs/router.md".into(),
-            }]
-        })?;
-        let errors = cfg.validate(&file, text);
-        if errors.is_empty() {
-            Ok(cfg)
-        } else {
-            Err(errors)
-        }
-    }
-
-    /// A router configuration embedded in a system file's I/O partition (`[module.partition.router]`): the
-    /// keys of a router file without `[[side]]`, whose two sides are implicit, `module` (the module's V-NETWORK)
-    /// and `network` (the inter-module network). Errors name `origin`. The returned sides are placeholders;
-    /// [`RouterConfig::for_io_partition`] replaces them with the partition's domains.
-    pub fn parse_embedded(text: &str, origin: &str) -> Result<Self, Vec<ConfigError>> {
-        let err = |field: &str, problem: String, fix: &str| ConfigError {
-            file: origin.into(),
-            line: None,
-            field: field.into(),
-            problem,
-            fix: fix.into(),
-        };
-        let mut cfg: RouterConfig = toml::from_str(text)
-            .map_err(|e| vec![err("(syntax)", e.message().to_string(), "see the configuration reference in docs/router.md")])?;
-        if !cfg.sides.is_empty() {
-            return Err(vec![err(
-                "side",
-                "an I/O partition's router has two implicit sides, `module` and `network`".into(),
-                "remove the [[side]] tables and name the sides module and network in the routes",
-            )]);
-        }
-        cfg.sides = EMBEDDED_SIDES
-            .iter()
-            .enumerate()
-            .map(|(i, n)| SideConfig {
-                name: (*n).into(),
-                domain: i as u32,
-                interface: default_interface(),
-                peers: default_peers(),
-                multicast: false,
-                supervisor_domain: None,
-            })
-            .collect();
-        let errors: Vec<ConfigError> = cfg
-            .validate(origin, text)
-            .into_iter()
-            .map(|mut e| {
-                e.line = None;
-                e
-            })
-            .collect();
-        if errors.is_empty() {
-            Ok(cfg)
-        } else {
-            Err(errors)
-        }
+        Validated::parse(text, path).map(Self::from)
     }
 
     /// The routing service of an I/O partition started without a file: its two domains as the supervisor
     /// configured them (`PARTITA_DOMAIN`, the module's V-NETWORK, and `PARTITA_EXTERNAL_DOMAIN`, the inter-module
     /// network), with the routes of the system file's `[module.partition.router]` when the supervisor passed one
-    /// (`PARTITA_ROUTER_TOML`), else every topic routed both ways. `None` outside an I/O partition.
+    /// (`PARTITA_ROUTER_TOML`), else every topic routed both ways (see [`Validated::for_io_partition`]). `None`
+    /// outside an I/O partition.
     pub fn for_io_partition() -> Option<Result<Self, String>> {
-        let module = partita_dds::DomainConfig::from_environment()?;
-        let external = partita_dds::DomainConfig::from_environment_external()?;
+        let module = DomainConfig::from_environment()?;
+        let external = DomainConfig::from_environment_external()?;
         let (module, external) = match (module, external) {
             (Ok(m), Ok(e)) => (m, e),
             (Err(e), _) | (_, Err(e)) => return Some(Err(e.to_string())),
         };
-        let side = |name: &str, dc: partita_dds::DomainConfig| SideConfig {
-            name: name.into(),
-            domain: dc.domain_id,
-            interface: default_interface(),
-            peers: Vec::new(),
-            multicast: false,
-            supervisor_domain: Some(dc),
+        let embedded = std::env::var(EMBEDDED_ENV).ok();
+        let partition = std::env::var("PARTITA_PARTITION").ok();
+        let validated = match Validated::for_io_partition(embedded.as_deref(), partition.as_deref(), [module.domain_id, external.domain_id]) {
+            Ok(v) => v,
+            Err(errors) => return Some(Err(errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"))),
         };
-        let name = std::env::var("PARTITA_PARTITION").unwrap_or_else(|_| default_name());
-        if let Ok(text) = std::env::var(EMBEDDED_ENV) {
-            return Some(match RouterConfig::parse_embedded(&text, EMBEDDED_ENV) {
-                Ok(mut cfg) => {
-                    cfg.sides = vec![side("module", module), side("network", external)];
-                    if cfg.name == default_name() {
-                        cfg.name = name;
-                    }
-                    Ok(cfg)
-                }
-                Err(errors) => Err(errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n")),
-            });
-        }
-        Some(Ok(RouterConfig {
-            name,
-            max_topics: default_max_topics(),
-            stats_period: default_stats_period(),
-            stats_side: None,
-            mirror_participants: true,
-            batch_delay: default_batch_delay(),
-            local_applications: false,
-            sides: vec![side("module", module), side("network", external)],
-            routes: vec![RouteConfig {
-                from: "module".into(),
-                to: "network".into(),
-                both_ways: true,
-                allow: default_allow(),
-                block: Vec::new(),
-                partitions: default_allow(),
-                trigger: Trigger::default(),
-                topics: Vec::new(),
-            }],
-        }))
+        let supervisor_domains = EMBEDDED_SIDES.iter().map(|s| s.to_string()).zip([module, external]).collect();
+        Some(Ok(RouterConfig { validated, supervisor_domains }))
     }
 
-    pub fn stats_period(&self) -> Duration {
-        parse_duration(&self.stats_period).unwrap_or(Duration::from_secs(1))
+    /// The validated configuration.
+    pub fn validated(&self) -> &Validated {
+        &self.validated
     }
 
-    /// The batching of forwarded samples of a topic with override `ov` (the router's `batch_delay` unless the
-    /// override has its own); `None` when the delay is zero.
-    pub fn batching(&self, ov: &TopicOverride) -> Option<crate::batch::Batching> {
-        let text = ov.batch_delay.as_deref().unwrap_or(&self.batch_delay);
-        let max_delay = batch_delay(text).unwrap_or(crate::batch::Batching::DEFAULT.max_delay);
-        (!max_delay.is_zero()).then_some(crate::batch::Batching { max_delay, ..crate::batch::Batching::DEFAULT })
+    /// The DDS domain the participant of `side` joins: the supervisor's, or one on the side's interface with
+    /// its peers.
+    pub fn domain_of(&self, side: &SideConfig) -> DomainConfig {
+        if let Some(dc) = self.supervisor_domains.get(&side.name) {
+            return dc.clone();
+        }
+        let iface = if side.interface == "lo" { Interface::Loopback } else { Interface::Named(side.interface.clone()) };
+        DomainConfig::on_interface(side.domain, iface, side.peers.clone()).with(|s| s.multicast = side.multicast)
     }
 
-    fn validate(&self, file: &str, text: &str) -> Vec<ConfigError> {
-        let mut errs = Vec::new();
-        // Line of the first occurrence of `needle` after the `n`-th occurrence of `table` (best effort).
-        let line_of = |table: &str, n: usize, needle: &str| -> Option<usize> {
-            let mut start = 0;
-            for _ in 0..=n {
-                let i = text[start..].find(table)?;
-                start += i + table.len();
-            }
-            let at = text[start..].find(needle).map(|i| start + i).unwrap_or(start);
-            Some(text[..at].matches('\n').count() + 1)
-        };
-        let mut err = |line: Option<usize>, field: String, problem: String, fix: &str| {
-            errs.push(ConfigError { file: file.into(), line, field, problem, fix: fix.into() })
-        };
-        if parse_duration(&self.stats_period).is_none_or(|d| d.is_zero()) {
-            err(line_of("", 0, "stats_period"), "stats_period".into(), format!("{:?} is not a duration", self.stats_period), "write a positive duration with a unit, e.g. \"1s\" or \"500ms\"");
-        }
-        if let Err((problem, fix)) = batch_delay(&self.batch_delay) {
-            err(line_of("", 0, "batch_delay"), "batch_delay".into(), problem, fix);
-        }
-        if self.max_topics == 0 {
-            err(line_of("", 0, "max_topics"), "max_topics".into(), "0 would route nothing".into(), "set max_topics to at least 1");
-        }
-        if self.sides.len() < 2 {
-            err(None, "side".into(), format!("{} side(s) defined", self.sides.len()), "define at least two [[side]] tables (the domains to connect)");
-        }
-        let mut names = std::collections::HashSet::new();
-        let mut domains = std::collections::HashMap::new();
-        for (i, s) in self.sides.iter().enumerate() {
-            let f = |k: &str| format!("side[{i}].{k}");
-            let l = |k: &str| line_of("[[side]]", i, k);
-            if s.name.is_empty() || !names.insert(s.name.clone()) {
-                err(l("name"), f("name"), format!("side name {:?} is empty or used twice", s.name), "give every side a unique name");
-            }
-            if s.domain > 232 {
-                err(l("domain"), f("domain"), format!("domain {} is out of range", s.domain), "use a DDS domain id from 0 to 232");
-            }
-            if let Some(other) = domains.insert(s.domain, s.name.clone()) {
-                err(l("domain"), f("domain"), format!("domain {} is also side {other:?}'s", s.domain), "give each side its own domain id (one process holds one configuration per domain)");
-            }
-            let valid_if = !s.interface.is_empty()
-                && s.interface.len() <= 15
-                && s.interface.chars().all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c));
-            if !valid_if {
-                err(l("interface"), f("interface"), format!("{:?} is not a network interface name", s.interface), "name an interface of this network namespace, e.g. \"lo\" or a V-NIC");
-            }
-            if !s.multicast && s.peers.is_empty() {
-                err(l("peers"), f("peers"), "no unicast peers and multicast off: nothing would be discovered".into(), "list the peers' addresses, e.g. peers = [\"127.0.0.1\"]");
-            }
-        }
-        if let Some(ss) = &self.stats_side {
-            if !self.sides.iter().any(|s| &s.name == ss) {
-                err(line_of("", 0, "stats_side"), "stats_side".into(), format!("no side named {ss:?}"), "name one of the [[side]] tables");
-            }
-        }
-        if self.routes.is_empty() {
-            err(None, "route".into(), "no routes defined".into(), "add a [[route]] table with from and to");
-        }
-        for (i, r) in self.routes.iter().enumerate() {
-            let f = |k: &str| format!("route[{i}].{k}");
-            let l = |k: &str| line_of("[[route]]", i, k);
-            for (key, side) in [("from", &r.from), ("to", &r.to)] {
-                if !self.sides.iter().any(|s| &s.name == side) {
-                    err(l(key), f(key), format!("no side named {side:?}"), "name one of the [[side]] tables");
-                }
-            }
-            if r.from == r.to {
-                err(l("to"), f("to"), format!("route from {:?} to itself", r.from), "route between two different sides");
-            }
-            if r.allow.is_empty() {
-                err(l("allow"), f("allow"), "an empty allowlist routes nothing".into(), "allow at least one pattern, e.g. [\"*\"]");
-            }
-            for (j, t) in r.topics.iter().enumerate() {
-                let f = |k: &str| format!("route[{i}].topic[{j}].{k}");
-                let l = |k: &str| line_of("[[route.topic]]", j, k);
-                if t.max_rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
-                    err(l("max_rate"), f("max_rate"), format!("{:?} is not a positive rate", t.max_rate.unwrap()), "give samples per second above 0, or remove the key");
-                }
-                if t.max_rate_per_instance.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
-                    err(l("max_rate_per_instance"), f("max_rate_per_instance"), format!("{:?} is not a positive rate", t.max_rate_per_instance.unwrap()), "give samples per second above 0, or remove the key");
-                }
-                if t.downsample == Some(0) {
-                    err(l("downsample"), f("downsample"), "0".into(), "forward one sample in N with N >= 1");
-                }
-                if t.history == Some(0) {
-                    err(l("history"), f("history"), "0".into(), "keep at least 1 sample per route");
-                }
-                if let Some(Err((problem, fix))) = t.batch_delay.as_deref().map(batch_delay) {
-                    err(l("batch_delay"), f("batch_delay"), problem, fix);
-                }
-            }
-        }
-        errs
+    /// The batching of forwarded samples of a topic with override `ov`; `None` when its `batch_delay` is zero.
+    pub fn batching(&self, ov: &TopicOverride) -> Option<Batching> {
+        let max_delay = self.validated.batch_delay(ov);
+        (!max_delay.is_zero()).then_some(Batching { max_delay, ..Batching::DEFAULT })
     }
-}
-
-/// A `batch_delay` value: a duration of at most 100 ms, or what is wrong with it and how to fix it.
-fn batch_delay(text: &str) -> Result<Duration, (String, &'static str)> {
-    match parse_duration(text) {
-        None => Err((format!("{text:?} is not a duration"), "write a duration with a unit, e.g. \"100us\", or \"0s\" to send every sample on its own")),
-        Some(d) if d > Duration::from_millis(100) => Err((
-            format!("{text:?} would hold samples back for longer than 100 ms"),
-            "use at most \"100ms\" (the default \"100us\" suits floods of small samples)",
-        )),
-        Some(d) => Ok(d),
-    }
-}
-
-/// Where a configuration came from, for messages.
-pub fn describe(path: Option<&PathBuf>) -> String {
-    path.map(|p| p.display().to_string()).unwrap_or_else(|| "(built-in)".into())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const GOOD: &str = r#"
-[[side]]
-name = "module"
-domain = 1
-
-[[side]]
-name = "network"
-domain = 2
-
-[[route]]
-from = "module"
-to = "network"
-both_ways = true
-block = ["secret/*"]
-
-[[route.topic]]
-name = "video/*"
-max_rate = 30.0
-"#;
-
-    fn errs(text: &str) -> Vec<ConfigError> {
-        RouterConfig::parse(text, Path::new("r.toml")).err().unwrap_or_default()
-    }
+    const GOOD: &str = "[[side]]\nname = \"module\"\ndomain = 1\n[[side]]\nname = \"network\"\ndomain = 2\ninterface = \"veth0\"\n\
+                        peers = [\"198.18.0.2\"]\n[[route]]\nfrom = \"module\"\nto = \"network\"\n\
+                        [[route.topic]]\nname = \"video/*\"\nbatch_delay = \"0s\"\n";
 
     #[test]
-    fn good_config_parses() {
+    fn batching_follows_the_batch_delay_and_zero_turns_it_off() {
+        let with = |v: &str| RouterConfig::parse(&format!("batch_delay = \"{v}\"\n{GOOD}"), Path::new("r.toml")).unwrap();
         let c = RouterConfig::parse(GOOD, Path::new("r.toml")).unwrap();
-        assert_eq!(c.sides.len(), 2);
-        assert_eq!(c.routes[0].topics[0].max_rate, Some(30.0));
-        assert_eq!(c.routes[0].allow, vec!["*"]);
-        assert_eq!(c.stats_period(), Duration::from_secs(1));
+        assert_eq!(c.batching(&TopicOverride::default()), Some(Batching::DEFAULT), "batching is on by default");
+        assert_eq!(c.batching(&c.routes[0].topics[0]), None, "the topic's own 0s");
+        assert_eq!(with("0s").batching(&TopicOverride::default()), None);
+        assert_eq!(with("250us").batching(&TopicOverride::default()).unwrap().max_delay, std::time::Duration::from_micros(250));
+        assert_eq!(Batching::DEFAULT.max_delay, DEFAULT_BATCH_DELAY, "one default for the file and the engine");
     }
 
     #[test]
-    fn unknown_key_names_file_and_line() {
-        let e = errs(&GOOD.replace("both_ways = true", "both_way = true"));
-        assert_eq!(e.len(), 1);
-        assert_eq!(e[0].line, Some(13), "{e:?}");
-        assert!(e[0].to_string().starts_with("r.toml:13:"), "{}", e[0]);
-        assert!(e[0].problem.contains("both_way"), "{}", e[0]);
-    }
-
-    #[test]
-    fn semantic_errors_are_all_reported() {
-        let bad = GOOD.replace("domain = 2", "domain = 1").replace("to = \"network\"", "to = \"nowhere\"").replace("max_rate = 30.0", "max_rate = -1.0");
-        let e = errs(&bad);
-        let fields: Vec<&str> = e.iter().map(|e| e.field.as_str()).collect();
-        assert!(fields.contains(&"side[1].domain"), "{e:?}");
-        assert!(fields.contains(&"route[0].to"), "{e:?}");
-        assert!(fields.contains(&"route[0].topic[0].max_rate"), "{e:?}");
-        let dom = e.iter().find(|e| e.field == "side[1].domain").unwrap();
-        assert_eq!(dom.line, Some(8));
-    }
-
-    #[test]
-    fn batch_delay_is_a_bounded_duration_and_zero_turns_batching_off() {
+    fn a_side_without_a_supervisor_domain_joins_its_own_interface() {
         let c = RouterConfig::parse(GOOD, Path::new("r.toml")).unwrap();
-        let (video, other) = (c.routes[0].topics[0].clone(), TopicOverride::default());
-        assert_eq!(c.batching(&other), Some(crate::batch::Batching::DEFAULT), "batching is on by default");
-        let with = |v: &str| format!("batch_delay = \"{v}\"\n{GOOD}");
-        let c = RouterConfig::parse(&with("0s"), Path::new("r.toml")).unwrap();
-        assert_eq!(c.batching(&other), None);
-        let c = RouterConfig::parse(&with("250us"), Path::new("r.toml")).unwrap();
-        assert_eq!(c.batching(&other).unwrap().max_delay, Duration::from_micros(250));
-        assert_eq!(c.batching(&video).unwrap().max_delay, Duration::from_micros(250), "no override: the router's");
-        for bad in ["soon", "1s"] {
-            let e = errs(&with(bad));
-            assert_eq!(e.len(), 1, "{bad}: {e:?}");
-            assert_eq!(e[0].field, "batch_delay");
-            assert_eq!(e[0].line, Some(1), "{e:?}");
-            assert!(e[0].fix.contains("0s") || e[0].fix.contains("100ms"), "{e:?}");
-        }
-        // A topic's own delay wins over the router's, and is checked the same way.
-        let topic = |v: &str| GOOD.replace("max_rate = 30.0", &format!("max_rate = 30.0\nbatch_delay = \"{v}\""));
-        let c = RouterConfig::parse(&topic("0s"), Path::new("r.toml")).unwrap();
-        assert_eq!(c.batching(&c.routes[0].topics[0]), None);
-        assert_eq!(c.batching(&other), Some(crate::batch::Batching::DEFAULT));
-        let e = errs(&topic("later"));
-        assert_eq!(e.len(), 1, "{e:?}");
-        assert_eq!(e[0].field, "route[0].topic[0].batch_delay");
-        assert_eq!(e[0].line, Some(19), "{e:?}");
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("500us"), Some(Duration::from_micros(500)));
-        assert_eq!(parse_duration("1.5ms"), Some(Duration::from_micros(1500)));
-        assert_eq!(parse_duration("2s"), Some(Duration::from_secs(2)));
-        assert_eq!(parse_duration("2"), None);
-        assert_eq!(parse_duration("-1s"), None);
-        assert_eq!(parse_duration("3 parsecs"), None);
+        let network = c.domain_of(&c.sides[1]);
+        assert_eq!(network.domain_id, 2);
+        let settings = network.settings().expect("built from the side's keys");
+        assert_eq!(settings.interface, Interface::Named("veth0".into()));
+        assert_eq!(settings.peers, vec!["198.18.0.2".to_string()]);
+        assert!(!settings.multicast);
+        assert_eq!(c.domain_of(&c.sides[0]), DomainConfig::loopback(1));
     }
 }

@@ -10,10 +10,16 @@
 pub mod batch;
 pub mod config;
 mod engine;
+mod forwarder;
+mod limit;
+mod manager;
 mod owners;
 pub mod pattern;
+mod proxies;
+mod side;
 pub mod stats;
 
 pub use config::{ConfigError, RouterConfig};
-pub use engine::{ForwardKey, Router, RouterError, ROUTER_TAG};
+pub use engine::{Router, RouterError, ROUTER_TAG};
+pub use forwarder::ForwardKey;
 pub use stats::RouteStats;

@@ -8,20 +8,10 @@
 //! never takes over, so no sample is lost to a hand-over while the new one's reader is still matching). The
 //! discovery thread keeps each group's state, a forwarder joining before its reader exists; the forwarders read
 //! it per sample.
-use partita_dds::Guid;
+use partita_dds::{Guid, GuidPrefix as Prefix};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::hash::Hash;
 use std::sync::{Arc, RwLock};
-
-/// A participant's GUID prefix.
-pub type Prefix = [u8; 12];
-
-/// The prefix of an entity's GUID: its participant's.
-pub fn prefix_of(guid: &Guid) -> Prefix {
-    let mut p = [0u8; 12];
-    p.copy_from_slice(&guid[..12]);
-    p
-}
 
 /// The forwarders of one topic in one direction, as their owners.
 #[derive(Debug, Default)]
@@ -115,7 +105,7 @@ impl Sources {
         let owner = match self.known.get(&handle) {
             Some(p) => Some(*p),
             None => guid_of(handle).map(|g| {
-                let p = prefix_of(&g);
+                let p = g.prefix();
                 if self.known.len() >= KNOWN_WRITERS {
                     self.known.clear();
                 }
@@ -138,11 +128,11 @@ mod tests {
     fn guid(prefix: u8) -> Guid {
         let mut g = [0u8; 16];
         g[..12].fill(prefix);
-        g
+        Guid::from_bytes(g)
     }
 
     fn prefix(p: u8) -> Prefix {
-        [p; 12]
+        Prefix::from_bytes([p; 12])
     }
 
     /// Writers 1 and 2 (participants 1 and 2) each own a forwarder; handle 30 is a writer of participant 3,

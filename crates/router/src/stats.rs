@@ -18,6 +18,8 @@ pub struct ForwardStats {
     pub errors: AtomicU64,
     /// Batches the router's writer sent (see `batch.rs`): `forwarded / batches` samples per batch.
     pub batches: AtomicU64,
+    /// Panics of the forwarder's callback (each drops the sample it was forwarding), as its reader counts them.
+    pub callback_panics: AtomicU64,
     /// Age of each forwarded sample when it left the router: now − its source timestamp, in ns.
     latency: Mutex<Histogram<u64>>,
 }
@@ -32,6 +34,7 @@ impl Default for ForwardStats {
             suppressed_loop: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             batches: AtomicU64::new(0),
+            callback_panics: AtomicU64::new(0),
             latency: Mutex::new(Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds")),
         }
     }
@@ -63,6 +66,7 @@ impl ForwardStats {
             suppressed_loop: self.suppressed_loop.load(Ordering::Relaxed),
             errors: self.errors.load(Ordering::Relaxed),
             batches: self.batches.load(Ordering::Relaxed),
+            callback_panics: self.callback_panics.load(Ordering::Relaxed),
             latency_p50_us: if empty { 0.0 } else { us(h.value_at_quantile(0.5)) },
             latency_p99_us: if empty { 0.0 } else { us(h.value_at_quantile(0.99)) },
             latency_max_us: if empty { 0.0 } else { us(h.max()) },
@@ -88,6 +92,9 @@ pub struct RouteStats {
     /// Batches of forwarded samples sent (one per sample when the route does not batch; Cyclone may split a
     /// batch in two when it adds a heartbeat).
     pub batches: u64,
+    /// Panics of the forwarder's callback: each dropped the sample it was forwarding (the log has each one's
+    /// message). Not a column of [`table`], which lists the routes with panics below the rows.
+    pub callback_panics: u64,
     pub latency_p50_us: f64,
     pub latency_p99_us: f64,
     pub latency_max_us: f64,
@@ -102,7 +109,8 @@ impl partita_dds::TopicType for RouteStats {
     }
 }
 
-/// The statistics as a plain-text table.
+/// The statistics as a plain-text table; below it, when a forwarder's callback panicked, a line naming those
+/// routes and topics with their count of panics.
 pub fn table(rows: &[RouteStats]) -> String {
     let mut s = format!(
         "{:<22} {:<28} {:>10} {:>10} {:>8} {:>8} {:>8} {:>9} {:>10} {:>10}\n",
@@ -115,5 +123,35 @@ pub fn table(rows: &[RouteStats]) -> String {
             r.route, r.topic, r.received, r.forwarded, r.dropped_rate, r.dropped_queue, r.suppressed_loop, per_batch, r.latency_p50_us, r.latency_p99_us
         ));
     }
+    let panicked: Vec<String> =
+        rows.iter().filter(|r| r.callback_panics > 0).map(|r| format!("{} {} ({})", r.route, r.topic, r.callback_panics)).collect();
+    if !panicked.is_empty() {
+        s.push_str(&format!("callback panics (samples dropped, see the log): {}\n", panicked.join(", ")));
+    }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(topic: &str, panics: u64) -> RouteStats {
+        let stats = ForwardStats::default();
+        stats.forwarded.store(7, Ordering::Relaxed);
+        stats.callback_panics.store(panics, Ordering::Relaxed);
+        stats.snapshot("io", "a->b", topic, "T")
+    }
+
+    #[test]
+    fn the_table_keeps_its_columns_and_names_the_routes_whose_callback_panicked() {
+        let calm = table(&[row("ticks", 0)]);
+        assert_eq!(calm.lines().count(), 2, "{calm}");
+        assert_eq!(calm.lines().nth(1).unwrap().split_whitespace().count(), 10, "{calm}");
+        assert!(!calm.contains("panic"), "{calm}");
+        let rows = [row("ticks", 0), row("frames", 3)];
+        assert_eq!(rows[1].callback_panics, 3);
+        let t = table(&rows);
+        assert_eq!(t.lines().count(), 4, "{t}");
+        assert_eq!(t.lines().last().unwrap(), "callback panics (samples dropped, see the log): a->b frames (3)");
+    }
 }

@@ -15,7 +15,7 @@ pub use load::{load, parse, search_path, Host, MAX_FRAME, MEMORY_FLOOR, PARTITA_
 pub use model::*;
 pub use names::HostNames;
 /// The environment variable carrying an I/O partition's router configuration to `partita route`.
-pub use partita_router::config::EMBEDDED_ENV as ROUTER_ENV;
+pub use partita_router_config::EMBEDDED_ENV as ROUTER_ENV;
 
 /// The paper's video-surveillance system, the system used when no file is given.
 pub const BUILTIN_DEFAULT: &str = include_str!("../../../examples/video-surveillance.toml");

@@ -569,7 +569,7 @@ impl Cx<'_> {
                     }
                     Some(r) => {
                         let text = toml::to_string(r.get_ref()).unwrap_or_default();
-                        match partita_router::RouterConfig::parse_embedded(&text, self.file) {
+                        match partita_router_config::RouterConfig::parse_embedded(&text, self.file) {
                             Ok(_) => Some(text),
                             Err(errors) => {
                                 for e in errors {

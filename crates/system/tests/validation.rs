@@ -455,7 +455,7 @@ fn an_io_partitions_router_table_is_validated_and_kept() {
     let s = parse(&text, "sys.toml", &host()).unwrap();
     let b = s.modules[0].partition("b").unwrap();
     let kept = b.router.as_deref().expect("the router table is kept");
-    let cfg = partita_router::RouterConfig::parse_embedded(kept, "kept").unwrap();
+    let cfg = partita_router_config::RouterConfig::parse_embedded(kept, "kept").unwrap();
     assert_eq!(cfg.routes[0].allow, vec!["camera/*".to_string()]);
     assert!(s.modules[0].partition("a").unwrap().router.is_none());
 

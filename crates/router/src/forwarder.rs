@@ -1,0 +1,314 @@
+//! The forwarder: one routed topic in one direction of one route. Its reader on the source side hands each
+//! sample, on Cyclone's delivery thread, to its writer on the destination side, after the checks that keep the
+//! router from looping (router writers' samples are dropped), from forwarding a sample twice (`owners.rs`) and
+//! from flooding the far side (`limit.rs`). Also here: where the reader and writer live and which QoS they take
+//! from the endpoint that asked for the route.
+use crate::batch::{Batching, Flusher};
+use crate::config::{DurabilityOverride, ReliabilityOverride, TopicOverride};
+use crate::engine::ROUTER_TAG;
+use crate::limit::Limiter;
+use crate::owners::Sources;
+use crate::stats::ForwardStats;
+use partita_dds::qos::{DataRepresentation, Durability, IgnoreLocal, Reliability};
+use partita_dds::{DiscoveredEndpoint, GuidPrefix, Participant, Qos, RawTopic, RawWriter, TopicDescriptor};
+use std::collections::{BTreeSet, HashSet};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+use tracing::{error, warn};
+
+/// Target of the forwarders' events.
+const LOG: &str = "partita::router::forwarder";
+
+/// What one forwarder routes: a topic with one type and one set of partitions, in one direction of one route.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ForwardKey {
+    pub route: usize,
+    pub from: usize,
+    pub to: usize,
+    pub topic: String,
+    pub type_name: String,
+    pub partitions: Vec<String>,
+    /// GUID prefix of the participant owning the endpoint that triggered the route: with participant
+    /// mirroring, the router's endpoint on the other side lives in that participant's proxy. Without
+    /// mirroring, all zeros.
+    pub owner: GuidPrefix,
+}
+
+impl ForwardKey {
+    /// The key of the topic and direction whatever the owner: the forwarders of one group (`owners.rs`).
+    pub(crate) fn unowned(&self) -> ForwardKey {
+        ForwardKey { owner: GuidPrefix::default(), ..self.clone() }
+    }
+}
+
+/// One routed topic in one direction: a listening reader on the source side whose callback, on Cyclone's
+/// delivery thread, re-publishes each sample through the writer on the destination side (no hand-off to a
+/// thread of the router's own; under a flood the writer batches, see `batch.rs`). Dropping it deletes the
+/// reader, waiting for a running callback, then the writer, sending what it still holds.
+pub(crate) struct Forwarder {
+    pub(crate) stats: Arc<ForwardStats>,
+    /// Created for a writer on the source side (not for a reader on the destination side).
+    pub(crate) writer_owned: bool,
+    reader: partita_dds::ListeningReader,
+    /// With applications in the router's process: its writer among the process's router writers. Last: dropped
+    /// after the reader and, with it, the writer.
+    _own: Option<OwnWriter>,
+}
+
+/// With applications in the routers' process (`RouterConfig::local_applications`): the publication handles of
+/// every forwarder writer of every router in this process (Cyclone's handles are unique within a process),
+/// known from each writer's creation on, so a router's sample delivered to a router reader of this process is
+/// dropped at once, before discovery has told the readers' router about the writer.
+pub(crate) static OWN_WRITERS: RwLock<BTreeSet<u64>> = RwLock::new(BTreeSet::new());
+
+fn is_own_writer(handle: u64) -> bool {
+    OWN_WRITERS.read().unwrap_or_else(|p| p.into_inner()).contains(&handle)
+}
+
+/// A forwarder's writer in [`OWN_WRITERS`], from its creation to its deletion.
+struct OwnWriter(u64);
+
+impl OwnWriter {
+    fn register(handle: u64) -> OwnWriter {
+        OWN_WRITERS.write().unwrap_or_else(|p| p.into_inner()).insert(handle);
+        OwnWriter(handle)
+    }
+}
+
+impl Drop for OwnWriter {
+    fn drop(&mut self) {
+        OWN_WRITERS.write().unwrap_or_else(|p| p.into_inner()).remove(&self.0);
+    }
+}
+
+impl Forwarder {
+    /// Brings the figures its reader keeps into its statistics: samples lost or rejected, callback panics.
+    pub(crate) fn refresh_reader_figures(&self) {
+        if let Ok((lost, rejected)) = self.reader.lost_and_rejected() {
+            self.stats.dropped_queue.store(lost + rejected, Ordering::Relaxed);
+        }
+        self.stats.callback_panics.store(self.reader.callback_panics().count, Ordering::Relaxed);
+    }
+}
+
+/// Where a forwarder's reader and writer live and which partitions they use.
+pub(crate) struct Placement {
+    /// The participant of the reader, on the source side.
+    pub src: Participant,
+    /// The participant of the writer, on the destination side.
+    pub dst: Participant,
+    pub src_partitions: Vec<String>,
+    pub dst_partitions: Vec<String>,
+}
+
+/// What a new forwarder is made of: the endpoint that asked for its route, where its reader and writer live,
+/// the route's protection and batching, and how it tells which samples are its to forward.
+pub(crate) struct ForwarderSpec<'a> {
+    /// The application endpoint that asked for the route: its topic, type and QoS are the forwarder's.
+    pub endpoint: &'a DiscoveredEndpoint,
+    /// Asked for by a writer on the source side (else by a reader on the destination side).
+    pub writer_owned: bool,
+    /// A participant of the router's on the domain where `endpoint` was discovered: the endpoint's owner
+    /// answers type look-ups there.
+    pub resolver: &'a Participant,
+    pub placement: Placement,
+    /// The route's override for this topic (protection, QoS, batch delay); the default when none matches.
+    pub topic: &'a TopicOverride,
+    /// The writer's batching; `None`: every sample is sent on its own.
+    pub batching: Option<Batching>,
+    pub flusher: &'a Flusher,
+    /// Whether applications share the router's process (`RouterConfig::local_applications`).
+    pub local_applications: bool,
+    /// Publication handles of router writers on the source side, as discovery finds them.
+    pub router_writers: Arc<RwLock<HashSet<u64>>>,
+    /// With participant mirroring: which writers' samples this forwarder forwards (`owners.rs`).
+    pub sources: Option<Sources>,
+    /// The route as messages name it: `from->to topic`.
+    pub label: String,
+}
+
+fn reader_and_writer_qos(ep: &DiscoveredEndpoint, ov: &TopicOverride, local_applications: bool) -> (Qos, Qos) {
+    let mut base = ep.qos.clone();
+    base.user_data = Some(ROUTER_TAG.to_vec());
+    if let Some(r) = ov.reliability {
+        base.reliability = Some(match r {
+            ReliabilityOverride::BestEffort => Reliability::BestEffort,
+            ReliabilityOverride::Reliable => Reliability::Reliable { max_blocking: Duration::from_millis(100) },
+        });
+    }
+    if let Some(d) = ov.durability {
+        base.durability = Some(match d {
+            DurabilityOverride::Volatile => Durability::Volatile,
+            DurabilityOverride::TransientLocal => Durability::TransientLocal,
+        });
+    }
+    let mut reader = base.clone();
+    // Accept whatever encoding the source writer uses; the writer re-publishes in the same encoding.
+    reader.data_representation = Some(vec![DataRepresentation::Xcdr1, DataRepresentation::Xcdr2]);
+    // Samples this router writes on a side are never delivered to its own readers there: with no applications
+    // in its process, no writer of the process is (see `RouterConfig::local_applications`).
+    reader.ignore_local = Some(if local_applications { IgnoreLocal::Participant } else { IgnoreLocal::Process });
+    if let Some(n) = ov.history {
+        reader.history = Some(partita_dds::qos::History::KeepLast(n));
+    }
+    (reader, base)
+}
+
+impl Forwarder {
+    /// Creates the forwarder's topics, writer and reader; from then on its reader's callback forwards.
+    pub(crate) fn start(spec: ForwarderSpec<'_>) -> partita_dds::Result<Forwarder> {
+        let ForwarderSpec { endpoint: ep, writer_owned, resolver, placement: at, topic: ov, batching, flusher, local_applications: local, router_writers: routers, mut sources, label } = spec;
+        let (mut rq, mut wq) = reader_and_writer_qos(ep, ov, local);
+        rq.partitions = Some(at.src_partitions.clone());
+        wq.partitions = Some(at.dst_partitions.clone());
+        let (src_topic, dst_topic) = if ep.has_type_info() {
+            // The type is known where the endpoint was discovered (its owner answers type look-ups there).
+            let desc = TopicDescriptor::resolve(resolver, ep, Duration::from_secs(2))?;
+            (
+                RawTopic::with_descriptor(&at.src, &ep.topic_name, &desc, &wq)?,
+                RawTopic::with_descriptor(&at.dst, &ep.topic_name, &desc, &wq)?,
+            )
+        } else {
+            // Without type information the key layout is unknown: forwarded as keyless, every sample is kept but
+            // instances of a keyed type collapse into one on the far side.
+            warn!(target: LOG, route = %label, "topic {} ({}) announced no type information; forwarding it as keyless", ep.topic_name, ep.type_name);
+            (
+                RawTopic::keyless(&at.src, &ep.topic_name, &ep.type_name)?,
+                RawTopic::keyless(&at.dst, &ep.topic_name, &ep.type_name)?,
+            )
+        };
+        let stats = Arc::new(ForwardStats::default());
+        let writer = RawWriter::new(&dst_topic, &wq.writer_batching(batching.is_some()))?;
+        // With applications in the process, its samples can reach the process's router readers: known as a
+        // router's before its first sample (discovery, which also finds it, may come later). Otherwise those
+        // readers ignore the process.
+        let own = if local { Some(OwnWriter::register(writer.instance_handle()?)) } else { None };
+        let mut batch = flusher.batch(writer, batching, stats.clone());
+        let mut limiter = Limiter::new(ov);
+        let st = stats.clone();
+        // Each sample is re-published straight from Cyclone's buffer on the delivery thread, without a copy.
+        let reader = partita_dds::ListeningReader::with_publications(&src_topic, &rq, move |bytes, info, matched| {
+            let h = info.publication_handle;
+            let looped = (local && is_own_writer(h)) || routers.read().unwrap_or_else(|p| p.into_inner()).contains(&h);
+            // Another forwarder of this topic forwards this writer's samples.
+            if !looped && sources.as_mut().is_some_and(|s| !s.accepts(h, |h| matched.guid(h))) {
+                return;
+            }
+            st.received.fetch_add(1, Ordering::Relaxed);
+            if looped {
+                st.suppressed_loop.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            if info.valid_data && !limiter.admit(info.instance_handle) {
+                st.dropped_rate.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            #[cfg(test)]
+            if tests::fault(&label) {
+                panic!("a fault injected into {label}");
+            }
+            match batch.writer().forward_taken(bytes, &info) {
+                Ok(true) => {
+                    st.forwarded.fetch_add(1, Ordering::Relaxed);
+                    st.record_latencies_ns(std::iter::once(now_ns() - info.source_timestamp_ns));
+                    if let Err(e) = batch.written() {
+                        st.errors.fetch_add(1, Ordering::Relaxed);
+                        error!(target: LOG, route = %label, "sending: {e}");
+                    }
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    st.errors.fetch_add(1, Ordering::Relaxed);
+                    error!(target: LOG, route = %label, "forwarding a sample: {e}");
+                }
+            }
+        })?;
+        Ok(Forwarder { stats, writer_owned, reader, _own: own })
+    }
+}
+
+fn now_ns() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Router, RouterConfig};
+    use partita_dds::{qos::History, DomainConfig, Participant, Qos, Reader, Topic, TopicType, Writer};
+    use serde::{Deserialize, Serialize};
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
+
+    /// The topic whose every sample makes its forwarders' callbacks panic: a fault only this crate's tests inject.
+    static FAULTY_TOPIC: Mutex<Option<String>> = Mutex::new(None);
+
+    pub(super) fn fault(label: &str) -> bool {
+        FAULTY_TOPIC.lock().unwrap_or_else(|p| p.into_inner()).as_ref().is_some_and(|t| label.ends_with(&format!(" {t}")))
+    }
+
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    struct Tick {
+        n: u32,
+    }
+
+    impl TopicType for Tick {
+        fn type_name() -> &'static str {
+            "partita::test::Tick"
+        }
+    }
+
+    fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+        let end = Instant::now() + Duration::from_secs(20);
+        while !f() {
+            assert!(Instant::now() < end, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    fn a_panic_in_a_forwarders_callback_is_counted_in_its_statistics_and_forwarding_goes_on() {
+        let (a, b) = ((std::process::id() % 9) * 25 + 23, (std::process::id() % 9) * 25 + 24);
+        let text = format!("[[side]]\nname = \"a\"\ndomain = {a}\n[[side]]\nname = \"b\"\ndomain = {b}\n[[route]]\nfrom = \"a\"\nto = \"b\"\n");
+        let mut config = RouterConfig::parse(&text, std::path::Path::new("test.toml")).unwrap();
+        config.local_applications = true;
+        *FAULTY_TOPIC.lock().unwrap() = Some("faulty".into());
+        let router = Router::start(config).unwrap();
+        let qos = Qos::reliable().history(History::KeepAll);
+        let pa = Participant::new(&DomainConfig::loopback(a)).unwrap();
+        let pb = Participant::new(&DomainConfig::loopback(b)).unwrap();
+        let w = Writer::new(&Topic::<Tick>::new(&pa, "faulty", &qos).unwrap(), &qos).unwrap();
+        let r = Reader::new(&Topic::<Tick>::new(&pb, "faulty", &qos).unwrap(), &qos).unwrap();
+        wait_until("the route", || !router.active().is_empty() && w.matched_readers().unwrap() > 0 && r.matched_writers().unwrap() > 0);
+        std::thread::sleep(Duration::from_millis(300));
+        let row = || router.stats().into_iter().find(|s| s.topic == "faulty").expect("a statistics row for the topic");
+
+        for n in 0..3 {
+            w.write(&Tick { n }).unwrap();
+        }
+        wait_until("three panics in the statistics", || row().callback_panics == 3);
+        let faulty = row();
+        assert_eq!((faulty.received, faulty.forwarded), (3, 0), "{faulty:?}");
+        assert!(
+            crate::stats::table(&router.stats()).contains("callback panics (samples dropped, see the log): a->b faulty (3)"),
+            "{}",
+            crate::stats::table(&router.stats())
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(r.take().unwrap().is_empty(), "a sample whose forwarding panicked does not cross");
+
+        // The forwarder's reader goes on: once the fault is gone, samples cross again.
+        *FAULTY_TOPIC.lock().unwrap() = None;
+        for n in 3..6 {
+            w.write(&Tick { n }).unwrap();
+        }
+        let mut got = Vec::new();
+        let end = Instant::now() + Duration::from_secs(10);
+        while got.len() < 3 && Instant::now() < end {
+            got.extend(r.take_wait(Duration::from_millis(100)).unwrap().into_iter().filter_map(|s| s.value).map(|t| t.n));
+        }
+        assert_eq!(got, [3, 4, 5]);
+        let after = row();
+        assert_eq!((after.forwarded, after.callback_panics), (3, 3), "{after:?}");
+    }
+}

@@ -1,0 +1,212 @@
+//! The manager loop, on the router's discovery thread: it polls every side's discovery, works out the wanted
+//! routes (for each route direction, the topics whose trigger holds, by [`ForwardKey`]), ends the forwarders
+//! no longer wanted (keeping their last figures), and starts the new ones within `max_topics`, each placed on
+//! the main participant or on a proxy (`proxies.rs`). A forwarder that fails to start is tried again a second
+//! later.
+use crate::batch::Flusher;
+use crate::config::{RouteConfig, RouterConfig, Trigger};
+use crate::engine::{Shared, RETIRED_KEPT};
+use crate::forwarder::{ForwardKey, Forwarder, ForwarderSpec, Placement};
+use crate::owners::{Groups, Sources};
+use crate::pattern::matches;
+use crate::proxies::Proxies;
+use crate::side::Side;
+use partita_dds::{DiscoveredEndpoint, GuidPrefix};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tracing::{debug, error, trace};
+
+/// Target of the manager's events: routes wanted, started, refused and ended.
+const LOG: &str = "partita::router::routes";
+
+fn allowed(route: &RouteConfig, ep: &DiscoveredEndpoint) -> bool {
+    let hit = |p: &String| match p.strip_prefix("type:") {
+        Some(tp) => matches(tp, &ep.type_name),
+        None => matches(p, &ep.topic_name),
+    };
+    if route.block.iter().any(hit) || !route.allow.iter().any(hit) {
+        return false;
+    }
+    let parts = ep.qos.partitions.clone().unwrap_or_default();
+    let parts = if parts.is_empty() { vec![String::new()] } else { parts };
+    parts.iter().any(|p| route.partitions.iter().any(|pat| matches(pat, p)))
+}
+
+fn directions(routes: &[RouteConfig], sides: &[Side]) -> Vec<(usize, usize, usize)> {
+    let idx = |n: &str| sides.iter().position(|s| s.name == n).expect("validated side name");
+    let mut d = Vec::new();
+    for (i, r) in routes.iter().enumerate() {
+        let (a, b) = (idx(&r.from), idx(&r.to));
+        d.push((i, a, b));
+        if r.both_ways {
+            d.push((i, b, a));
+        }
+    }
+    d
+}
+
+/// A route direction as statistics and messages name it: `from->to`.
+fn route_name(shared: &Shared, key: &ForwardKey) -> String {
+    format!("{}->{}", shared.side_names[key.from], shared.side_names[key.to])
+}
+
+pub(crate) fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Shared>, stop: Arc<AtomicBool>, flusher: &Flusher) {
+    let dirs = directions(&config.routes, &sides);
+    let mut failed: HashMap<ForwardKey, Instant> = HashMap::new();
+    let mut proxies = Proxies::default();
+    // With mirroring, the forwarders of one topic and direction, by key without the owner.
+    let mut groups: Groups<ForwardKey> = Groups::default();
+    let mut dirty = true;
+    while !stop.load(Ordering::Relaxed) {
+        for s in sides.iter_mut() {
+            dirty |= s.poll();
+        }
+        if !dirty {
+            // Wait on the first side's publications for news, briefly; the other sides are polled next round.
+            let _ = sides[0].publications.wait(Duration::from_millis(20));
+            continue;
+        }
+        dirty = false;
+        // The wanted set: every (route, direction, topic, type, partitions) with an application writer on the
+        // source side and, unless the trigger says otherwise, an application reader on the destination side.
+        // Each wanted route keeps the endpoint that asked for it and the side it was discovered on (where its
+        // type can be resolved).
+        let mut wanted: BTreeMap<ForwardKey, (DiscoveredEndpoint, usize)> = BTreeMap::new();
+        for &(ri, from, to) in &dirs {
+            let route = &config.routes[ri];
+            let mut want = |ep: &DiscoveredEndpoint, seen_on: usize| {
+                let mut partitions = ep.qos.partitions.clone().unwrap_or_default();
+                partitions.sort();
+                let key = ForwardKey {
+                    route: ri,
+                    from,
+                    to,
+                    topic: ep.topic_name.clone(),
+                    type_name: ep.type_name.clone(),
+                    partitions,
+                    owner: if config.mirror_participants { ep.key.prefix() } else { GuidPrefix::default() },
+                };
+                wanted.entry(key).or_insert_with(|| (ep.clone(), seen_on));
+            };
+            for w in sides[from].applications(&sides[from].writers) {
+                if !allowed(route, w) {
+                    continue;
+                }
+                let enough = matches!(route.trigger, Trigger::Writer | Trigger::Either)
+                    || (route.trigger == Trigger::WriterAndReader
+                        && sides[to].applications(&sides[to].readers).any(|r| r.topic_name == w.topic_name && r.type_name == w.type_name));
+                if enough {
+                    want(w, from);
+                }
+            }
+            if matches!(route.trigger, Trigger::Reader | Trigger::Either) {
+                for r in sides[to].applications(&sides[to].readers) {
+                    if allowed(route, r) {
+                        want(r, to);
+                    }
+                }
+            }
+        }
+        if tracing::enabled!(target: LOG, tracing::Level::TRACE) {
+            for (k, (_, seen)) in &wanted {
+                trace!(target: LOG, key = ?k, seen_on = %sides[*seen].name, "wanted");
+            }
+        }
+        let mut fw = shared.forwarders.lock().unwrap_or_else(|p| p.into_inner());
+        let ended: Vec<ForwardKey> = fw.keys().filter(|k| !wanted.contains_key(*k)).cloned().collect();
+        for k in ended {
+            if let Some(f) = fw.remove(&k) {
+                let route = route_name(&shared, &k);
+                f.refresh_reader_figures();
+                let mut row = f.stats.snapshot(&shared.name, &route, &k.topic, &k.type_name);
+                row.active = false;
+                debug!(target: LOG, route = %route, topic = %k.topic, type_name = %k.type_name, owner = %k.owner, forwarded = row.forwarded, "route ended");
+                drop(f); // deletes the reader, then the writer
+                let mut retired = shared.retired.lock().unwrap_or_else(|p| p.into_inner());
+                retired.push(row);
+                if retired.len() > RETIRED_KEPT {
+                    retired.remove(0);
+                }
+            }
+        }
+        proxies.prune(&mut sides);
+        let topics_in_use: HashSet<String> = fw.keys().map(|k| k.topic.clone()).collect();
+        let mut count = topics_in_use.len();
+        let mut refused = shared.refused_topics.lock().unwrap_or_else(|p| p.into_inner());
+        refused.clear();
+        let mut new_topics: HashSet<String> = HashSet::new();
+        for (key, (ep, seen_on)) in wanted {
+            if fw.contains_key(&key) {
+                continue;
+            }
+            if !topics_in_use.contains(&key.topic) && !new_topics.contains(&key.topic) {
+                if count >= config.max_topics {
+                    refused.insert(key.topic.clone());
+                    continue;
+                }
+                count += 1;
+                new_topics.insert(key.topic.clone());
+            }
+            if failed.get(&key).is_some_and(|t| t.elapsed() < Duration::from_secs(1)) {
+                dirty = true; // try again soon
+                continue;
+            }
+            let route = &config.routes[key.route];
+            let ov = route.topics.iter().find(|t| matches(&t.name, &key.topic)).cloned().unwrap_or_default();
+            // The router's endpoint on the side where the triggering endpoint lives stays on the router's main
+            // participant with the endpoint's partitions; the one on the other side stands for the endpoint's
+            // participant (its proxy, when mirroring) with partitions translated to that side.
+            let other = if seen_on == key.from { key.to } else { key.from };
+            let parts = ep.qos.partitions.clone().unwrap_or_default();
+            let (host, translated) = if config.mirror_participants {
+                let host = proxies.get(&mut sides, other, seen_on, key.owner, &config.name);
+                let translated: Vec<String> = parts.iter().map(|p| proxies.translate(&mut sides, p, seen_on, other, &config.name)).collect();
+                (host, translated)
+            } else {
+                (None, parts.clone())
+            };
+            let host = host.unwrap_or_else(|| sides[other].participant.clone());
+            let (src_p, dst_p, src_parts, dst_parts) = if seen_on == key.from {
+                (sides[key.from].participant.clone(), host, parts, translated)
+            } else {
+                (host, sides[key.to].participant.clone(), translated, parts)
+            };
+            let placement = Placement { src: src_p, dst: dst_p, src_partitions: src_parts, dst_partitions: dst_parts };
+            let writer_owned = seen_on == key.from;
+            // Joins its group before its reader exists, so its first samples (a durable history) are judged right.
+            let sources = config
+                .mirror_participants
+                .then(|| Sources::new(groups.join(&key.unowned(), key.owner, writer_owned), key.owner, writer_owned));
+            let spec = ForwarderSpec {
+                endpoint: &ep,
+                writer_owned,
+                resolver: &sides[seen_on].participant,
+                placement,
+                topic: &ov,
+                batching: config.batching(&ov),
+                flusher,
+                local_applications: config.local_applications,
+                router_writers: sides[key.from].router_writers.clone(),
+                sources,
+                label: format!("{} {}", route_name(&shared, &key), key.topic),
+            };
+            match Forwarder::start(spec) {
+                Ok(f) => {
+                    debug!(target: LOG, route = %route_name(&shared, &key), topic = %key.topic, type_name = %key.type_name, owner = %key.owner, "route started");
+                    failed.remove(&key);
+                    fw.insert(key, f);
+                }
+                Err(e) => {
+                    error!(target: LOG, route = %route_name(&shared, &key), "cannot route topic {} ({}), trying again in a second: {e}", key.topic, key.type_name);
+                    failed.insert(key, Instant::now());
+                    dirty = true;
+                }
+            }
+        }
+        if config.mirror_participants {
+            groups.update(fw.iter().map(|(k, f)| (k.unowned(), k.owner, f.writer_owned)));
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! Discovery state per side: the router's participant on one domain, the writers, readers and participants
+//! discovery reports there, and which of them are applications (not a router's, not built-in) that routes
+//! follow. The manager polls every side and rebuilds the wanted routes from this state.
+use crate::config::SideConfig;
+use crate::engine::{RouterError, ROUTER_TAG};
+use partita_dds::{
+    DiscoveredEndpoint, DiscoveredParticipant, DomainConfig, EndpointKind, EndpointWatcher, Guid, GuidPrefix, Participant,
+    ParticipantWatcher, Qos,
+};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, RwLock};
+use tracing::{debug, error};
+
+/// Target of the discovery events: what each side's participant, writer and reader discovery reports.
+const LOG: &str = "partita::router::discovery";
+
+/// One end of the router: a participant on a domain, watching its writers and readers.
+pub(crate) struct Side {
+    pub(crate) name: String,
+    pub(crate) config: DomainConfig,
+    pub(crate) participant: Participant,
+    /// GUID prefixes of this router's participants on this side: the main one and the proxies.
+    pub(crate) router_prefixes: HashSet<GuidPrefix>,
+    pub(crate) participants: ParticipantWatcher,
+    /// Application participants (not any router's), by GUID prefix.
+    pub(crate) app_participants: HashMap<GuidPrefix, DiscoveredParticipant>,
+    pub(crate) publications: EndpointWatcher,
+    pub(crate) subscriptions: EndpointWatcher,
+    pub(crate) writers: HashMap<Guid, DiscoveredEndpoint>,
+    pub(crate) readers: HashMap<Guid, DiscoveredEndpoint>,
+    /// Publication handles of router writers on this side as discovery finds them (any router's; this
+    /// process's own are in `forwarder::OWN_WRITERS` from their creation): their samples are never forwarded.
+    pub(crate) router_writers: Arc<RwLock<HashSet<u64>>>,
+}
+
+pub(crate) fn is_router(ep: &DiscoveredEndpoint) -> bool {
+    ep.qos.user_data.as_deref() == Some(ROUTER_TAG)
+}
+
+/// Cyclone's built-in topic readers (DCPSPublication & co.) show up in discovery; they are never routed.
+fn is_builtin(ep: &DiscoveredEndpoint) -> bool {
+    ep.qos.partitions.as_ref().is_some_and(|p| p.iter().any(|n| n == "__BUILT-IN PARTITION__"))
+}
+
+/// Property every participant of a router announces (main and proxies), so routers never mirror each other.
+const ROUTER_PROPERTY: &str = "partita.router";
+
+pub(crate) fn router_qos(name: &str) -> Qos {
+    Qos::new().property(ROUTER_PROPERTY, name)
+}
+
+impl Side {
+    pub(crate) fn open(cfg: &SideConfig, dc: DomainConfig, router: &str) -> Result<Side, RouterError> {
+        let e = |source| RouterError::Side { side: cfg.name.clone(), source };
+        let participant = Participant::with_qos(&dc, &router_qos(router)).map_err(e)?;
+        let prefix = participant.guid().map_err(e)?.prefix();
+        Ok(Side {
+            name: cfg.name.clone(),
+            config: dc,
+            participants: ParticipantWatcher::new(&participant, &[ROUTER_PROPERTY]).map_err(e)?,
+            app_participants: HashMap::new(),
+            publications: EndpointWatcher::new(&participant, EndpointKind::Publication).map_err(e)?,
+            subscriptions: EndpointWatcher::new(&participant, EndpointKind::Subscription).map_err(e)?,
+            participant,
+            router_prefixes: [prefix].into_iter().collect(),
+            writers: HashMap::new(),
+            readers: HashMap::new(),
+            router_writers: Arc::new(RwLock::new(HashSet::new())),
+        })
+    }
+
+    /// Applies discovery news; true if anything changed.
+    pub(crate) fn poll(&mut self) -> bool {
+        let mut changed = false;
+        match self.participants.take() {
+            Ok(news) => {
+                for p in news {
+                    changed = true;
+                    let prefix = p.key.prefix();
+                    if !p.alive {
+                        if self.app_participants.remove(&prefix).is_some() {
+                            debug!(target: LOG, side = %self.name, participant = %prefix, "application participant gone");
+                        }
+                    } else if p.properties.is_empty() && !self.router_prefixes.contains(&prefix) {
+                        debug!(target: LOG, side = %self.name, participant = %prefix, "application participant");
+                        self.app_participants.insert(prefix, p);
+                    }
+                }
+            }
+            Err(e) => error!(target: LOG, side = %self.name, "participant discovery: {e}"),
+        }
+        for (watcher, map) in [(&self.publications, &mut self.writers), (&self.subscriptions, &mut self.readers)] {
+            let news = match watcher.take() {
+                Ok(n) => n,
+                Err(e) => {
+                    error!(target: LOG, side = %self.name, "endpoint discovery: {e}");
+                    continue;
+                }
+            };
+            for ep in news {
+                changed = true;
+                debug!(
+                    target: LOG,
+                    side = %self.name,
+                    kind = ?ep.kind,
+                    topic = %ep.topic_name,
+                    type_name = %ep.type_name,
+                    alive = ep.alive,
+                    router = is_router(&ep),
+                    type_info = ep.has_type_info(),
+                    partitions = ?ep.qos.partitions,
+                    "endpoint"
+                );
+                if ep.alive {
+                    if ep.kind == EndpointKind::Publication && is_router(&ep) {
+                        self.router_writers.write().unwrap_or_else(|p| p.into_inner()).insert(ep.instance_handle);
+                    }
+                    map.insert(ep.key, ep);
+                } else if let Some(old) = map.remove(&ep.key) {
+                    if old.kind == EndpointKind::Publication {
+                        self.router_writers.write().unwrap_or_else(|p| p.into_inner()).remove(&old.instance_handle);
+                    }
+                }
+            }
+        }
+        changed
+    }
+
+    /// Application endpoints: alive, not a router's, not this router's own participant.
+    pub(crate) fn applications<'a>(&'a self, map: &'a HashMap<Guid, DiscoveredEndpoint>) -> impl Iterator<Item = &'a DiscoveredEndpoint> {
+        map.values().filter(move |e| e.alive && !is_router(e) && !self.router_prefixes.contains(&e.key.prefix()) && !is_builtin(e))
+    }
+}
