@@ -219,7 +219,7 @@ pub(crate) fn listening_closed_loop(
         let next = seq + 1;
         if next < total {
             if let Err(e) = send_next(&w, &mut st, next) {
-                eprintln!("dds client: {e}");
+                tracing::warn!(target: "partita::bench::dds", "client: {e}");
             }
         } else {
             st.current = total;
@@ -285,7 +285,7 @@ fn serve_listening(
         }
         work();
         if let Err(e) = writer.raw().write(reply.with_seq(seq)) {
-            eprintln!("dds server: writing a reply: {e}");
+            tracing::warn!(target: "partita::bench::dds", "server: writing a reply: {e}");
         }
     })
     .map_err(err("request reader"))?;

@@ -201,7 +201,7 @@ pub struct RouterConfig {
 pub const EMBEDDED_SIDES: [&str; 2] = ["module", "network"];
 /// The environment variable through which the supervisor hands an embedded router configuration (TOML) to the
 /// I/O partition's `partita route`.
-pub const EMBEDDED_ENV: &str = "PARTITA_ROUTER_TOML";
+pub const EMBEDDED_ENV: &str = partita_env::ROUTER_TOML;
 /// The `batch_delay` of a router whose file sets none.
 pub const DEFAULT_BATCH_DELAY: Duration = Duration::from_micros(100);
 

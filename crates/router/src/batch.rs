@@ -185,7 +185,8 @@ impl FlusherShared {
     }
 
     fn run(&self) {
-        set_timer_slack_ns(1_000);
+        // The flusher sleeps for tens of µs at a time; Linux's default timer slack of 50 µs would double that.
+        let _ = partita_os::timer_slack::set_current_thread_timer_slack_ns(1_000);
         let mut g = self.wake.lock().unwrap_or_else(|p| p.into_inner());
         loop {
             if self.stop.load(Ordering::SeqCst) {
@@ -254,14 +255,6 @@ impl Drop for Flusher {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-    }
-}
-
-/// The flusher sleeps for tens of µs at a time; Linux's default timer slack of 50 µs would double that.
-fn set_timer_slack_ns(ns: u64) {
-    // SAFETY: PR_SET_TIMERSLACK only changes the calling thread's timer slack.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0);
     }
 }
 

@@ -69,8 +69,8 @@ impl RouterConfig {
             (Ok(m), Ok(e)) => (m, e),
             (Err(e), _) | (_, Err(e)) => return Some(Err(e.to_string())),
         };
-        let embedded = std::env::var(EMBEDDED_ENV).ok();
-        let partition = std::env::var("PARTITA_PARTITION").ok();
+        let embedded = partita_env::router_toml();
+        let partition = partita_env::partition();
         let validated = match Validated::for_io_partition(embedded.as_deref(), partition.as_deref(), [module.domain_id, external.domain_id]) {
             Ok(v) => v,
             Err(errors) => return Some(Err(errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"))),

@@ -211,7 +211,7 @@ impl Forwarder {
             match batch.writer().forward_taken(bytes, &info) {
                 Ok(true) => {
                     st.forwarded.fetch_add(1, Ordering::Relaxed);
-                    st.record_latencies_ns(std::iter::once(now_ns() - info.source_timestamp_ns));
+                    st.record_latencies_ns(std::iter::once(partita_os::clock::unix_ns() - info.source_timestamp_ns));
                     if let Err(e) = batch.written() {
                         st.errors.fetch_add(1, Ordering::Relaxed);
                         error!(target: LOG, route = %label, "sending: {e}");
@@ -228,9 +228,6 @@ impl Forwarder {
     }
 }
 
-fn now_ns() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
-}
 
 #[cfg(test)]
 mod tests {

@@ -7,6 +7,7 @@
 //! Protection of the partitioned side: per-topic rate limits and downsampling, bounded queues and a cap on the
 //! number of routed topics, with every dropped sample counted. Statistics are printed and published on the DDS
 //! topic `partita/router/stats`.
+#![forbid(unsafe_code)]
 pub mod batch;
 pub mod config;
 mod engine;

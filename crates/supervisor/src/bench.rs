@@ -59,7 +59,7 @@ pub fn freeze_backends(iterations: u32, control_cpu: usize, partition_cpu: usize
             let freezer = match Freezer::new(&cg, backend) {
                 Ok(f) => f,
                 Err(e) => {
-                    eprintln!("{}: unavailable ({e})", backend.name());
+                    tracing::warn!(target: "partita::supervisor::bench", "{}: unavailable ({e})", backend.name());
                     continue;
                 }
             };

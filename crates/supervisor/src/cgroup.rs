@@ -392,7 +392,7 @@ impl PartitionCgroup {
 impl Drop for PartitionCgroup {
     fn drop(&mut self) {
         if let Err(e) = self.remove_now() {
-            eprintln!("partita: removing cgroup {}: {e}", self.relative.display());
+            tracing::warn!(target: "partita::supervisor::cgroup", "removing cgroup {}: {e}", self.relative.display());
         }
     }
 }

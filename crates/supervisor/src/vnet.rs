@@ -68,7 +68,7 @@ impl Drop for NetNamespace {
     fn drop(&mut self) {
         if !self.deleted {
             if let Err(e) = ip(&["netns", "del", &self.name]) {
-                eprintln!("partita: {e}");
+                tracing::warn!(target: "partita::supervisor::network", "{e}");
             }
         }
     }
@@ -102,7 +102,7 @@ impl Drop for Bridge {
         if !self.deleted {
             self.deleted = true;
             if let Err(e) = ip(&["link", "del", &self.name]) {
-                eprintln!("partita: {e}");
+                tracing::warn!(target: "partita::supervisor::network", "{e}");
             }
         }
     }
