@@ -226,36 +226,22 @@ impl<'a, 'b> ser::Serializer for &'a mut Serializer<'b> {
     }
 }
 
-impl ser::SerializeSeq for &mut Serializer<'_> {
-    type Ok = ();
-    type Error = CdrError;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<()> {
-        v.serialize(&mut **self)
-    }
-    fn end(self) -> Result<()> {
-        Ok(())
-    }
+/// The compound serializers whose parts are written in order with nothing between them.
+macro_rules! serialize_parts_in_order {
+    ($($trait:ident :: $method:ident),*) => {$(
+        impl ser::$trait for &mut Serializer<'_> {
+            type Ok = ();
+            type Error = CdrError;
+            fn $method<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<()> {
+                v.serialize(&mut **self)
+            }
+            fn end(self) -> Result<()> {
+                Ok(())
+            }
+        }
+    )*};
 }
-impl ser::SerializeTuple for &mut Serializer<'_> {
-    type Ok = ();
-    type Error = CdrError;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<()> {
-        v.serialize(&mut **self)
-    }
-    fn end(self) -> Result<()> {
-        Ok(())
-    }
-}
-impl ser::SerializeTupleStruct for &mut Serializer<'_> {
-    type Ok = ();
-    type Error = CdrError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<()> {
-        v.serialize(&mut **self)
-    }
-    fn end(self) -> Result<()> {
-        Ok(())
-    }
-}
+serialize_parts_in_order!(SerializeSeq::serialize_element, SerializeTuple::serialize_element, SerializeTupleStruct::serialize_field);
 impl ser::SerializeMap for &mut Serializer<'_> {
     type Ok = ();
     type Error = CdrError;
