@@ -42,6 +42,7 @@ fn spinner_spec(partition: &str, cg: &PartitionCgroup, program: &str, args: Vec<
         netns: None,
         environment: None,
         output: None,
+        fifo_priority: None,
     }
 }
 

@@ -36,6 +36,8 @@ pub struct LaunchSpec {
     pub environment: Option<PartitionEnv>,
     /// File receiving the partition's stdout and stderr (appended); `None` inherits the supervisor's.
     pub output: Option<PathBuf>,
+    /// SCHED_FIFO at this priority; `None`: SCHED_OTHER (whatever class the supervisor itself runs in).
+    pub fifo_priority: Option<u8>,
 }
 
 /// A started partition: the PID (in the supervisor's namespace) of its PID-namespace root.
@@ -45,7 +47,7 @@ pub struct Started {
 }
 
 /// Steps of the child, reported back through the error pipe.
-const STEPS: [&str; 8] = ["join cgroup", "join network namespace", "make mounts private", "mount /proc", "set host name", "execve", "reset signals", "redirect output"];
+const STEPS: [&str; 9] = ["join cgroup", "join network namespace", "make mounts private", "mount /proc", "set host name", "execve", "reset signals", "redirect output", "set the scheduling class"];
 
 /// Looks `program` up in PATH unless it contains a slash.
 pub fn resolve_program(program: &str) -> Result<PathBuf> {
@@ -105,6 +107,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
         None => None,
     };
     let (err_read, err_write) = cloexec_pipe()?;
+    let fifo_priority = spec.fifo_priority.map(libc::c_int::from);
     let proc_src = c"proc";
     let proc_dir = c"/proc";
     let root = c"/";
@@ -167,6 +170,15 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
                 if libc::dup2(out.as_raw_fd(), 1) < 0 || libc::dup2(out.as_raw_fd(), 2) < 0 {
                     fail(7);
                 }
+            }
+            // The partition's scheduling class is the one its system file grants, never the supervisor's.
+            let (policy, priority) = match fifo_priority {
+                Some(p) => (libc::SCHED_FIFO, p),
+                None => (libc::SCHED_OTHER, 0),
+            };
+            let param = libc::sched_param { sched_priority: priority };
+            if libc::sched_setscheduler(0, policy, &param) != 0 {
+                fail(8);
             }
             // Set up: the parent may return now. Joining the cgroups comes last because the partition
             // may be frozen (outside its window): this process then stops here, before its first

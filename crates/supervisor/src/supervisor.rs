@@ -10,8 +10,9 @@ use crate::freeze::{FreezeBackend, Freezer};
 use crate::health::{EventLog, HealthMonitor};
 use crate::launch::{launch, LaunchSpec};
 use crate::health::Action;
-use partita_system::{HealthAction, Module, NetworkId, Partition, ProcessTree, System, PARTITA_PROGRAM};
+use partita_system::{HealthAction, Module, NetworkId, Partition, ProcessTree, Scheduling, System, PARTITA_PROGRAM};
 use crate::registry::Registration;
+use partita_os::cpu_latency::CpuLatencyHold;
 use crate::vnet::{Bridge, NetNamespace, VirtualNic};
 use partita_env::PartitionEnv;
 use serde::Serialize;
@@ -81,6 +82,8 @@ pub struct Supervisor {
     bridges: Vec<Bridge>,
     state_dir: StateDir,
     state: State,
+    /// The wake-up latency bound held while the system runs (the system file's `cpu_dma_latency`).
+    _cpu_latency: Option<CpuLatencyHold>,
     /// The system's record in the registry: the system is up until it goes, last.
     _registration: Registration,
 }
@@ -130,8 +133,13 @@ impl Supervisor {
                 frames: Vec::new(),
                 max_lateness_ns: Vec::new(),
             },
+            _cpu_latency: None,
             _registration: registration,
         };
+        if let Some(bound) = system.cpu_dma_latency {
+            let us = u32::try_from(bound.as_nanos() / 1_000).unwrap_or(u32::MAX);
+            s._cpu_latency = Some(CpuLatencyHold::new(us).map_err(|e| SupervisorError::Invalid(format!("{e} (system.cpu_dma_latency; \"off\" leaves the idle states alone)")))?);
+        }
         // 1. Networks: a bridge for each network that has members.
         let mut bridges: Vec<(NetworkId, usize)> = Vec::new();
         for (id, net) in system.networks() {
@@ -195,6 +203,10 @@ impl Supervisor {
                 netns: Some(ns.path()),
                 environment: Some(environment),
                 output: Some(state_path.join(format!("{}.log", member.name))),
+                fifo_priority: match tree.scheduling {
+                    Scheduling::Fifo { priority } => Some(priority),
+                    Scheduling::Normal => None,
+                },
             };
             s.namespaces.push(ns);
             let address = |id: fn(&NetworkId) -> bool| tree.nics.iter().find(|n| id(&n.network)).map(|n| n.address);

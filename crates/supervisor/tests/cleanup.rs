@@ -30,6 +30,7 @@ fn leftovers_of_a_crashed_supervisor_are_removed() {
         netns: Some(ns.path()),
         environment: None,
         output: None,
+        fifo_priority: None,
     };
     let pid = launch(&spec).unwrap().pid;
     // Frozen, as a partition outside its window would be when the supervisor dies.

@@ -20,6 +20,7 @@ fn spinner(partition: &str, cg: &PartitionCgroup) -> i32 {
         netns: None,
         environment: None,
         output: None,
+        fifo_priority: None,
     };
     launch(&spec).unwrap().pid
 }
@@ -153,6 +154,7 @@ fn a_partition_started_while_frozen_runs_nothing_until_thawed() {
             netns: None,
             environment: None,
             output: None,
+            fifo_priority: None,
         };
         let pid = launch(&spec).unwrap().pid;
         // The process exists (in the cgroup) but has not executed the program.

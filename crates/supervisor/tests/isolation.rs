@@ -27,6 +27,7 @@ fn spec(system: &str, partition: &str, cg: &PartitionCgroup, netns: Option<&NetN
             cyclonedds_uri: "file:///nonexistent.xml".into(),
         }),
         output: None,
+        fifo_priority: None,
     }
 }
 

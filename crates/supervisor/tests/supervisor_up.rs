@@ -89,3 +89,43 @@ fn a_build_failing_half_way_leaves_nothing() {
     assert!(!root.0.join(&name).join("state.json").exists());
     assert_nothing_left(&name, Some(&link_prefix(&name)));
 }
+
+/// (policy, rt_priority) of a process: fields 41 and 40 of /proc/<pid>/stat.
+fn scheduling_of(pid: i32) -> (u32, u32) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat.rsplit_once(") ").unwrap().1.split_whitespace().collect();
+    // fields[0] is field 3 (state): field n is fields[n - 3]
+    (fields[41 - 3].parse().unwrap(), fields[40 - 3].parse().unwrap())
+}
+
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn partitions_run_in_the_class_their_file_grants_and_the_latency_bound_is_held_while_up() {
+    let name = system_name("rt");
+    let root = tempdir("state");
+    let text = reference_system(&name, r#"["sleep", "30"]"#).replacen(
+        "name = \"recorder\"",
+        "name = \"recorder\"\nscheduling = { policy = \"fifo\", priority = 42 }",
+        1,
+    );
+    let sys = system(&text);
+    assert_eq!(sys.cpu_dma_latency, Some(partita_system::Duration::ZERO));
+    // The supervisor itself runs under SCHED_FIFO here: partitions must not inherit it.
+    partita_os::sched::set_current_thread_fifo(30).unwrap();
+    let sup = Supervisor::up(&sys, &options(&root));
+    let back = libc::sched_param { sched_priority: 0 };
+    // SAFETY: back to SCHED_OTHER for the test thread, with a valid parameter block.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &back) };
+    let sup = sup.unwrap();
+    let bound = partita_os::cpu_latency::current_bound_us().unwrap();
+    let pid = |p: &str| sup.events().events().iter().find(|e| e.event == "start" && e.partition == p).and_then(|e| e.pid).unwrap();
+    let (recorder, routing, monitor) = (pid("recorder"), pid("routing"), pid("monitor"));
+    // A frozen process's /proc entry is readable; its class is set before it joined its cgroup.
+    assert_eq!(scheduling_of(recorder), (libc::SCHED_FIFO as u32, 42), "the recorder runs SCHED_FIFO 42");
+    assert_eq!(scheduling_of(routing), (libc::SCHED_OTHER as u32, 0), "the routing partition runs SCHED_OTHER, not the supervisor's class");
+    assert_eq!(scheduling_of(monitor), (libc::SCHED_OTHER as u32, 0));
+    sup.run(Some(Duration::from_millis(200)), None).unwrap();
+    assert_eq!(bound, 0, "the supervisor holds /dev/cpu_dma_latency at 0 while the plan runs");
+    assert!(partita_os::cpu_latency::current_bound_us().unwrap() > 0, "the bound is released when the system goes down");
+    assert_nothing_left(&name, Some(&link_prefix(&name)));
+}

@@ -33,6 +33,8 @@ pub enum Problem {
     EmptyCommand,
     #[error("memory limit {memory} is below the floor of {floor}; give at least {floor}")]
     MemoryTooSmall { memory: String, floor: String },
+    #[error("SCHED_FIFO priority {priority} is out of range; give 1..={max} (the plan executors run at {}, above every partition)", .max + 1)]
+    FifoPriority { priority: u64, max: u8 },
     #[error("pids limit must be at least 1")]
     PidsZero,
     #[error("pids limit is above the kernel's limit of {max} processes; give at most {max}")]

@@ -17,6 +17,8 @@ const DEFAULT_PIDS: u64 = 256;
 const MAX_PIDS: u64 = 1 << 22;
 /// The longest major frame: the executor sleeps a frame's boundaries away, and a stop waits for at most one.
 pub const MAX_FRAME: Duration = Duration::from_millis(10_000);
+/// The longest wake-up latency bound worth holding (no idle state of any CPU takes longer to leave).
+const MAX_CPU_DMA_LATENCY: Duration = Duration::from_millis(1_000);
 const DEFAULT_HEALTH: HealthAction = HealthAction::Restart { max_restarts: 3, window: Duration::from_millis(60_000) };
 const MAX_NAME: usize = 24;
 const MAX_COUNT: usize = 99;
@@ -145,6 +147,7 @@ struct RawFile {
 #[serde(deny_unknown_fields)]
 struct RawSystem {
     name: S<String>,
+    cpu_dma_latency: Option<S<String>>,
 }
 
 #[derive(Deserialize)]
@@ -179,6 +182,7 @@ struct RawPartition {
     #[serde(default)]
     env: BTreeMap<String, String>,
     health: Option<RawHealth>,
+    scheduling: Option<RawScheduling>,
     #[serde(default)]
     io: bool,
     domain: Option<S<u64>>,
@@ -223,8 +227,16 @@ struct RawNode {
     pids: Option<S<u64>>,
     cpus: Option<S<Vec<u64>>>,
     health: Option<RawHealth>,
+    scheduling: Option<RawScheduling>,
     domain: Option<S<u64>>,
     address: Option<S<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScheduling {
+    policy: S<String>,
+    priority: Option<S<u64>>,
 }
 
 /// The table header (`[[module.plan]]` → `module.plan`) above `span`, plus the key at `span` if it is one:
@@ -403,7 +415,7 @@ impl Cx<'_> {
 
         if raw.module.len() > MAX_COUNT || raw.node.len() > MAX_COUNT {
             self.err(&(0..0), "module", Problem::BadValue(format!("at most {MAX_COUNT} modules and {MAX_COUNT} nodes; split the system")));
-            return System { name: system_name, source: self.file.into(), modules: vec![], nodes: vec![], network: Network { domain: DomainId::new(0).expect("0 is a domain"), subnet: ADDRESS_POOL, bridge: String::new() } };
+            return System { name: system_name, source: self.file.into(), modules: vec![], nodes: vec![], network: Network { domain: DomainId::new(0).expect("0 is a domain"), subnet: ADDRESS_POOL, bridge: String::new() }, cpu_dma_latency: None };
         }
 
         // Explicit domains and subnets first, so automatic ones avoid them.
@@ -546,6 +558,7 @@ impl Cx<'_> {
                     None => cpus.clone(),
                 };
                 let health = self.health(p.health.as_ref(), &format!("{ppath}.health"), DEFAULT_HEALTH);
+                let scheduling = self.scheduling(p.scheduling.as_ref(), &format!("{ppath}.scheduling"));
                 if p.io {
                     if let Some(first) = &io_first {
                         let first = first.clone();
@@ -581,7 +594,7 @@ impl Cx<'_> {
                     }
                 };
                 let env = self.env(&p.env, &format!("{ppath}.env"), &p.name.span());
-                let tree = ProcessTree { command, env, memory: Some(memory), pids_max, cpus: pcpus, health, netns: String::new(), cgroup: String::new(), nics: Vec::new() };
+                let tree = ProcessTree { command, env, memory: Some(memory), pids_max, cpus: pcpus, health, scheduling, netns: String::new(), cgroup: String::new(), nics: Vec::new() };
                 partitions.push(Partition { name: pname, criticality, io: p.io, domain, address, external_address, router, plan: None, tree });
             }
 
@@ -713,18 +726,59 @@ impl Cx<'_> {
                 }
             };
             let health = self.health(n.health.as_ref(), &format!("{path}.health"), HealthAction::Ignore);
+            let scheduling = self.scheduling(n.scheduling.as_ref(), &format!("{path}.scheduling"));
             let env = self.env(&n.env, &format!("{path}.env"), &n.name.span());
             let domain = n.domain.as_ref().and_then(|d| self.domain(d, &format!("{path}.domain"))).unwrap_or(network.domain);
             let address = node_addrs[ni]
                 .or_else(|| self.next_host(&ext_subnet, &mut ext_hosts, &format!("node {name}"), &n.name.span(), &format!("{path}.address")))
                 .unwrap_or(Ipv4Addr::UNSPECIFIED);
-            let tree = ProcessTree { command, env, memory, pids_max, cpus, health, netns: String::new(), cgroup: String::new(), nics: Vec::new() };
+            let tree = ProcessTree { command, env, memory, pids_max, cpus, health, scheduling, netns: String::new(), cgroup: String::new(), nics: Vec::new() };
             nodes.push(NativeNode { name, address, domain, tree });
         }
 
-        let mut system = System { name: system_name, source: self.file.to_string(), modules, nodes, network };
+        // The wake-up latency bound: on by default (0 µs) when a plan runs, as cyclictest holds it.
+        let planned = modules.iter().any(|m| !m.is_native());
+        let cpu_dma_latency = match &raw.system.cpu_dma_latency {
+            None => planned.then_some(Duration::ZERO),
+            Some(v) if v.get_ref() == "off" => None,
+            Some(v) => match self.duration(v, "system.cpu_dma_latency") {
+                Some(d) if d > MAX_CPU_DMA_LATENCY => {
+                    self.err(&v.span(), "system.cpu_dma_latency", Problem::BadValue(format!("{d} is longer than any idle state's exit latency; use at most {MAX_CPU_DMA_LATENCY}, or \"off\"")));
+                    None
+                }
+                d => d,
+            },
+        };
+        let mut system = System { name: system_name, source: self.file.to_string(), modules, nodes, network, cpu_dma_latency };
         crate::names::place(&mut system);
         system
+    }
+
+    fn scheduling(&mut self, s: Option<&RawScheduling>, path: &str) -> Scheduling {
+        let Some(s) = s else { return Scheduling::Normal };
+        match s.policy.get_ref().as_str() {
+            "normal" => {
+                if let Some(p) = &s.priority {
+                    self.err(&p.span(), &format!("{path}.priority"), Problem::BadValue("a priority only applies to policy = \"fifo\"; remove it".into()));
+                }
+                Scheduling::Normal
+            }
+            "fifo" => match s.priority.as_ref() {
+                Some(p) if (1..EXECUTOR_PRIORITY as u64).contains(p.get_ref()) => Scheduling::Fifo { priority: *p.get_ref() as u8 },
+                Some(p) => {
+                    self.err(&p.span(), &format!("{path}.priority"), Problem::FifoPriority { priority: *p.get_ref(), max: EXECUTOR_PRIORITY - 1 });
+                    Scheduling::Normal
+                }
+                None => {
+                    self.err(&s.policy.span(), &format!("{path}.priority"), Problem::FifoPriority { priority: 0, max: EXECUTOR_PRIORITY - 1 });
+                    Scheduling::Normal
+                }
+            },
+            other => {
+                self.err(&s.policy.span(), &format!("{path}.policy"), Problem::BadValue(format!("unknown scheduling policy {other:?}; use \"normal\" or \"fifo\"")));
+                Scheduling::Normal
+            }
+        }
     }
 
     fn health(&mut self, h: Option<&RawHealth>, path: &str, default: HealthAction) -> HealthAction {

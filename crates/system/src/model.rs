@@ -263,6 +263,28 @@ impl fmt::Display for ByteSize {
     }
 }
 
+/// The scheduling class of a partition's or node's processes, granted by the system file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scheduling {
+    /// SCHED_OTHER, the default.
+    #[default]
+    Normal,
+    /// SCHED_FIFO at `priority`, below the plan executor's.
+    Fifo { priority: u8 },
+}
+
+impl fmt::Display for Scheduling {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scheduling::Normal => f.write_str("normal"),
+            Scheduling::Fifo { priority } => write!(f, "SCHED_FIFO {priority}"),
+        }
+    }
+}
+
+/// The SCHED_FIFO priority of the plan executors; partitions get at most one less.
+pub const EXECUTOR_PRIORITY: u8 = 90;
+
 /// A whole system: modules (partitioned machines), native nodes, and the network between them.
 ///
 /// Everything the supervisor builds on the host is computed here, once, during validation: every network's
@@ -278,6 +300,9 @@ pub struct System {
     pub nodes: Vec<NativeNode>,
     /// The inter-module network, reached only by I/O partitions and native nodes.
     pub network: Network,
+    /// The CPU wake-up latency bound (`/dev/cpu_dma_latency`) the supervisor holds while the system runs;
+    /// `None`: the machine's idle states are left alone.
+    pub cpu_dma_latency: Option<Duration>,
 }
 
 /// A virtual network: one Linux bridge, one DDS domain, one subnet.
@@ -326,6 +351,8 @@ pub struct ProcessTree {
     /// The CPUs it runs on (its cgroup's cpuset); empty = any CPU of the machine.
     pub cpus: Vec<usize>,
     pub health: HealthAction,
+    /// The scheduling class the supervisor starts it in; it cannot raise it itself.
+    pub scheduling: Scheduling,
     /// Named network namespace (`partita-<system>-<name>`).
     pub netns: String,
     /// cgroup path below each hierarchy's root (`partita/<system>/<name>`).

@@ -482,3 +482,32 @@ fn a_wrong_type_names_the_key_not_the_value() {
     let e = broken("cpus = [0]", "cpus = 0");
     assert_eq!(e[0].path, "module.cpus", "{e:?}");
 }
+
+#[test]
+fn a_partition_or_node_is_granted_its_scheduling_class_below_the_executor() {
+    let s = parse(&GOOD.replacen("command = [\"prog\"]", "command = [\"prog\"]\nscheduling = { policy = \"fifo\", priority = 50 }", 1), "sys.toml", &host()).unwrap();
+    assert_eq!(s.modules[0].partitions[0].tree.scheduling, Scheduling::Fifo { priority: 50 });
+    assert_eq!(s.modules[0].partitions[1].tree.scheduling, Scheduling::Normal);
+    let s = parse(&GOOD.replacen("command = [\"mon\"]", "command = [\"mon\"]\nscheduling = { policy = \"fifo\", priority = 89 }", 1), "sys.toml", &host()).unwrap();
+    assert_eq!(s.nodes[0].tree.scheduling, Scheduling::Fifo { priority: 89 });
+    for bad in ["{ policy = \"fifo\", priority = 90 }", "{ policy = \"fifo\", priority = 0 }", "{ policy = \"fifo\" }"] {
+        let e = broken("command = [\"prog\"]", &format!("command = [\"prog\"]\nscheduling = {bad}"));
+        assert!(e.iter().any(|d| matches!(d.problem, Problem::FifoPriority { max: 89, .. }) && d.path == "module[m].partition[a].scheduling.priority"), "{bad}: {e:?}");
+    }
+    let e = broken("command = [\"prog\"]", "command = [\"prog\"]\nscheduling = { policy = \"rr\" }");
+    assert!(e.iter().any(|d| d.path == "module[m].partition[a].scheduling.policy"), "{e:?}");
+}
+
+#[test]
+fn the_wake_up_latency_bound_is_held_for_planned_systems_unless_turned_off() {
+    let s = parse(GOOD, "sys.toml", &host()).unwrap();
+    assert_eq!(s.cpu_dma_latency, Some(Duration::ZERO), "a system with a plan holds 0 µs by default");
+    let s = parse(&GOOD.replacen("name = \"t\"", "name = \"t\"\ncpu_dma_latency = \"off\"", 1), "sys.toml", &host()).unwrap();
+    assert_eq!(s.cpu_dma_latency, None);
+    let s = parse(&GOOD.replacen("name = \"t\"", "name = \"t\"\ncpu_dma_latency = \"20us\"", 1), "sys.toml", &host()).unwrap();
+    assert_eq!(s.cpu_dma_latency, Some(Duration::from_micros(20)));
+    let e = broken("name = \"t\"", "name = \"t\"\ncpu_dma_latency = \"2s\"");
+    assert!(e.iter().any(|d| d.path == "system.cpu_dma_latency"), "{e:?}");
+    let native = format!("{}{}", &GOOD[..GOOD.find("[[module.plan]]").unwrap()], &GOOD[GOOD.find("[[node]]").unwrap()..]);
+    assert_eq!(parse(&native, "sys.toml", &host()).unwrap().cpu_dma_latency, None, "without a plan the idle states are left alone");
+}
