@@ -81,8 +81,8 @@ impl DdsArgs {
 
 #[derive(Args)]
 struct RecorderArgs {
-    /// Directory of the recording ring (default: /var/lib/partita/<module>-<partition>, or ./recording
-    /// outside the supervisor).
+    /// Directory of the recording ring (default: `ring` in the partition's state directory,
+    /// /var/lib/partita/<system>/<partition>, or ./recording outside the supervisor).
     #[arg(long)]
     ring: Option<PathBuf>,
     /// Bytes for the whole ring (oldest frames are overwritten): e.g. 64MiB.
@@ -199,10 +199,11 @@ fn fail(what: &str, msg: &str) -> ExitCode {
     ExitCode::FAILURE
 }
 
+/// The ring in the partition's private state directory (kept across runs), or `./recording` outside one.
 fn default_ring_dir() -> PathBuf {
-    match (partita_env::module().ok_or(()), partita_env::partition().ok_or(())) {
-        (Ok(m), Ok(p)) => Path::new("/var/lib/partita").join(format!("{m}-{p}")),
-        _ => PathBuf::from("recording"),
+    match partita_env::state_dir() {
+        Some(state) => Path::new(&state).join("ring"),
+        None => PathBuf::from("recording"),
     }
 }
 

@@ -69,11 +69,15 @@ fn recording_goes_on_through_a_request_flood_and_a_killed_routing_partition_and_
         + "\n[[node]]\nname = \"flooder\"\ncommand = [\"partita\", \"app\", \"monitor\", \"--flood\", \"--duration\", \"20\", \"--name\", \"flooder\"]\n";
     let system = partita_system::parse(&text, "kill.toml", &partita_system::Host::this_machine()).unwrap();
     assert_eq!(system.name, name);
+    // The recorder partition records into its own state directory (it cannot write the host's files).
+    let recording = Scenario::PartitionedRouting.ring(&system, &params).expect("a recorder partition");
+    let _ = std::fs::remove_dir_all(&recording);
+    let _state = TempDir(recording.parent().and_then(|p| p.parent()).expect("/var/lib/partita/<system>").to_path_buf());
     let state_root = dir.0.join("state");
     let state = state_root.join(&system.name);
     // Kill the routing partition 3 s after the recorder has started recording, and note when.
     let killer = {
-        let (state, ring) = (state.clone(), params.ring.clone());
+        let (state, ring) = (state.clone(), recording.clone());
         std::thread::spawn(move || -> Option<(i32, i64)> {
             let deadline = Instant::now() + Duration::from_secs(25);
             while Instant::now() < deadline {
@@ -120,7 +124,7 @@ fn recording_goes_on_through_a_request_flood_and_a_killed_routing_partition_and_
     // The flood lasts longer than the monitor: it reports its count every second until the system goes down.
     let flooded: u64 = flood.rsplit("flooded ").next().and_then(|t| t.split(' ').next()).and_then(|n| n.parse().ok()).unwrap_or(0);
     assert!(flooded > 10_000, "the flooder wrote requests all along: {flood}");
-    let (ring, report) = RingWriter::open(RingConfig::new(dir.0.join("ring"), 16 << 20)).unwrap();
+    let (ring, report) = RingWriter::open(RingConfig::new(&recording, 16 << 20)).unwrap();
     assert_eq!(report.damaged, 0);
     let index = ring.index();
     let idx = index.lock().unwrap();

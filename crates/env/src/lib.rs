@@ -10,6 +10,7 @@
 //! | `PARTITA_DOMAIN` | the DDS domain id of its first V-NIC: the module's V-NETWORK, or the inter-module network for a node |
 //! | `PARTITA_EXTERNAL_DOMAIN` | I/O partitions only: the inter-module network's domain id |
 //! | `PARTITA_ROUTER_TOML` | I/O partitions with a `[module.partition.router]` table: that table as TOML |
+//! | `PARTITA_STATE_DIR` | partitions: their private writable directory, kept across runs |
 //! | `CYCLONEDDS_URI` | `file://` of the Cyclone DDS configuration the supervisor wrote: every domain on its V-NIC |
 #![forbid(unsafe_code)]
 
@@ -21,6 +22,8 @@ pub const MODULE: &str = "PARTITA_MODULE";
 pub const DOMAIN: &str = "PARTITA_DOMAIN";
 /// An I/O partition's inter-module domain.
 pub const EXTERNAL_DOMAIN: &str = "PARTITA_EXTERNAL_DOMAIN";
+/// A partition's private writable directory (the same path on the host and inside).
+pub const STATE_DIR: &str = "PARTITA_STATE_DIR";
 /// An I/O partition's routing table (TOML).
 pub const ROUTER_TOML: &str = "PARTITA_ROUTER_TOML";
 /// Cyclone DDS's own variable: where its configuration is.
@@ -51,6 +54,8 @@ pub struct PartitionEnv {
     pub router_toml: Option<String>,
     /// `file://...` of the generated DDS configuration.
     pub cyclonedds_uri: String,
+    /// A partition's private writable directory (none for a native node).
+    pub state_dir: Option<String>,
 }
 
 impl PartitionEnv {
@@ -67,6 +72,9 @@ impl PartitionEnv {
         }
         if let Some(t) = &self.router_toml {
             v.push((ROUTER_TOML.to_string(), t.clone()));
+        }
+        if let Some(d) = &self.state_dir {
+            v.push((STATE_DIR.to_string(), d.clone()));
         }
         v
     }
@@ -97,6 +105,11 @@ pub fn external_domain() -> Option<Result<(String, u32), BadDomain>> {
     uri_and_domain(EXTERNAL_DOMAIN)
 }
 
+/// A partition's private writable directory, when running under the supervisor.
+pub fn state_dir() -> Option<String> {
+    std::env::var(STATE_DIR).ok()
+}
+
 /// The routing table the supervisor handed to an I/O partition.
 pub fn router_toml() -> Option<String> {
     std::env::var(ROUTER_TOML).ok()
@@ -117,7 +130,7 @@ mod tests {
 
     #[test]
     fn the_supervisors_variables_are_reserved_and_others_are_not() {
-        let all = PartitionEnv { partition: "p".into(), module: "m".into(), domain: 1, external_domain: Some(0), router_toml: Some("x".into()), cyclonedds_uri: "file:///x".into() };
+        let all = PartitionEnv { partition: "p".into(), module: "m".into(), domain: 1, external_domain: Some(0), router_toml: Some("x".into()), cyclonedds_uri: "file:///x".into(), state_dir: Some("/s".into()) };
         for v in all.vars() {
             assert!(is_reserved(&v.0), "{}", v.0);
         }
@@ -126,7 +139,7 @@ mod tests {
 
     #[test]
     fn only_io_partitions_get_the_external_domain_and_router() {
-        let e = PartitionEnv { partition: "p".into(), module: "m".into(), domain: 3, external_domain: None, router_toml: None, cyclonedds_uri: "file:///x".into() };
+        let e = PartitionEnv { partition: "p".into(), module: "m".into(), domain: 3, external_domain: None, router_toml: None, cyclonedds_uri: "file:///x".into(), state_dir: None };
         let names: Vec<String> = e.vars().into_iter().map(|(k, _)| k).collect();
         assert_eq!(names, vec![PARTITION, MODULE, DOMAIN, CYCLONEDDS_URI]);
         assert!(e.vars().contains(&(DOMAIN.to_string(), "3".to_string())));

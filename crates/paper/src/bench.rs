@@ -97,15 +97,13 @@ fn run_one(cfg: &BenchConfig, s: Scenario, size: usize, count: u64, warmup: u64)
     let raw_dir = cfg.out.join("raw");
     std::fs::create_dir_all(&raw_dir).map_err(|e| RunError::File { path: raw_dir.clone(), message: e.to_string() })?;
     let name = format!("{}-{}.json", s.key(), size);
-    let ring = cfg.out.join("rings").join(s.key());
-    let _ = std::fs::remove_dir_all(&ring);
     let params = Params {
         reply_size: size,
         count,
         warmup,
         timeout_ms: 1000,
         monitor_json: raw_dir.join(&name),
-        ring: ring.clone(),
+        ring: cfg.out.join("rings").join(s.key()),
         save_frame: (size >= 16 << 10).then(|| cfg.out.join(format!("frame-{}.png", s.key()))),
         recorder_cpu: cfg.recorder_cpu,
         routing_cpu: cfg.routing_cpu,
@@ -113,11 +111,20 @@ fn run_one(cfg: &BenchConfig, s: Scenario, size: usize, count: u64, warmup: u64)
         monitor_extra: Vec::new(),
     };
     let system = s.system(&params).map_err(|e| RunError::Supervisor { system: format!("paper-{}", s.key()), message: e.to_string() })?;
+    let ring = s.ring(&system, &params);
+    if let Some(r) = &ring {
+        let _ = std::fs::remove_dir_all(r);
+    }
     let window_delay = window_delay(&PlanWindows::of_system(&system), &CHAIN);
     let limit = Duration::from_secs(120) + Duration::from_millis(20) * (count + warmup) as u32;
     let options = UpOptions { partita: Some(cfg.exe.clone().into()), ..UpOptions::new(&cfg.state_root) };
     let done = run_until_monitor_exits(&system, &options, MONITOR, &params.monitor_json, limit);
-    let _ = std::fs::remove_dir_all(&ring);
+    // The recording is the measurement's own: it goes, with the recorder partition's state directory.
+    if let Some(r) = &ring {
+        let _ = std::fs::remove_dir_all(r);
+        let _ = r.parent().map(std::fs::remove_dir);
+        let _ = r.parent().and_then(|p| p.parent()).map(std::fs::remove_dir);
+    }
     let done = done?;
     let window_lateness_max_us = done.window_lateness_max_us();
     let r = done.report;

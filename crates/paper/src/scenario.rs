@@ -119,7 +119,7 @@ impl Scenario {
         let mut text = self.template().to_string();
         for (key, value) in [
             ("@SYSTEM@", string(&format!("paper-{}", self.key()))),
-            ("@RECORDER@", strings(p.recorder_command())),
+            ("@RECORDER@", strings(p.recorder_command(self))),
             ("@MONITOR@", strings(p.monitor_command(self))),
             ("@UDP_ECHO@", strings(["partita", "app", "udp-echo", "--bind", &udp_server()].map(String::from).to_vec())),
             ("@UDP_ADDRESS@", string(UDP_ADDRESS)),
@@ -130,6 +130,16 @@ impl Scenario {
             text = text.replace(key, &value);
         }
         text
+    }
+
+    /// Where the scenario's recorder keeps its ring: `p.ring` for a native recorder, `ring` in the recorder
+    /// partition's state directory otherwise (`None` when nothing records, as in NETWORK).
+    pub fn ring(self, system: &System, p: &Params) -> Option<std::path::PathBuf> {
+        match self {
+            Scenario::Network => None,
+            Scenario::Traditional => Some(p.ring.clone()),
+            _ => system.partitions().find(|(_, part)| part.name == "recorder")?.1.tree.confinement.as_ref().map(|c| c.state_dir.join("ring")),
+        }
     }
 
     /// The scenario's system, validated against this machine as `partita check` validates a file.
@@ -167,9 +177,13 @@ fn udp_server() -> String {
 }
 
 impl Params {
-    pub fn recorder_command(&self) -> Vec<String> {
-        let mut c: Vec<String> = ["partita", "app", "recorder", "--ring"].map(String::from).to_vec();
-        c.push(self.ring.display().to_string());
+    /// The recorder's command: a native recorder node records into `ring`; a recorder partition into its own
+    /// state directory (it cannot write the host's files).
+    pub fn recorder_command(&self, s: Scenario) -> Vec<String> {
+        let mut c: Vec<String> = ["partita", "app", "recorder"].map(String::from).to_vec();
+        if s == Scenario::Traditional {
+            c.extend(["--ring".to_string(), self.ring.display().to_string()]);
+        }
         c.extend(["--ring-size".into(), "16MiB".into(), "--fps".into(), "10".into(), "--fsync".into(), "never".into()]);
         c.extend(["--reply-size".into(), self.reply_size.to_string()]);
         c

@@ -43,6 +43,7 @@ fn spinner_spec(partition: &str, cg: &PartitionCgroup, program: &str, args: Vec<
         environment: None,
         output: None,
         fifo_priority: None,
+        confine: None,
     }
 }
 

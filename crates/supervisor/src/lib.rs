@@ -8,9 +8,6 @@ pub mod clock;
 pub mod command;
 pub mod error;
 pub mod freeze;
-// The partition launcher's pre-exec child code (between clone and execve) makes raw system calls on memory
-// prepared by the parent, which no safe wrapper can express; it is the only unsafe code of this crate.
-#[allow(unsafe_code)]
 pub mod launch;
 
 pub use error::{Result, SupervisorError};

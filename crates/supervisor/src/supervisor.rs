@@ -8,7 +8,7 @@ use crate::error::{path_err, Result, SupervisorError};
 use crate::executor::{Executor, ExecutorConfig, ExecutorLog, Schedule, Window};
 use crate::freeze::{FreezeBackend, Freezer};
 use crate::health::{EventLog, HealthMonitor};
-use crate::launch::{launch, LaunchSpec};
+use crate::launch::{launch, rootfs, Confine, LaunchSpec};
 use crate::health::Action;
 use partita_system::{HealthAction, Module, NetworkId, Partition, ProcessTree, Scheduling, System, PARTITA_PROGRAM};
 use crate::registry::Registration;
@@ -82,10 +82,27 @@ pub struct Supervisor {
     bridges: Vec<Bridge>,
     state_dir: StateDir,
     state: State,
+    /// The partitions' state directories: each one is removed when the system goes down if nothing was left in
+    /// it (a recorder's ring stays).
+    _state_dirs: EmptyDirs,
     /// The wake-up latency bound held while the system runs (the system file's `cpu_dma_latency`).
     _cpu_latency: Option<CpuLatencyHold>,
     /// The system's record in the registry: the system is up until it goes, last.
     _registration: Registration,
+}
+
+/// Directories removed on drop if they are empty, with their parent if it is empty then.
+struct EmptyDirs(Vec<PathBuf>);
+impl Drop for EmptyDirs {
+    fn drop(&mut self) {
+        for d in &self.0 {
+            if std::fs::remove_dir(d).is_ok() {
+                if let Some(parent) = d.parent() {
+                    let _ = std::fs::remove_dir(parent);
+                }
+            }
+        }
+    }
 }
 
 /// The system's directory under /run/partita. When the system goes down its state file goes (the system is
@@ -133,6 +150,7 @@ impl Supervisor {
                 frames: Vec::new(),
                 max_lateness_ns: Vec::new(),
             },
+            _state_dirs: EmptyDirs(Vec::new()),
             _cpu_latency: None,
             _registration: registration,
         };
@@ -172,6 +190,15 @@ impl Supervisor {
             }
             let xml_path = state_path.join(format!("{}.xml", member.name));
             let uri = CycloneConfig::write_all(&domains, &xml_path)?;
+            let confine = match &tree.confinement {
+                Some(c) => {
+                    s._state_dirs.0.push(c.state_dir.clone());
+                    Some(confine(c, &state_path.join(format!("{}.root", member.name)), &xml_path)?)
+                }
+                None => None,
+            };
+            // A confined partition reads its DDS configuration where its view puts it.
+            let uri = if confine.is_some() { format!("file://{}", rootfs::DDS_CONFIG) } else { uri };
             freezers.push(match member.partition.and_then(|p| p.plan) {
                 Some(_) => {
                     let f = Freezer::new(&cg, options.backend.unwrap_or_else(|| FreezeBackend::best_for(&cg)))?;
@@ -193,6 +220,7 @@ impl Supervisor {
                 external_domain: io.and(tree.nics.iter().find(|n| n.network == NetworkId::InterModule)).map(|n| n.domain.get()),
                 router_toml: io.and_then(|p| p.router.clone()),
                 cyclonedds_uri: uri,
+                state_dir: tree.confinement.as_ref().map(|c| c.state_dir.display().to_string()),
             };
             let spec = LaunchSpec {
                 partition: member.name.to_string(),
@@ -207,6 +235,7 @@ impl Supervisor {
                     Scheduling::Fifo { priority } => Some(priority),
                     Scheduling::Normal => None,
                 },
+                confine,
             };
             s.namespaces.push(ns);
             let address = |id: fn(&NetworkId) -> bool| tree.nics.iter().find(|n| id(&n.network)).map(|n| n.address);
@@ -305,6 +334,23 @@ impl Supervisor {
         Ok(logs)
         // The remaining fields drop here, in declaration order.
     }
+}
+
+/// What the launcher needs of a partition's confinement; creates its state directory (owned by its host uid,
+/// kept across runs) on the way.
+fn confine(c: &partita_system::Confinement, root: &Path, dds_config: &Path) -> Result<Confine> {
+    std::fs::create_dir_all(&c.state_dir).map_err(path_err("mkdir", &c.state_dir))?;
+    std::os::unix::fs::chown(&c.state_dir, Some(c.uid), Some(c.uid)).map_err(path_err("chown", &c.state_dir))?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&c.state_dir, std::fs::Permissions::from_mode(0o700)).map_err(path_err("chmod", &c.state_dir))?;
+    Ok(Confine {
+        uid: c.uid,
+        capabilities: c.capabilities.clone(),
+        seccomp_allow: c.seccomp_allow.clone(),
+        state_dir: c.state_dir.clone(),
+        dds_config: Some(dds_config.to_path_buf()),
+        root: root.to_path_buf(),
+    })
 }
 
 /// A partition or native node, as the build loop sees it.

@@ -31,6 +31,7 @@ fn leftovers_of_a_crashed_supervisor_are_removed() {
         environment: None,
         output: None,
         fifo_priority: None,
+        confine: None,
     };
     let pid = launch(&spec).unwrap().pid;
     // Frozen, as a partition outside its window would be when the supervisor dies.

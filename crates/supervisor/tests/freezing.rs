@@ -21,6 +21,7 @@ fn spinner(partition: &str, cg: &PartitionCgroup) -> i32 {
         environment: None,
         output: None,
         fifo_priority: None,
+        confine: None,
     };
     launch(&spec).unwrap().pid
 }
@@ -155,6 +156,7 @@ fn a_partition_started_while_frozen_runs_nothing_until_thawed() {
             environment: None,
             output: None,
             fifo_priority: None,
+            confine: None,
         };
         let pid = launch(&spec).unwrap().pid;
         // The process exists (in the cgroup) but has not executed the program.

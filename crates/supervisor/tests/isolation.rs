@@ -25,9 +25,11 @@ fn spec(system: &str, partition: &str, cg: &PartitionCgroup, netns: Option<&NetN
             external_domain: None,
             router_toml: None,
             cyclonedds_uri: "file:///nonexistent.xml".into(),
+            state_dir: None,
         }),
         output: None,
         fifo_priority: None,
+        confine: None,
     }
 }
 

@@ -35,6 +35,14 @@ pub enum Problem {
     MemoryTooSmall { memory: String, floor: String },
     #[error("SCHED_FIFO priority {priority} is out of range; give 1..={max} (the plan executors run at {}, above every partition)", .max + 1)]
     FifoPriority { priority: u64, max: u8 },
+    #[error("uid {uid} cannot be a partition's root: give a host uid from 1 to {max} (65536 ids are mapped from it)")]
+    BadUid { uid: u64, max: u32 },
+    #[error("uid {uid} overlaps partition {other:?}'s {range} ids; give each partition its own range (or leave `uid` out)")]
+    UidOverlap { uid: u64, other: String, range: u32 },
+    #[error("{name:?} is not a capability; name one of capabilities(7), e.g. \"CAP_NET_BIND_SERVICE\"")]
+    UnknownCapability { name: String },
+    #[error("{name:?} is not a system call the default seccomp profile refuses; see docs/security.md for the list")]
+    UnknownSyscall { name: String },
     #[error("pids limit must be at least 1")]
     PidsZero,
     #[error("pids limit is above the kernel's limit of {max} processes; give at most {max}")]

@@ -4,12 +4,14 @@
 //! file, line, field path and the fix. [`plan`] holds the plan analysis, [`names`] the host names.
 //! The format is documented in `docs/configuration.md`.
 #![forbid(unsafe_code)]
+pub mod confinement;
 pub mod error;
 mod load;
 pub mod model;
 pub mod names;
 pub mod plan;
 
+pub use confinement::Confinement;
 pub use error::{Diagnostic, Errors, Problem};
 pub use load::{load, parse, search_path, Host, MAX_FRAME, MEMORY_FLOOR, PARTITA_PROGRAM};
 pub use model::*;

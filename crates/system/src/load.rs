@@ -1,4 +1,5 @@
 //! Reading a system file: TOML (with spans) → raw structs → validated [`System`], collecting every problem.
+use crate::confinement::{capability_number, is_seccomp_name, Confinement, DEFAULT_UID_BASE, UID_RANGE};
 use crate::error::{Diagnostic, Errors, Problem};
 use crate::model::*;
 use serde::Deserialize;
@@ -132,6 +133,20 @@ pub fn parse(text: &str, file: &str, host: &Host) -> Result<System, Errors> {
 
 type S<T> = Spanned<T>;
 
+/// Host uid ranges taken by partitions: (first uid, partition, given in the file).
+#[derive(Default)]
+struct Uids {
+    taken: Vec<(u32, String, bool)>,
+}
+
+impl Uids {
+    /// The partition whose range overlaps the one starting at `uid`.
+    fn overlapping(&self, uid: u32) -> Option<String> {
+        let r = u64::from(UID_RANGE);
+        self.taken.iter().find(|(u, _, _)| u64::from(*u) < u64::from(uid) + r && u64::from(uid) < u64::from(*u) + r).map(|(_, o, _)| o.clone())
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawFile {
@@ -183,6 +198,9 @@ struct RawPartition {
     env: BTreeMap<String, String>,
     health: Option<RawHealth>,
     scheduling: Option<RawScheduling>,
+    uid: Option<S<u64>>,
+    capabilities: Option<S<Vec<String>>>,
+    seccomp: Option<RawSeccomp>,
     #[serde(default)]
     io: bool,
     domain: Option<S<u64>>,
@@ -230,6 +248,13 @@ struct RawNode {
     scheduling: Option<RawScheduling>,
     domain: Option<S<u64>>,
     address: Option<S<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSeccomp {
+    #[serde(default)]
+    allow: Vec<S<String>>,
 }
 
 #[derive(Deserialize)]
@@ -463,6 +488,16 @@ impl Cx<'_> {
             node_addrs.push(n.address.as_ref().and_then(|a| self.address(a, &format!("{path}.address"), &ext_subnet, &format!("node {}", n.name.get_ref()), &mut ext_hosts)));
         }
 
+        // Host uid ranges of the partitions' user namespaces: the explicit ones first, so defaults avoid them.
+        let mut uids = Uids::default();
+        for m in &raw.module {
+            for p in &m.partition {
+                if let Some(u) = &p.uid {
+                    let path = format!("module[{}].partition[{}].uid", m.name.get_ref(), p.name.get_ref());
+                    self.explicit_uid(u, &path, p.name.get_ref(), &mut uids);
+                }
+            }
+        }
         let mut modules = Vec::new();
         for (mi, m) in raw.module.iter().enumerate() {
             let path = format!("module[{}]", m.name.get_ref());
@@ -594,7 +629,8 @@ impl Cx<'_> {
                     }
                 };
                 let env = self.env(&p.env, &format!("{ppath}.env"), &p.name.span());
-                let tree = ProcessTree { command, env, memory: Some(memory), pids_max, cpus: pcpus, health, scheduling, netns: String::new(), cgroup: String::new(), nics: Vec::new() };
+                let confinement = self.confinement(p, &ppath, &mut uids);
+                let tree = ProcessTree { command, env, memory: Some(memory), pids_max, cpus: pcpus, health, scheduling, netns: String::new(), cgroup: String::new(), nics: Vec::new(), confinement: Some(confinement) };
                 partitions.push(Partition { name: pname, criticality, io: p.io, domain, address, external_address, router, plan: None, tree });
             }
 
@@ -732,7 +768,7 @@ impl Cx<'_> {
             let address = node_addrs[ni]
                 .or_else(|| self.next_host(&ext_subnet, &mut ext_hosts, &format!("node {name}"), &n.name.span(), &format!("{path}.address")))
                 .unwrap_or(Ipv4Addr::UNSPECIFIED);
-            let tree = ProcessTree { command, env, memory, pids_max, cpus, health, scheduling, netns: String::new(), cgroup: String::new(), nics: Vec::new() };
+            let tree = ProcessTree { command, env, memory, pids_max, cpus, health, scheduling, netns: String::new(), cgroup: String::new(), nics: Vec::new(), confinement: None };
             nodes.push(NativeNode { name, address, domain, tree });
         }
 
@@ -752,6 +788,56 @@ impl Cx<'_> {
         let mut system = System { name: system_name, source: self.file.to_string(), modules, nodes, network, cpu_dma_latency };
         crate::names::place(&mut system);
         system
+    }
+
+    fn explicit_uid(&mut self, u: &S<u64>, path: &str, owner: &str, uids: &mut Uids) {
+        let uid = *u.get_ref();
+        let max = u32::MAX - UID_RANGE;
+        if uid == 0 || uid > u64::from(max) {
+            self.err(&u.span(), path, Problem::BadUid { uid, max });
+            return;
+        }
+        if let Some(other) = uids.overlapping(uid as u32) {
+            self.err(&u.span(), path, Problem::UidOverlap { uid, other, range: UID_RANGE });
+            return;
+        }
+        uids.taken.push((uid as u32, owner.to_string(), true));
+    }
+
+    /// A partition's confinement: its host uid (explicit, or the next free default range), the capabilities it
+    /// keeps and the system calls let through.
+    fn confinement(&mut self, p: &RawPartition, ppath: &str, uids: &mut Uids) -> Confinement {
+        let name = p.name.get_ref();
+        let uid = match uids.taken.iter().find(|(_, o, explicit)| *explicit && o == name) {
+            Some((u, _, _)) => *u,
+            None if p.uid.is_some() => 0, // refused above
+            None => {
+                let free = (0..).map(|k| DEFAULT_UID_BASE + UID_RANGE * k).find(|u| uids.overlapping(*u).is_none()).expect("a free range");
+                uids.taken.push((free, name.clone(), false));
+                free
+            }
+        };
+        let mut capabilities = Vec::new();
+        if let Some(list) = &p.capabilities {
+            for c in list.get_ref() {
+                match capability_number(c) {
+                    Some(n) if !capabilities.contains(&n) => capabilities.push(n),
+                    Some(_) => {}
+                    None => self.err(&list.span(), &format!("{ppath}.capabilities"), Problem::UnknownCapability { name: c.clone() }),
+                }
+            }
+        }
+        let mut seccomp_allow = Vec::new();
+        if let Some(s) = &p.seccomp {
+            for a in &s.allow {
+                if is_seccomp_name(a.get_ref()) {
+                    seccomp_allow.push(a.get_ref().clone());
+                } else {
+                    self.err(&a.span(), &format!("{ppath}.seccomp.allow"), Problem::UnknownSyscall { name: a.get_ref().clone() });
+                }
+            }
+        }
+        Confinement { uid, capabilities, seccomp_allow, state_dir: PathBuf::new() }
     }
 
     fn scheduling(&mut self, s: Option<&RawScheduling>, path: &str) -> Scheduling {

@@ -359,6 +359,10 @@ pub struct ProcessTree {
     pub cgroup: String,
     /// Its V-NICs, the module's V-NETWORK first.
     pub nics: Vec<Nic>,
+    /// How a partition is confined on the host (its own user, capabilities, system calls, a read-only view of
+    /// the host with private writable directories); `None` for a native node, which stands for another machine
+    /// and is confined only by its namespaces and cgroup.
+    pub confinement: Option<crate::Confinement>,
 }
 
 /// A core module (a machine) with its partitions, plans and V-NETWORK.

@@ -75,6 +75,10 @@ impl HostNames {
     pub fn netns(&self, partition: &str) -> String {
         format!("{NETNS_PREFIX}{}-{partition}", self.system)
     }
+    /// A partition's private writable directory on the host (and inside it), kept across runs.
+    pub fn state_dir(&self, partition: &str) -> std::path::PathBuf {
+        std::path::Path::new(crate::confinement::STATE_ROOT).join(&self.system).join(partition)
+    }
     /// Prefix of every network namespace of this system.
     pub fn netns_prefix(&self) -> String {
         format!("{NETNS_PREFIX}{}-", self.system)
@@ -116,6 +120,9 @@ pub(crate) fn place(system: &mut System) {
         for (pi, p) in m.partitions.iter_mut().enumerate() {
             p.tree.netns = names.netns(&p.name);
             p.tree.cgroup = names.cgroup(&p.name);
+            if let Some(c) = &mut p.tree.confinement {
+                c.state_dir = names.state_dir(&p.name);
+            }
             p.tree.nics = vec![Nic {
                 name: MODULE_NIC.into(),
                 host_name: names.vnic(mi, pi),

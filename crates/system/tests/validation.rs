@@ -511,3 +511,43 @@ fn the_wake_up_latency_bound_is_held_for_planned_systems_unless_turned_off() {
     let native = format!("{}{}", &GOOD[..GOOD.find("[[module.plan]]").unwrap()], &GOOD[GOOD.find("[[node]]").unwrap()..]);
     assert_eq!(parse(&native, "sys.toml", &host()).unwrap().cpu_dma_latency, None, "without a plan the idle states are left alone");
 }
+
+#[test]
+fn every_partition_is_confined_with_its_own_host_user_and_state_directory() {
+    let s = parse(GOOD, "sys.toml", &host()).unwrap();
+    let c: Vec<&Confinement> = s.partitions().map(|(_, p)| p.tree.confinement.as_ref().expect("a partition is confined")).collect();
+    assert_eq!(c[0].uid, confinement::DEFAULT_UID_BASE);
+    assert_eq!(c[1].uid, confinement::DEFAULT_UID_BASE + confinement::UID_RANGE, "each partition its own range");
+    assert_eq!(c[0].state_dir, std::path::Path::new("/var/lib/partita/t/a"));
+    assert!(c[0].capabilities.is_empty() && c[0].seccomp_allow.is_empty(), "nothing is granted by default");
+    assert!(s.nodes[0].tree.confinement.is_none(), "a native node stands for another machine");
+}
+
+#[test]
+fn a_system_file_grants_a_uid_capabilities_and_system_calls_and_nothing_unknown() {
+    let text = GOOD.replacen(
+        "command = [\"prog\"]",
+        "command = [\"prog\"]\nuid = 5000000\ncapabilities = [\"CAP_NET_BIND_SERVICE\", \"chown\"]\nseccomp = { allow = [\"ptrace\", \"clone/namespaces\"] }",
+        1,
+    );
+    let s = parse(&text, "sys.toml", &host()).unwrap();
+    let c = s.modules[0].partitions[0].tree.confinement.clone().unwrap();
+    assert_eq!((c.uid, c.capabilities.clone(), c.seccomp_allow.clone()), (5_000_000, vec![10, 0], vec!["ptrace".to_string(), "clone/namespaces".to_string()]));
+    let e = broken("command = [\"prog\"]", "command = [\"prog\"]\ncapabilities = [\"CAP_FLY\"]");
+    assert!(e.iter().any(|d| matches!(&d.problem, Problem::UnknownCapability { name } if name == "CAP_FLY") && d.path == "module[m].partition[a].capabilities"), "{e:?}");
+    let e = broken("command = [\"prog\"]", "command = [\"prog\"]\nseccomp = { allow = [\"read\"] }");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::UnknownSyscall { .. }) && d.path == "module[m].partition[a].seccomp.allow"), "{e:?}");
+    for bad in ["0", "4294967295"] {
+        let e = broken("command = [\"prog\"]", &format!("command = [\"prog\"]\nuid = {bad}"));
+        assert!(e.iter().any(|d| matches!(d.problem, Problem::BadUid { .. })), "{bad}: {e:?}");
+    }
+    // an explicit range overlapping another partition's (explicit, or the default one) is refused
+    let both = GOOD.replacen("command = [\"prog\"]", "command = [\"prog\"]\nuid = 7000000", 1).replacen("command = [\"prog\", \"-x\"]", "command = [\"prog\", \"-x\"]\nuid = 7000100", 1);
+    let e = errors(&both);
+    assert!(e.iter().any(|d| matches!(&d.problem, Problem::UidOverlap { other, .. } if other == "a")), "{e:?}");
+    let on_default = GOOD.replacen("command = [\"prog\", \"-x\"]", &format!("command = [\"prog\", \"-x\"]\nuid = {}", confinement::DEFAULT_UID_BASE), 1);
+    let s = parse(&on_default, "sys.toml", &host()).unwrap();
+    let (a, b) = (s.modules[0].partitions[0].tree.confinement.clone().unwrap(), s.modules[0].partitions[1].tree.confinement.clone().unwrap());
+    assert_eq!(b.uid, confinement::DEFAULT_UID_BASE, "the explicit uid is kept");
+    assert_ne!(a.uid, b.uid, "the default moves out of an explicit range");
+}

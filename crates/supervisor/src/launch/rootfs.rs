@@ -1,0 +1,191 @@
+//! A confined partition's view of the file system, as a list of steps its launcher carries out before it
+//! enters its own user namespace (while it is still root on the host, in its own mount namespace):
+//!
+//! - the host's root, bound recursively and made read-only, nosuid and nodev, becomes the partition's root
+//!   (`pivot_root`), so programs and libraries are where they are on the host and nothing of the host can be
+//!   changed;
+//! - over it: a fresh `/proc` of its PID namespace (with the paths runc masks masked, and the ones it makes
+//!   read-only read-only), a fresh read-only `/sys` of its network namespace (no cgroup file system in it), a
+//!   `/dev` with only `null`, `zero`, `full`, `random`, `urandom` and `tty`, and private writable `/tmp`,
+//!   `/dev/shm` and `/run` owned by the partition's root;
+//! - `/run/partita` holds only the partition's DDS configuration (`/run/partita/dds.xml`): the host's
+//!   `/run/netns` and the supervisor's `/run/partita` are out of view; `/var/lib/partita` holds only the
+//!   partition's own state directory, writable.
+//!
+//! Every path and option is prepared here as a C string, because the launcher's child may not allocate.
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// One step of building the view.
+#[derive(Debug)]
+pub enum Step {
+    /// mount(2); `optional`: a missing target (ENOENT) is not an error (a masked path this kernel lacks).
+    Mount { source: Option<CString>, target: CString, fstype: Option<CString>, flags: libc::c_ulong, data: Option<CString>, optional: bool },
+    /// mount_setattr(2) on a whole tree (AT_RECURSIVE): `set` attributes (MOUNT_ATTR_*).
+    SetAttr { target: CString, set: u64 },
+    Mkdir { path: CString, mode: libc::mode_t },
+    /// Creates an empty file (a mount point for a bound file).
+    Touch { path: CString },
+    Symlink { target: CString, link: CString },
+    /// Makes `new_root` the root and detaches the old one.
+    PivotRoot { new_root: CString },
+}
+
+/// The device nodes a partition gets (runc's default set less the ones it needs a terminal for).
+pub const DEVICES: [&str; 6] = ["null", "zero", "full", "random", "urandom", "tty"];
+
+/// Files and directories of the host's kernel interfaces that runc masks in a container: bound over with
+/// `/dev/null` (files) or an empty read-only tmpfs (directories).
+pub const MASKED: [&str; 11] = [
+    "/proc/acpi",
+    "/proc/asound",
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/latency_stats",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+    "/proc/sched_debug",
+    "/proc/scsi",
+    "/sys/firmware",
+    "/sys/devices/virtual/powercap",
+];
+
+/// Paths runc makes read-only in a container's `/proc`.
+pub const READ_ONLY: [&str; 5] = ["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"];
+
+/// Where the partition finds its DDS configuration.
+pub const DDS_CONFIG: &str = "/run/partita/dds.xml";
+
+/// What the view is built from.
+#[derive(Debug, Clone)]
+pub struct View<'a> {
+    /// An empty directory on the host the view is assembled in before it becomes the root.
+    pub root: &'a Path,
+    /// The partition's host uid (and gid): the owner of its writable directories.
+    pub uid: u32,
+    /// Its state directory (the same path on the host and inside).
+    pub state_dir: &'a Path,
+    /// Its DDS configuration on the host, bound at [`DDS_CONFIG`].
+    pub dds_config: Option<&'a Path>,
+}
+
+fn c(p: impl AsRef<Path>) -> CString {
+    CString::new(p.as_ref().as_os_str().as_bytes()).expect("partita's paths hold no NUL byte")
+}
+
+fn s(text: &str) -> CString {
+    CString::new(text).expect("no NUL byte")
+}
+
+/// `path` (absolute) below the view's root.
+fn under(root: &Path, path: impl AsRef<Path>) -> PathBuf {
+    root.join(path.as_ref().strip_prefix("/").unwrap_or(path.as_ref()))
+}
+
+/// The steps, in order, ending with the pivot into the view.
+pub fn steps(v: &View) -> Vec<Step> {
+    let r = v.root;
+    let at = |p: &str| c(under(r, p));
+    let owned = |mode: &str| Some(s(&format!("mode={mode},uid={0},gid={0}", v.uid)));
+    let nosuid_nodev = libc::MS_NOSUID | libc::MS_NODEV;
+    let mount = |source: Option<CString>, target: CString, fstype: Option<&str>, flags: libc::c_ulong, data: Option<CString>| Step::Mount {
+        source,
+        target,
+        fstype: fstype.map(s),
+        flags,
+        data,
+        optional: false,
+    };
+    let mut out = vec![
+        // Nothing mounted from here on reaches the host's mount namespace.
+        mount(None, s("/"), None, libc::MS_REC | libc::MS_PRIVATE, None),
+        mount(Some(s("/")), c(r), None, libc::MS_BIND | libc::MS_REC, None),
+        Step::SetAttr { target: c(r), set: libc::MOUNT_ATTR_RDONLY | libc::MOUNT_ATTR_NOSUID | libc::MOUNT_ATTR_NODEV },
+        mount(Some(s("proc")), at("/proc"), Some("proc"), nosuid_nodev | libc::MS_NOEXEC, None),
+        mount(Some(s("sysfs")), at("/sys"), Some("sysfs"), nosuid_nodev | libc::MS_NOEXEC | libc::MS_RDONLY, None),
+        mount(Some(s("tmpfs")), at("/dev"), Some("tmpfs"), libc::MS_NOSUID | libc::MS_NOEXEC, Some(s("mode=755,size=64k"))),
+    ];
+    for d in DEVICES {
+        let node = format!("/dev/{d}");
+        out.push(Step::Touch { path: at(&node) });
+        out.push(mount(Some(s(&node)), at(&node), None, libc::MS_BIND, None));
+    }
+    for (link, target) in [("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")] {
+        out.push(Step::Symlink { target: s(target), link: at(&format!("/dev/{link}")) });
+    }
+    out.push(Step::Mkdir { path: at("/dev/shm"), mode: 0o755 });
+    out.push(mount(Some(s("tmpfs")), at("/dev/shm"), Some("tmpfs"), nosuid_nodev, owned("1777")));
+    out.push(mount(None, at("/dev"), None, libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NOEXEC, Some(s("mode=755,size=64k"))));
+    out.push(mount(Some(s("tmpfs")), at("/tmp"), Some("tmpfs"), nosuid_nodev, owned("1777")));
+    out.push(mount(Some(s("tmpfs")), at("/run"), Some("tmpfs"), nosuid_nodev | libc::MS_NOEXEC, owned("755")));
+    if let Some(config) = v.dds_config {
+        out.push(Step::Mkdir { path: at("/run/partita"), mode: 0o755 });
+        out.push(Step::Touch { path: at(DDS_CONFIG) });
+        out.push(mount(Some(c(config)), at(DDS_CONFIG), None, libc::MS_BIND, None));
+        out.push(mount(None, at(DDS_CONFIG), None, libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | nosuid_nodev | libc::MS_NOEXEC, None));
+    }
+    // /var/lib/partita: only this partition's state directory, writable.
+    let state_root = Path::new(partita_system::confinement::STATE_ROOT);
+    out.push(mount(Some(s("tmpfs")), c(under(r, state_root)), Some("tmpfs"), nosuid_nodev | libc::MS_NOEXEC, Some(s("mode=755,size=64k"))));
+    let mut dir = state_root.to_path_buf();
+    for part in v.state_dir.strip_prefix(state_root).unwrap_or(v.state_dir).components() {
+        dir.push(part);
+        out.push(Step::Mkdir { path: c(under(r, &dir)), mode: 0o755 });
+    }
+    out.push(mount(Some(c(v.state_dir)), c(under(r, v.state_dir)), None, libc::MS_BIND, None));
+    out.push(mount(None, c(under(r, v.state_dir)), None, libc::MS_REMOUNT | libc::MS_BIND | nosuid_nodev, None));
+    out.push(mount(None, c(under(r, state_root)), None, libc::MS_REMOUNT | libc::MS_RDONLY | nosuid_nodev | libc::MS_NOEXEC, Some(s("mode=755,size=64k"))));
+    for path in MASKED {
+        let optional = true;
+        if Path::new(path).is_dir() {
+            out.push(Step::Mount { source: Some(s("tmpfs")), target: at(path), fstype: Some(s("tmpfs")), flags: libc::MS_RDONLY | nosuid_nodev | libc::MS_NOEXEC, data: Some(s("size=0")), optional });
+        } else {
+            out.push(Step::Mount { source: Some(s("/dev/null")), target: at(path), fstype: None, flags: libc::MS_BIND, data: None, optional });
+        }
+    }
+    for path in READ_ONLY {
+        out.push(Step::Mount { source: Some(at(path)), target: at(path), fstype: None, flags: libc::MS_BIND | libc::MS_REC, data: None, optional: true });
+        out.push(Step::Mount { source: None, target: at(path), fstype: None, flags: libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | nosuid_nodev | libc::MS_NOEXEC, data: None, optional: true });
+    }
+    out.push(Step::PivotRoot { new_root: c(r) });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn targets(steps: &[Step]) -> Vec<String> {
+        steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Mount { target, .. } => Some(target.to_string_lossy().into_owned()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_view_is_read_only_first_then_private_writable_places_then_the_pivot() {
+        let v = View { root: Path::new("/run/x/p.root"), uid: 7, state_dir: Path::new("/var/lib/partita/s/p"), dds_config: Some(Path::new("/run/x/p.xml")) };
+        let steps = steps(&v);
+        assert!(matches!(steps.last(), Some(Step::PivotRoot { new_root }) if new_root.to_str() == Ok("/run/x/p.root")));
+        let ro = steps.iter().position(|s| matches!(s, Step::SetAttr { set, .. } if set & libc::MOUNT_ATTR_RDONLY != 0)).expect("the host view is read-only");
+        let t = targets(&steps);
+        let first_writable = t.iter().position(|t| t.ends_with("/tmp")).unwrap();
+        assert!(ro < first_writable + 1, "read-only before the writable mounts");
+        for needed in ["/run/x/p.root/proc", "/run/x/p.root/sys", "/run/x/p.root/run", "/run/x/p.root/var/lib/partita/s/p", "/run/x/p.root/run/partita/dds.xml", "/run/x/p.root/proc/sys"] {
+            assert!(t.iter().any(|x| x == needed), "no mount at {needed}: {t:?}");
+        }
+        // the writable places belong to the partition's root
+        let data: Vec<String> = steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Mount { data: Some(d), .. } => Some(d.to_string_lossy().into_owned()),
+                _ => None,
+            })
+            .collect();
+        assert!(data.iter().any(|d| d == "mode=1777,uid=7,gid=7"), "{data:?}");
+    }
+}

@@ -1,0 +1,146 @@
+//! A partition's seccomp filters, compiled here (with the `seccompiler` crate) and installed by the launcher's
+//! child just before `execve`. The profile is partita's default (`partita_system::confinement`): a list of
+//! system calls that kill the process, and one that fails with EPERM (`clone3` with ENOSYS); everything else
+//! is allowed. The kernel applies every installed filter and takes the strictest answer, so the two lists are
+//! two filters.
+use partita_system::confinement::{SECCOMP_ERRNO, SECCOMP_KILL};
+use seccompiler::{BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule};
+use std::collections::BTreeMap;
+
+/// Namespace flags a partition may not pass to `clone`.
+const NAMESPACE_FLAGS: [libc::c_int; 8] = [
+    libc::CLONE_NEWNS,
+    libc::CLONE_NEWUTS,
+    libc::CLONE_NEWIPC,
+    libc::CLONE_NEWUSER,
+    libc::CLONE_NEWPID,
+    libc::CLONE_NEWNET,
+    libc::CLONE_NEWCGROUP,
+    0x80, // CLONE_NEWTIME
+];
+
+/// What a profile entry matches: a system call, possibly only with some arguments.
+fn matcher(name: &str) -> Option<(i64, Vec<SeccompRule>)> {
+    let any = Vec::new;
+    let arg_masked = |arg: u8, mask: u64, value: u64| SeccompCondition::new(arg, SeccompCmpArgLen::Qword, SeccompCmpOp::MaskedEq(mask), value).expect("argument 0..5");
+    let rule = |conds: Vec<SeccompCondition>| SeccompRule::new(conds).expect("a rule with conditions");
+    let device = |arg: u8| {
+        let fmt = libc::S_IFMT as u64;
+        vec![rule(vec![arg_masked(arg, fmt, libc::S_IFCHR as u64)]), rule(vec![arg_masked(arg, fmt, libc::S_IFBLK as u64)])]
+    };
+    Some(match name {
+        "clone/namespaces" => (libc::SYS_clone, NAMESPACE_FLAGS.iter().map(|f| rule(vec![arg_masked(0, *f as u64, *f as u64)])).collect()),
+        "mknod/device" => (libc::SYS_mknod, device(1)),
+        "mknodat/device" => (libc::SYS_mknodat, device(2)),
+        "ioctl/TIOCSTI" => (libc::SYS_ioctl, vec![rule(vec![arg_masked(1, 0xffff_ffff, libc::TIOCSTI)])]),
+        _ => (number(name)?, any()),
+    })
+}
+
+/// The number of a system call of the profile (x86_64).
+pub fn number(name: &str) -> Option<i64> {
+    Some(match name {
+        "acct" => libc::SYS_acct,
+        "add_key" => libc::SYS_add_key,
+        "adjtimex" => libc::SYS_adjtimex,
+        "bpf" => libc::SYS_bpf,
+        "clock_adjtime" => libc::SYS_clock_adjtime,
+        "clock_settime" => libc::SYS_clock_settime,
+        "clone3" => libc::SYS_clone3,
+        "delete_module" => libc::SYS_delete_module,
+        "fanotify_init" => libc::SYS_fanotify_init,
+        "finit_module" => libc::SYS_finit_module,
+        "fsconfig" => libc::SYS_fsconfig,
+        "fsmount" => libc::SYS_fsmount,
+        "fsopen" => libc::SYS_fsopen,
+        "fspick" => libc::SYS_fspick,
+        "init_module" => libc::SYS_init_module,
+        "io_uring_enter" => libc::SYS_io_uring_enter,
+        "io_uring_register" => libc::SYS_io_uring_register,
+        "io_uring_setup" => libc::SYS_io_uring_setup,
+        "ioperm" => libc::SYS_ioperm,
+        "iopl" => libc::SYS_iopl,
+        "kcmp" => libc::SYS_kcmp,
+        "kexec_file_load" => libc::SYS_kexec_file_load,
+        "kexec_load" => libc::SYS_kexec_load,
+        "keyctl" => libc::SYS_keyctl,
+        "lookup_dcookie" => libc::SYS_lookup_dcookie,
+        "mount" => libc::SYS_mount,
+        "mount_setattr" => libc::SYS_mount_setattr,
+        "move_mount" => libc::SYS_move_mount,
+        "name_to_handle_at" => libc::SYS_name_to_handle_at,
+        "nfsservctl" => libc::SYS_nfsservctl,
+        "open_by_handle_at" => libc::SYS_open_by_handle_at,
+        "open_tree" => libc::SYS_open_tree,
+        "perf_event_open" => libc::SYS_perf_event_open,
+        "pidfd_getfd" => libc::SYS_pidfd_getfd,
+        "pivot_root" => libc::SYS_pivot_root,
+        "process_vm_readv" => libc::SYS_process_vm_readv,
+        "process_vm_writev" => libc::SYS_process_vm_writev,
+        "ptrace" => libc::SYS_ptrace,
+        "quotactl" => libc::SYS_quotactl,
+        "reboot" => libc::SYS_reboot,
+        "request_key" => libc::SYS_request_key,
+        "setdomainname" => libc::SYS_setdomainname,
+        "sethostname" => libc::SYS_sethostname,
+        "setns" => libc::SYS_setns,
+        "settimeofday" => libc::SYS_settimeofday,
+        "swapoff" => libc::SYS_swapoff,
+        "swapon" => libc::SYS_swapon,
+        "syslog" => libc::SYS_syslog,
+        "umount2" => libc::SYS_umount2,
+        "unshare" => libc::SYS_unshare,
+        "uselib" => libc::SYS_uselib,
+        "userfaultfd" => libc::SYS_userfaultfd,
+        "vhangup" => libc::SYS_vhangup,
+        "_sysctl" => libc::SYS__sysctl,
+        _ => return None,
+    })
+}
+
+/// One filter: every entry of `names` not in `allow` gets `action`.
+fn filter(names: &[&str], allow: &[String], action: SeccompAction) -> Result<Option<BpfProgram>, String> {
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for name in names.iter().filter(|n| !allow.iter().any(|a| a == *n)) {
+        let (nr, mut r) = matcher(name).ok_or_else(|| format!("no system call number for {name:?} on this architecture"))?;
+        rules.entry(nr).or_default().append(&mut r);
+    }
+    if rules.is_empty() {
+        return Ok(None);
+    }
+    let arch = std::env::consts::ARCH.try_into().map_err(|e| format!("seccomp on {}: {e:?}", std::env::consts::ARCH))?;
+    let f = SeccompFilter::new(rules, SeccompAction::Allow, action, arch).map_err(|e| e.to_string())?;
+    BpfProgram::try_from(f).map(Some).map_err(|e| e.to_string())
+}
+
+/// The filters of a partition that lets `allow` through: the kill list, then the EPERM list (`clone3`: ENOSYS).
+pub fn filters(allow: &[String]) -> Result<Vec<BpfProgram>, String> {
+    let errno: Vec<&str> = SECCOMP_ERRNO.iter().copied().filter(|n| *n != "clone3").collect();
+    let programs = [
+        filter(SECCOMP_KILL, allow, SeccompAction::KillProcess)?,
+        filter(&errno, allow, SeccompAction::Errno(libc::EPERM as u32))?,
+        filter(&["clone3"], allow, SeccompAction::Errno(libc::ENOSYS as u32))?,
+    ];
+    Ok(programs.into_iter().flatten().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_of_the_profile_has_a_number_here() {
+        for name in SECCOMP_KILL.iter().chain(SECCOMP_ERRNO) {
+            assert!(matcher(name).is_some(), "{name} has no system call number");
+        }
+    }
+
+    #[test]
+    fn the_default_profile_compiles_to_three_filters_and_allowing_everything_leaves_none() {
+        assert_eq!(filters(&[]).unwrap().len(), 3);
+        let all: Vec<String> = SECCOMP_KILL.iter().chain(SECCOMP_ERRNO).map(|s| s.to_string()).collect();
+        assert!(filters(&all).unwrap().is_empty());
+        let fewer = filters(&["ptrace".to_string()]).unwrap();
+        assert!(fewer[0].len() < filters(&[]).unwrap()[0].len(), "letting ptrace through shortens the kill filter");
+    }
+}

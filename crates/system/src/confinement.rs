@@ -1,0 +1,137 @@
+//! What a partition may do on the host, as the system file grants it: the host user its root is, the
+//! capabilities it keeps inside its own user namespace, and the system calls its seccomp filter lets through.
+//! The supervisor's launcher enforces it (`crates/supervisor/src/launch`); `docs/security.md` is the threat
+//! model and the comparison with container runtimes' defaults.
+use std::path::PathBuf;
+
+/// Where each partition's private writable directory lives on the host (`<root>/<system>/<partition>`), kept
+/// across runs (the recorder's ring). Inside the partition it has the same path.
+pub const STATE_ROOT: &str = "/var/lib/partita";
+
+/// A partition's root (uid 0 inside its user namespace) is host uid `base + 65536 * k` by default, `k` the
+/// partition's index in the system, with 65536 ids mapped: far above the ids of a machine's users and of the
+/// subordinate id ranges (`/etc/subuid`) handed to them.
+pub const DEFAULT_UID_BASE: u32 = 1_000_000_000;
+/// Ids mapped into each partition's user namespace (0..65536 inside).
+pub const UID_RANGE: u32 = 65_536;
+
+/// How one partition is confined.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Confinement {
+    /// The host uid (and gid) that root inside the partition is; `UID_RANGE` ids are mapped from it.
+    pub uid: u32,
+    /// Capabilities kept, by their number (`CAP_NET_BIND_SERVICE` = 10): they act only inside the partition's
+    /// own user namespace, never on the host, the network or the mounts (those namespaces belong to the host).
+    pub capabilities: Vec<u8>,
+    /// System calls of the default profile let through for this partition (names from [`SECCOMP_KILL`] and
+    /// [`SECCOMP_ERRNO`]).
+    pub seccomp_allow: Vec<String>,
+    /// The partition's private writable directory on the host, and inside it.
+    pub state_dir: PathBuf,
+}
+
+/// System calls (or, for the names with a `/`, a system call with certain arguments) that a partition has no
+/// business making: the default profile kills the partition's process (SIGSYS), and the health monitor logs
+/// it. Each one is refused by the kernel anyway to a partition without capabilities on the host; the filter
+/// makes the attempt visible and removes the kernel code behind it from a partition's reach.
+pub const SECCOMP_KILL: &[&str] = &[
+    "acct",
+    "clone/namespaces",
+    "delete_module",
+    "finit_module",
+    "fsconfig",
+    "fsmount",
+    "fsopen",
+    "fspick",
+    "init_module",
+    "ioperm",
+    "iopl",
+    "kcmp",
+    "kexec_file_load",
+    "kexec_load",
+    "lookup_dcookie",
+    "mknod/device",
+    "mknodat/device",
+    "mount",
+    "mount_setattr",
+    "move_mount",
+    "name_to_handle_at",
+    "nfsservctl",
+    "open_by_handle_at",
+    "open_tree",
+    "pidfd_getfd",
+    "pivot_root",
+    "process_vm_readv",
+    "process_vm_writev",
+    "ptrace",
+    "quotactl",
+    "reboot",
+    "setdomainname",
+    "sethostname",
+    "setns",
+    "settimeofday",
+    "clock_settime",
+    "swapoff",
+    "swapon",
+    "syslog",
+    "umount2",
+    "unshare",
+    "uselib",
+    "userfaultfd",
+    "vhangup",
+    "_sysctl",
+];
+
+/// System calls the default profile makes fail with EPERM (`clone3` with ENOSYS, so that the C library falls
+/// back to `clone`, whose flags the filter can see): ordinary programs probe for some of these and carry on
+/// without them.
+pub const SECCOMP_ERRNO: &[&str] = &[
+    "add_key",
+    "adjtimex",
+    "bpf",
+    "clock_adjtime",
+    "clone3",
+    "fanotify_init",
+    "io_uring_enter",
+    "io_uring_register",
+    "io_uring_setup",
+    "ioctl/TIOCSTI",
+    "keyctl",
+    "perf_event_open",
+    "request_key",
+];
+
+/// Whether `name` names a system call of the default profile (an entry a system file may let through).
+pub fn is_seccomp_name(name: &str) -> bool {
+    SECCOMP_KILL.contains(&name) || SECCOMP_ERRNO.contains(&name)
+}
+
+/// The number of a capability named as in capabilities(7) (`CAP_NET_RAW`, case-insensitive, `CAP_` optional).
+pub fn capability_number(name: &str) -> Option<u8> {
+    let upper = name.to_ascii_uppercase();
+    let full = if upper.starts_with("CAP_") { upper } else { format!("CAP_{upper}") };
+    full.parse::<caps::Capability>().ok().map(|c| c.index())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lists_are_disjoint_sorted_enough_and_named_once() {
+        let mut all: Vec<&str> = SECCOMP_KILL.iter().chain(SECCOMP_ERRNO).copied().collect();
+        let n = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), n, "a system call is listed twice");
+        assert!(is_seccomp_name("ptrace") && is_seccomp_name("clone3") && !is_seccomp_name("read"));
+    }
+
+    #[test]
+    fn capabilities_are_named_as_in_the_manual() {
+        assert_eq!(capability_number("CAP_NET_BIND_SERVICE"), Some(10));
+        assert_eq!(capability_number("net_raw"), Some(13));
+        assert_eq!(capability_number("CAP_SYS_ADMIN"), Some(21));
+        assert_eq!(capability_number("CAP_FLY"), None);
+    }
+}
