@@ -555,25 +555,40 @@ pub struct CallbackPanics {
 }
 
 impl ListenerContext {
-    /// Counts and logs a panic of the callback, caught on its way to Cyclone's thread.
+    /// Counts and logs a panic of the callback, caught on its way to Cyclone's thread. Never unwinds itself: a
+    /// payload that panics when dropped, or a logger that panics, is caught here too.
     fn panicked(&self, payload: Box<dyn std::any::Any + Send>) {
         let message = payload
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "(a panic without a message)".into());
+        drop_panic_payload(payload);
         let count = {
             let mut p = self.panics.lock().unwrap_or_else(|p| p.into_inner());
             p.count += 1;
             p.last_message = Some(message.clone());
             p.count
         };
-        tracing::error!(
-            target: "partita::dds::listener",
-            reader = %self.what,
-            panics = count,
-            "the callback panicked on a sample, which is dropped; the reader goes on: {message}"
-        );
+        let logged = std::panic::catch_unwind(|| {
+            tracing::error!(
+                target: "partita::dds::listener",
+                reader = %self.what,
+                panics = count,
+                "the callback panicked on a sample, which is dropped; the reader goes on: {message}"
+            )
+        });
+        if let Err(payload) = logged {
+            drop_panic_payload(payload);
+        }
+    }
+}
+
+/// Drops a caught panic's payload without letting a panic of its destructor unwind; such a payload (and the
+/// payload of that second panic) is leaked instead.
+fn drop_panic_payload(payload: Box<dyn std::any::Any + Send>) {
+    if let Err(again) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(payload))) {
+        std::mem::forget(again);
     }
 }
 
@@ -581,6 +596,16 @@ extern "C" fn on_data_available(reader: dds_entity_t, arg: *mut std::ffi::c_void
     // SAFETY: arg is the ListenerContext boxed by ListeningReader, which outlives the reader (the reader is
     // deleted first, and dds_delete waits for running listener calls to return).
     let ctx = unsafe { &*(arg as *const ListenerContext) };
+    // Cyclone calls this from C (its receive thread, or a local writer's dds_write): no panic may unwind out of
+    // it, which is undefined behaviour up to Rust 1.80 (the workspace's rust-version) and an abort of the whole
+    // process since. The callback's panics are caught per sample in `deliver`; this catches anything else.
+    if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| deliver(reader, ctx))) {
+        ctx.panicked(payload);
+    }
+}
+
+/// Takes everything the reader has and hands it to the callback, one sample at a time.
+fn deliver(reader: dds_entity_t, ctx: &ListenerContext) {
     let mut cb = ctx.callback.lock().unwrap_or_else(|p| p.into_inner());
     let matched = MatchedPublications { reader };
     while let Ok(n) = take_cdr_batch(reader, ctx.keyed, |b, i| {
