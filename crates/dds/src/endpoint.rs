@@ -593,8 +593,12 @@ fn drop_panic_payload(payload: Box<dyn std::any::Any + Send>) {
 }
 
 extern "C" fn on_data_available(reader: dds_entity_t, arg: *mut std::ffi::c_void) {
-    // SAFETY: arg is the ListenerContext boxed by ListeningReader, which outlives the reader (the reader is
-    // deleted first, and dds_delete waits for running listener calls to return).
+    // SAFETY: arg is `Arc::as_ptr` of the ListenerContext its ListeningReader holds, set as this reader's
+    // listener argument in ListeningReader::create, so it is non-null, aligned and initialised. It outlives this
+    // call: the ListeningReader deletes the reader before it lets go of its Arc, and dds_delete on a reader waits
+    // for the listener calls in progress to return and resets the listener before returning (dds_entity.c,
+    // really_delete_pinned_closed_locked: waits until m_cb_pending_count is 0). Only shared access is made
+    // through it (the callback itself sits behind a Mutex).
     let ctx = unsafe { &*(arg as *const ListenerContext) };
     // Cyclone calls this from C (its receive thread, or a local writer's dds_write): no panic may unwind out of
     // it, which is undefined behaviour up to Rust 1.80 (the workspace's rust-version) and an abort of the whole
@@ -626,9 +630,15 @@ fn deliver(reader: dds_entity_t, ctx: &ListenerContext) {
 /// be quick; it may write on other topics (a server replying from it is the intended use). A panic of the
 /// callback drops the sample it was handling, is counted and logged, and the reader goes on with the next
 /// sample ([`ListeningReader::callback_panics`]); the callback's own state is then as the panic left it.
+///
+/// Dropping the reader waits for a callback in progress to return, so the callback must not drop its own reader
+/// (Cyclone would wait for itself).
 pub struct ListeningReader {
     entity: Option<Entity>,
-    ctx: Box<ListenerContext>,
+    /// Cyclone holds a pointer to this context as the listener's argument. An Arc rather than a Box: moving a
+    /// Box asserts that it is the only way to reach its contents, which Cyclone's pointer, read on another thread
+    /// at the same moment, contradicts; an Arc's contents are shared, so moving the reader leaves it valid.
+    ctx: Arc<ListenerContext>,
 }
 
 impl Drop for ListeningReader {
@@ -668,16 +678,20 @@ impl ListeningReader {
     fn create<T>(topic: &Topic<T>, qos: &Qos, callback: SampleCallback) -> Result<Self> {
         let raw_qos = qos.to_raw()?;
         let what = format!("listening reader on topic {}", topic.name);
-        let ctx = Box::new(ListenerContext {
+        let ctx = Arc::new(ListenerContext {
             keyed: topic.keyed,
             what: what.clone(),
             callback: std::sync::Mutex::new(callback),
             panics: std::sync::Mutex::new(CallbackPanics::default()),
         });
-        // SAFETY: the listener object is copied by dds_create_reader and deleted right after; its argument is
-        // our boxed context, which lives as long as the reader (see Drop).
+        let arg = Arc::as_ptr(&ctx) as *mut std::ffi::c_void;
+        // SAFETY: dds_create_listener allocates a listener (it aborts rather than return null) carrying `arg`,
+        // which Cyclone only stores and passes back to on_data_available; dds_lset_data_available sets the
+        // callback in that listener; dds_create_reader reads the listener and the QoS (alive in raw_qos) and
+        // copies both into the new reader, so the listener is ours to delete right after, once. The context
+        // behind `arg` lives as long as the reader: see on_data_available and Drop.
         let handle = unsafe {
-            let l = dds_create_listener(&*ctx as *const ListenerContext as *mut std::ffi::c_void);
+            let l = dds_create_listener(arg);
             dds_lset_data_available(l, Some(on_data_available));
             let h = dds_create_reader(topic.participant.handle, topic.entity.handle, raw_qos.as_ptr(), l);
             dds_delete_listener(l);
