@@ -460,45 +460,94 @@ unsafe impl Sync for RawReader {}
 
 const TAKE_BATCH: usize = 64;
 
+/// The serdata references one `dds_takecdr` handed over, each released exactly once when this goes out of
+/// scope, also when a consumer of the samples panics.
+struct TakenSerdata {
+    refs: [*mut ddsi_serdata; TAKE_BATCH],
+    /// How many entries of `refs`, from the start, hold a reference.
+    n: usize,
+}
+
+impl Drop for TakenSerdata {
+    fn drop(&mut self) {
+        for &sd in &self.refs[..self.n] {
+            // SAFETY: dds_takecdr stored in refs[..n] one reference per sample taken, which the caller must
+            // release with ddsi_serdata_unref (dds.h, dds_takecdr); they are released here only, once each. The
+            // reader they came from is alive: a TakenSerdata lives within one take_cdr_batch call on it.
+            unsafe { ddsi_serdata_unref(sd) };
+        }
+    }
+}
+
+/// Hands `f` the serialized form (CDR header included) of `sd` without copying it out of Cyclone, or no bytes
+/// if the serdata gives none.
+///
+/// # Safety
+/// `sd` must be a complete serdata (not the key-only stand-in of a keyless blob topic, whose size and payload
+/// cyclors leaves unset) on which the caller holds a reference for the whole call.
+unsafe fn with_serialized(sd: *mut ddsi_serdata, f: impl FnOnce(&[u8])) {
+    /// A reference from ddsi_serdata_to_ser_ref, returned on drop.
+    struct SerRef {
+        sd: *mut ddsi_serdata,
+        iov: ddsrt_iovec_t,
+    }
+    impl Drop for SerRef {
+        fn drop(&mut self) {
+            // SAFETY: sd and iov are what one ddsi_serdata_to_ser_ref returned and filled in; they are handed
+            // back once, here, as ddsi_serdata.h asks ("ref was previously filled by ddsi_serdata_to_ser_ref").
+            unsafe { ddsi_serdata_to_ser_unref(self.sd, &self.iov) };
+        }
+    }
+    // SAFETY: sd is a live, complete serdata (caller); get_size only reads it.
+    let size = unsafe { ddsi_serdata_size(sd) } as usize;
+    let mut iov = ddsrt_iovec_t { iov_base: std::ptr::null_mut(), iov_len: 0 };
+    // SAFETY: sd is live and complete (caller) and 0..size is its whole serialized form; iov is a valid out-
+    // parameter. On success Cyclone points iov at iov_len bytes that stay valid until the matching
+    // ddsi_serdata_to_ser_unref and returns a serdata reference that call releases (ddsi_serdata.h).
+    let r = unsafe { ddsi_serdata_to_ser_ref(sd, 0, size, &mut iov) };
+    if r.is_null() {
+        return f(&[]);
+    }
+    let held = SerRef { sd: r, iov };
+    if held.iov.iov_base.is_null() {
+        f(&[])
+    } else {
+        // SAFETY: iov_base points at iov_len initialised bytes (ddsi_serdata.h, to_ser_ref), which nobody writes
+        // (a serdata is immutable once made) and which stay valid until `held` is dropped, after f returns or
+        // unwinds; f cannot keep the slice (its lifetime ends with the call).
+        f(unsafe { std::slice::from_raw_parts(held.iov.iov_base as *const u8, held.iov.iov_len as usize) })
+    }
+}
+
 /// Takes up to one batch from `reader` (a reader or condition handle), handing each sample's serialized form to
-/// `f`; returns the number taken or Cyclone's error code.
+/// `f`; returns the number taken or Cyclone's error code. Every reference taken is released, also when `f`
+/// panics.
 fn take_cdr_batch(reader: dds_entity_t, keyed: bool, mut f: impl FnMut(&[u8], SampleInfo)) -> std::result::Result<usize, i32> {
-    let mut buf: [*mut ddsi_serdata; TAKE_BATCH] = [std::ptr::null_mut(); TAKE_BATCH];
-    // SAFETY: zeroed sample infos are plain data.
+    let mut taken = TakenSerdata { refs: [std::ptr::null_mut(); TAKE_BATCH], n: 0 };
+    // SAFETY: dds_sample_info_t is plain data (integers and bools), for which all-zero bytes are a valid value.
     let mut infos: [dds_sample_info_t; TAKE_BATCH] = unsafe { std::mem::zeroed() };
-    // SAFETY: buf and infos have room for TAKE_BATCH entries; on success Cyclone hands us one reference per
-    // returned serdata, each released below.
-    let n = unsafe { dds_takecdr(reader, buf.as_mut_ptr(), TAKE_BATCH as u32, infos.as_mut_ptr(), DDS_ANY_STATE) };
+    // SAFETY: refs and infos each have room for TAKE_BATCH entries, the maximum asked for; on success Cyclone
+    // fills refs[..n] with one serdata reference per sample taken, now ours to release (TakenSerdata), and
+    // infos[..n] with their infos. A stale handle only yields an error code.
+    let n = unsafe { dds_takecdr(reader, taken.refs.as_mut_ptr(), TAKE_BATCH as u32, infos.as_mut_ptr(), DDS_ANY_STATE) };
     if n < 0 {
         return Err(n);
     }
-    let n = n as usize;
-    for i in 0..n {
-        let sd = buf[i];
-        let info = SampleInfo::from(&infos[i]);
-        // SAFETY: sd is a live serdata we hold a reference to; the iovec ref is released before the serdata.
-        unsafe {
-            if !info.valid_data && !keyed {
-                // An invalid sample of a keyless topic carries no key, and the opaque-type serdata behind raw
-                // keyless topics leaves its payload unset for it: hand over no bytes.
-                f(&[], info);
-            } else {
-                let size = ddsi_serdata_size(sd) as usize;
-                let mut iov = ddsrt_iovec_t { iov_base: std::ptr::null_mut(), iov_len: 0 };
-                let r = ddsi_serdata_to_ser_ref(sd, 0, size, &mut iov);
-                if iov.iov_base.is_null() || r.is_null() {
-                    f(&[], info);
-                } else {
-                    f(std::slice::from_raw_parts(iov.iov_base as *const u8, iov.iov_len as usize), info);
-                }
-                if !r.is_null() {
-                    ddsi_serdata_to_ser_unref(r, &iov);
-                }
-            }
-            ddsi_serdata_unref(sd);
+    taken.n = (n as usize).min(TAKE_BATCH);
+    for (&sd, si) in taken.refs[..taken.n].iter().zip(&infos) {
+        let info = SampleInfo::from(si);
+        if !info.valid_data && !keyed {
+            // An invalid sample of a keyless topic carries no key. Cyclone hands over the instance's key-only
+            // stand-in (the sertype's to_untyped), and the opaque-type sertype behind raw keyless topics
+            // (cyclors' cdds_serdata_to_untyped) leaves its size and payload unset: read nothing from it.
+            f(&[], info);
+        } else {
+            // SAFETY: sd is one of the references taken above, held by `taken` until after this call; valid
+            // samples and the key-only samples of keyed topics (whose sertype fills in the key) are complete.
+            unsafe { with_serialized(sd, |bytes| f(bytes, info)) };
         }
     }
-    Ok(n)
+    Ok(taken.n)
 }
 
 fn reader_lost_and_rejected(e: &Entity) -> Result<(u64, u64)> {
