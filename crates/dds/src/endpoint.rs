@@ -1,4 +1,9 @@
 //! Topics, writers and readers: typed (serde + XCDR1) and raw (serialized samples, for routing).
+//!
+//! Handles: Cyclone looks every `dds_entity_t` up in its handle table (`dds_entity_pin`) and answers a stale or
+//! wrong one with an error code, so a call that takes only handles and plain values (a "handle-only call" in
+//! the SAFETY comments) has no memory-safety precondition. Pointers are another matter: each SAFETY comment says
+//! where they point, for how long, and who frees what.
 use crate::error::{check, cstring, DdsError, Result};
 use crate::participant::{Participant, ParticipantInner};
 use crate::qos::Qos;
@@ -17,7 +22,9 @@ pub(crate) struct Entity {
 
 impl Drop for Entity {
     fn drop(&mut self) {
-        // SAFETY: we created this entity and delete it once; the parent is still alive (held in _parent).
+        // SAFETY: handle-only call. We created this entity and delete it here, once; its parent is still alive
+        // (held in _parent, released after this). dds_delete also waits for the entity's listener calls in
+        // progress, which ListeningReader relies on.
         unsafe {
             dds_delete(self.handle);
         }
@@ -66,11 +73,14 @@ impl<T: TopicType> Topic<T> {
     /// Creates the topic `name` for the Rust type `T`, declaring `T`'s structure and keys to Cyclone.
     pub fn new(participant: &Participant, name: &str, qos: &Qos) -> Result<Self> {
         let shape = TypeShape::of::<T>()?;
-        let desc = topic_descriptor(&shape, participant.handle())?;
         let cname = cstring("topic name", name)?;
         let raw_qos = qos.to_raw()?;
-        // SAFETY: desc is a valid descriptor from dds_create_topic_descriptor; Cyclone copies what it needs, so
-        // it is deleted right after.
+        // Last of the fallible steps before the topic: an error above must not leak the descriptor.
+        let desc = topic_descriptor(&shape, participant.handle())?;
+        // SAFETY: desc is the valid descriptor topic_descriptor allocated with dds_create_topic_descriptor, ours
+        // alone; cname and raw_qos are alive for the call. dds_create_topic copies what it keeps of the
+        // descriptor (type name, ops and keys, in dds_sertype_default_init), so we delete it right after, once,
+        // with the function dds.h names for it, whatever the outcome.
         let handle = unsafe {
             let h = dds_create_topic(participant.handle(), desc, cname.as_ptr(), raw_qos.as_ptr(), std::ptr::null());
             dds_delete_topic_descriptor(desc);
@@ -94,7 +104,9 @@ impl RawTopic {
     pub fn keyless(participant: &Participant, name: &str, type_name: &str) -> Result<Self> {
         let cname = cstring("topic name", name)?;
         let ctype = cstring("type name", type_name)?;
-        // SAFETY: both strings are valid for the call; the blob sertype copies them.
+        // SAFETY: both are NUL-terminated strings alive for the call. cdds_create_blob_topic (cyclors'
+        // cdds_blob.c) only reads them despite its `char *` parameters: ddsi_sertype_init_flags duplicates the
+        // type name and dds_create_topic_sertype copies the topic name.
         let handle = unsafe {
             cdds_create_blob_topic(participant.handle(), cname.as_ptr() as *mut _, ctype.as_ptr() as *mut _, true)
         };
@@ -221,22 +233,28 @@ pub struct RawWriter {
     keyed: bool,
 }
 
-// SAFETY: the sertype pointer is owned by Cyclone and lives as long as the writer's topic, which `entity` keeps
-// alive; Cyclone's API is thread-safe.
+// SAFETY: the only field that is not Send is `sertype`, a pointer to a Cyclone sertype that stays valid as long
+// as the writer in `entity` exists (dds_get_entity_sertype: "at least that of the lifetime of the entity"),
+// wherever the RawWriter goes: it is reference-counted, freed by Cyclone, and bound to no thread.
 unsafe impl Send for RawWriter {}
+// SAFETY: through `&RawWriter`, `sertype` is only passed to ddsi_serdata_from_ser_iov, which reads the immutable
+// sertype and allocates a new serdata; Cyclone itself calls it from every receive thread at once. The writer is
+// used through handle-only calls, which Cyclone locks.
 unsafe impl Sync for RawWriter {}
 
 impl RawWriter {
     pub fn new<T>(topic: &Topic<T>, qos: &Qos) -> Result<Self> {
         let raw_qos = qos.to_raw()?;
-        // SAFETY: the participant and topic are alive (we hold them); default listener.
+        // SAFETY: handles and raw_qos, a QoS object alive for the call that Cyclone copies; no listener (null).
         let handle = unsafe {
             dds_create_writer(topic.participant.handle, topic.entity.handle, raw_qos.as_ptr(), std::ptr::null())
         };
         check(handle, "dds_create_writer", || format!("writer on topic {}", topic.name))?;
         let entity = Entity { handle, what: format!("writer on topic {}", topic.name), _parent: topic.entity.clone() };
         let mut sertype: *const ddsi_sertype = std::ptr::null();
-        // SAFETY: handle is a live writer; Cyclone stores a borrowed pointer to its sertype in `sertype`.
+        // SAFETY: sertype is a valid out-parameter. On success Cyclone stores a pointer to the writer's sertype
+        // without counting a reference, valid at least as long as the writer (dds.h); the writer is `entity`,
+        // which the RawWriter keeps until it drops, and with it stops using the pointer.
         let r = unsafe { dds_get_entity_sertype(handle, &mut sertype) };
         check(r, "dds_get_entity_sertype", || entity.what.clone())?;
         Ok(RawWriter { entity, sertype, keyed: topic.keyed })
@@ -258,19 +276,28 @@ impl RawWriter {
     pub fn forward(&self, cdr: &[u8], kind: WriteKind, source_timestamp_ns: Option<i64>) -> Result<()> {
         let full = matches!(kind, WriteKind::Write | WriteKind::WriteDispose);
         let sd = self.serdata(cdr, if full { ddsi_serdata_kind_SDK_DATA } else { ddsi_serdata_kind_SDK_KEY })?;
-        // SAFETY: sd is a fresh serdata of this writer's type; dds_writecdr/dds_forwardcdr take over our reference.
-        let r = unsafe {
-            if kind == WriteKind::Write && source_timestamp_ns.is_none() {
-                dds_writecdr(self.entity.handle, sd)
-            } else {
-                (*sd).statusinfo = match kind {
-                    WriteKind::Write => 0,
-                    WriteKind::Dispose | WriteKind::WriteDispose => DDSI_STATUSINFO_DISPOSE,
-                    WriteKind::Unregister => DDSI_STATUSINFO_UNREGISTER,
-                };
-                (*sd).timestamp.v = source_timestamp_ns.unwrap_or_else(|| dds_time());
-                dds_forwardcdr(self.entity.handle, sd)
+        // dds_writecdr and dds_forwardcdr take over our reference to sd (dds_writecdr_impl consumes one in every
+        // path once the writer is locked, and our writer is alive, so it locks). A writer that could not be
+        // locked, or a topic with a content filter (never made here), would return an error without taking it.
+        let r = if kind == WriteKind::Write && source_timestamp_ns.is_none() {
+            // SAFETY: sd is a live serdata of this writer's sertype, handed over (above); dds_writecdr stamps it.
+            unsafe { dds_writecdr(self.entity.handle, sd) }
+        } else {
+            let statusinfo = match kind {
+                WriteKind::Write => 0,
+                WriteKind::Dispose | WriteKind::WriteDispose => DDSI_STATUSINFO_DISPOSE,
+                WriteKind::Unregister => DDSI_STATUSINFO_UNREGISTER,
+            };
+            // SAFETY: dds_time only reads the clock.
+            let timestamp = source_timestamp_ns.unwrap_or_else(|| unsafe { dds_time() });
+            // SAFETY: sd is non-null (checked by serdata()) and fresh: its one reference is ours and no other
+            // thread has seen it, so these plain stores cannot race. dds_forwardcdr uses them as they are.
+            unsafe {
+                (*sd).statusinfo = statusinfo;
+                (*sd).timestamp.v = timestamp;
             }
+            // SAFETY: sd is a live serdata of this writer's sertype, handed over (above).
+            unsafe { dds_forwardcdr(self.entity.handle, sd) }
         };
         check(r, "dds_writecdr", || self.entity.what.clone()).map(drop)
     }
@@ -310,8 +337,14 @@ impl RawWriter {
     }
 
     fn serdata(&self, cdr: &[u8], kind: ddsi_serdata_kind) -> Result<*mut ddsi_serdata> {
-        let iov = ddsrt_iovec_t { iov_base: cdr.as_ptr() as *mut _, iov_len: cdr.len() as _ };
-        // SAFETY: iov points at `cdr`, valid for the call; Cyclone copies the bytes into the new serdata.
+        // iov_len is a usize on Linux: no cast, so that a platform with a narrower one fails to build instead of
+        // passing a length that disagrees with `size` below.
+        let iov = ddsrt_iovec_t { iov_base: cdr.as_ptr() as *mut _, iov_len: cdr.len() };
+        // SAFETY: self.sertype is this writer's sertype, valid while `entity` lives (see RawWriter::new). One iovec
+        // describing exactly `cdr`, whose length is also the total size passed: from_ser_iov only reads it and
+        // copies the bytes into the new serdata (the default sertype rejects fewer than 4 bytes and checks the
+        // rest with dds_stream_normalize; the blob sertype of RawTopic::keyless copies any bytes). It returns a
+        // new serdata with one reference, ours, or null.
         let sd = unsafe { ddsi_serdata_from_ser_iov(self.sertype, kind, 1, &iov, cdr.len()) };
         if sd.is_null() {
             return Err(DdsError::Call {
@@ -327,7 +360,7 @@ impl RawWriter {
     /// The writer's instance handle: the `publication_handle` its samples carry in a reader's [`SampleInfo`].
     pub fn instance_handle(&self) -> Result<u64> {
         let mut ih: dds_instance_handle_t = 0;
-        // SAFETY: ih is a valid out-parameter for this live writer.
+        // SAFETY: handle-only call with one out-parameter, a valid local.
         let r = unsafe { dds_get_instance_handle(self.entity.handle, &mut ih) };
         check(r, "dds_get_instance_handle", || self.entity.what.clone())?;
         Ok(ih)
@@ -336,15 +369,16 @@ impl RawWriter {
     /// Sends what a batching writer ([`Qos::writer_batching`]) holds in its outgoing message; without
     /// batching, or with nothing held, there is nothing to send.
     pub fn flush(&self) -> Result<()> {
-        // SAFETY: the handle is a live writer; Cyclone locks it for the call.
+        // SAFETY: handle-only call; Cyclone locks the writer for it.
         let r = unsafe { dds_write_flush(self.entity.handle) };
         check(r, "dds_write_flush", || self.entity.what.clone()).map(drop)
     }
 
     /// Number of readers currently matched (discovered and compatible).
     pub fn matched_readers(&self) -> Result<u32> {
+        // SAFETY: the status is plain integers, for which all-zero bytes are a valid value.
         let mut st: dds_publication_matched_status_t = unsafe { std::mem::zeroed() };
-        // SAFETY: st is a valid out-parameter for this live writer.
+        // SAFETY: handle-only call with one out-parameter, a valid local of the type Cyclone fills in.
         let r = unsafe { dds_get_publication_matched_status(self.entity.handle, &mut st) };
         check(r, "dds_get_publication_matched_status", || self.entity.what.clone())?;
         Ok(st.current_count)
@@ -416,23 +450,25 @@ pub(crate) struct ReaderWaitset {
 impl ReaderWaitset {
     /// Creates the waitset under `participant` and attaches a read condition on `reader`.
     pub(crate) fn new(participant: dds_entity_t, reader: &Entity) -> Result<Self> {
-        // SAFETY: plain entity creation on live entities; the condition belongs to the reader (deleted with it)
-        // and is attached to our waitset.
-        unsafe {
-            let waitset = dds_create_waitset(participant);
-            check(waitset, "dds_create_waitset", || reader.what.clone())?;
-            let ws = ReaderWaitset { waitset, what: reader.what.clone() };
-            let cond = dds_create_readcondition(reader.handle, DDS_ANY_STATE);
-            check(cond, "dds_create_readcondition", || reader.what.clone())?;
-            check(dds_waitset_attach(waitset, cond, 0), "dds_waitset_attach", || reader.what.clone())?;
-            Ok(ws)
-        }
+        // SAFETY: handle-only call.
+        let waitset = unsafe { dds_create_waitset(participant) };
+        check(waitset, "dds_create_waitset", || reader.what.clone())?;
+        // Deleted on drop from here on, also on the error paths below.
+        let ws = ReaderWaitset { waitset, what: reader.what.clone() };
+        // SAFETY: handle-only call. The condition belongs to the reader and is deleted with it.
+        let cond = unsafe { dds_create_readcondition(reader.handle, DDS_ANY_STATE) };
+        check(cond, "dds_create_readcondition", || reader.what.clone())?;
+        // SAFETY: handle-only call; the attach argument is a plain value Cyclone never dereferences.
+        let r = unsafe { dds_waitset_attach(waitset, cond, 0) };
+        check(r, "dds_waitset_attach", || reader.what.clone())?;
+        Ok(ws)
     }
 
     /// Blocks until the reader has data or the timeout passes; true if it has data.
     pub(crate) fn wait(&self, timeout: Duration) -> Result<bool> {
         let t = i64::try_from(timeout.as_nanos()).unwrap_or(i64::MAX);
-        // SAFETY: waiting on our own waitset; no attach results requested.
+        // SAFETY: handle-only call: no attach results are asked for, and a null array with size 0 is how to say so
+        // (dds_waitset_wait_impl rejects one without the other). Several threads may wait on one waitset (dds.h).
         let n = unsafe { dds_waitset_wait(self.waitset, std::ptr::null_mut(), 0, t) };
         Ok(check(n, "dds_waitset_wait", || self.what.clone())? > 0)
     }
@@ -440,7 +476,7 @@ impl ReaderWaitset {
 
 impl Drop for ReaderWaitset {
     fn drop(&mut self) {
-        // SAFETY: the waitset is ours and deleted once.
+        // SAFETY: handle-only call; the waitset is ours and deleted here, once.
         unsafe {
             dds_delete(self.waitset);
         }
@@ -453,10 +489,6 @@ pub struct RawReader {
     entity: Entity,
     keyed: bool,
 }
-
-// SAFETY: handles are plain integers; Cyclone's API is thread-safe.
-unsafe impl Send for RawReader {}
-unsafe impl Sync for RawReader {}
 
 const TAKE_BATCH: usize = 64;
 
@@ -551,13 +583,16 @@ fn take_cdr_batch(reader: dds_entity_t, keyed: bool, mut f: impl FnMut(&[u8], Sa
 }
 
 fn reader_lost_and_rejected(e: &Entity) -> Result<(u64, u64)> {
+    // SAFETY: the status is plain integers, for which all-zero bytes are a valid value.
     let mut lost: dds_sample_lost_status_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the status is plain integers (its last_reason an enum held as a C integer), so all-zero is valid.
     let mut rej: dds_sample_rejected_status_t = unsafe { std::mem::zeroed() };
-    // SAFETY: valid out-parameters for a live reader.
-    unsafe {
-        check(dds_get_sample_lost_status(e.handle, &mut lost), "dds_get_sample_lost_status", || e.what.clone())?;
-        check(dds_get_sample_rejected_status(e.handle, &mut rej), "dds_get_sample_rejected_status", || e.what.clone())?;
-    }
+    // SAFETY: handle-only call with one out-parameter, a valid local of the type Cyclone fills in.
+    let r = unsafe { dds_get_sample_lost_status(e.handle, &mut lost) };
+    check(r, "dds_get_sample_lost_status", || e.what.clone())?;
+    // SAFETY: handle-only call with one out-parameter, a valid local of the type Cyclone fills in.
+    let r = unsafe { dds_get_sample_rejected_status(e.handle, &mut rej) };
+    check(r, "dds_get_sample_rejected_status", || e.what.clone())?;
     Ok((lost.total_count as u64, rej.total_count as u64))
 }
 
@@ -573,12 +608,14 @@ impl MatchedPublications {
     /// The GUID of the matched writer behind a sample's `publication_handle`; `None` if the reader no longer
     /// knows it.
     pub fn guid(&self, publication_handle: u64) -> Option<crate::guid::Guid> {
-        // SAFETY: the reader is alive while its callback runs; the returned endpoint is ours and freed below.
+        // SAFETY: handle-only call. It returns null or a freshly allocated DCPSPublication sample that the
+        // caller owns and frees with dds_builtintopic_free_endpoint (dds.h).
+        let ep = unsafe { dds_get_matched_publication_data(self.reader, publication_handle) };
+        if ep.is_null() {
+            return None;
+        }
+        // SAFETY: ep is non-null and ours: we read its key (plain bytes), then free it, once, as dds.h says.
         unsafe {
-            let ep = dds_get_matched_publication_data(self.reader, publication_handle);
-            if ep.is_null() {
-                return None;
-            }
             let guid = crate::guid::Guid::from_bytes((*ep).key.v);
             dds_builtintopic_free_endpoint(ep);
             Some(guid)
@@ -768,7 +805,7 @@ impl ListeningReader {
 impl RawReader {
     pub fn new<T>(topic: &Topic<T>, qos: &Qos) -> Result<Self> {
         let raw_qos = qos.to_raw()?;
-        // SAFETY: the participant and topic are alive; default listener (none).
+        // SAFETY: handles and raw_qos, a QoS object alive for the call that Cyclone copies; no listener (null).
         let handle = unsafe {
             dds_create_reader(topic.participant.handle, topic.entity.handle, raw_qos.as_ptr(), std::ptr::null())
         };
@@ -819,8 +856,9 @@ impl RawReader {
 
     /// Number of writers currently matched.
     pub fn matched_writers(&self) -> Result<u32> {
+        // SAFETY: the status is plain integers, for which all-zero bytes are a valid value.
         let mut st: dds_subscription_matched_status_t = unsafe { std::mem::zeroed() };
-        // SAFETY: st is a valid out-parameter for this live reader.
+        // SAFETY: handle-only call with one out-parameter, a valid local of the type Cyclone fills in.
         let r = unsafe { dds_get_subscription_matched_status(self.entity.handle, &mut st) };
         check(r, "dds_get_subscription_matched_status", || self.entity.what.clone())?;
         Ok(st.current_count)

@@ -34,3 +34,28 @@ pub use types::{TopicType, TypeShape};
 pub const CYCLONE_DDS_VERSION: &str = "11.0.1";
 /// The cyclors version pinned by the workspace.
 pub const CYCLORS_VERSION: &str = "0.4.0";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send_and_sync<T: Send + Sync>() {}
+
+    /// The handles of this crate cross threads (a router moves readers and writers into its threads). Most are
+    /// Send and Sync because their fields are, with no `unsafe impl`: this keeps them so.
+    #[test]
+    fn dds_handles_are_send_and_sync() {
+        send_and_sync::<Participant>();
+        send_and_sync::<RawTopic>();
+        send_and_sync::<Topic<()>>();
+        send_and_sync::<RawReader>();
+        send_and_sync::<RawWriter>();
+        send_and_sync::<Reader<()>>();
+        send_and_sync::<Writer<()>>();
+        send_and_sync::<ListeningReader>();
+        send_and_sync::<EndpointWatcher>();
+        send_and_sync::<ParticipantWatcher>();
+        send_and_sync::<DiscoveredEndpoint>();
+        send_and_sync::<TopicDescriptor>();
+    }
+}
