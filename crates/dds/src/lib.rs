@@ -42,7 +42,7 @@ mod tests {
     fn send_and_sync<T: Send + Sync>() {}
 
     /// The handles of this crate cross threads (a router moves readers and writers into its threads). Most are
-    /// Send and Sync because their fields are, with no `unsafe impl`: this keeps them so.
+    /// Send and Sync because their fields are, not by a hand-written promise: this keeps them so.
     #[test]
     fn dds_handles_are_send_and_sync() {
         send_and_sync::<Participant>();
