@@ -8,6 +8,14 @@
 //! - raw topics, readers and writers of serialized samples, for programs that forward data without its type;
 //! - QoS as builder-style values ([`Qos`]);
 //! - blocking takes through a waitset, no listeners on the hot path.
+//!
+//! Every `unsafe` block and `unsafe impl` carries a `// SAFETY:` comment saying why it is sound (which pointers
+//! are valid and for how long, who owns what, which Cyclone API contract holds), and every `unsafe fn` a
+//! `# Safety` section saying what its callers must ensure. Clippy refuses an unsafe block or impl without its
+//! comment, and `unsafe_op_in_unsafe_fn` makes the body of an `unsafe fn` put each of its own unsafe operations
+//! in a commented block like any other code.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 pub mod cdr;
 pub mod config;
 pub mod discovery;
