@@ -1,4 +1,9 @@
 //! Topics, writers and readers: typed (serde + XCDR1) and raw (serialized samples, for routing).
+//!
+//! Handles: Cyclone looks every `dds_entity_t` up in its handle table (`dds_entity_pin`) and answers a stale or
+//! wrong one with an error code, so a call that takes only handles and plain values (a "handle-only call" in
+//! the SAFETY comments) has no memory-safety precondition. Pointers are another matter: each SAFETY comment says
+//! where they point, for how long, and who frees what.
 use crate::error::{check, cstring, DdsError, Result};
 use crate::participant::{Participant, ParticipantInner};
 use crate::qos::Qos;
@@ -17,7 +22,9 @@ pub(crate) struct Entity {
 
 impl Drop for Entity {
     fn drop(&mut self) {
-        // SAFETY: we created this entity and delete it once; the parent is still alive (held in _parent).
+        // SAFETY: handle-only call. We created this entity and delete it here, once; its parent is still alive
+        // (held in _parent, released after this). dds_delete also waits for the entity's listener calls in
+        // progress, which ListeningReader relies on.
         unsafe {
             dds_delete(self.handle);
         }
@@ -66,11 +73,14 @@ impl<T: TopicType> Topic<T> {
     /// Creates the topic `name` for the Rust type `T`, declaring `T`'s structure and keys to Cyclone.
     pub fn new(participant: &Participant, name: &str, qos: &Qos) -> Result<Self> {
         let shape = TypeShape::of::<T>()?;
-        let desc = topic_descriptor(&shape, participant.handle())?;
         let cname = cstring("topic name", name)?;
         let raw_qos = qos.to_raw()?;
-        // SAFETY: desc is a valid descriptor from dds_create_topic_descriptor; Cyclone copies what it needs, so
-        // it is deleted right after.
+        // Last of the fallible steps before the topic: an error above must not leak the descriptor.
+        let desc = topic_descriptor(&shape, participant.handle())?;
+        // SAFETY: desc is the valid descriptor topic_descriptor allocated with dds_create_topic_descriptor, ours
+        // alone; cname and raw_qos are alive for the call. dds_create_topic copies what it keeps of the
+        // descriptor (type name, ops and keys, in dds_sertype_default_init), so we delete it right after, once,
+        // with the function dds.h names for it, whatever the outcome.
         let handle = unsafe {
             let h = dds_create_topic(participant.handle(), desc, cname.as_ptr(), raw_qos.as_ptr(), std::ptr::null());
             dds_delete_topic_descriptor(desc);
@@ -94,7 +104,9 @@ impl RawTopic {
     pub fn keyless(participant: &Participant, name: &str, type_name: &str) -> Result<Self> {
         let cname = cstring("topic name", name)?;
         let ctype = cstring("type name", type_name)?;
-        // SAFETY: both strings are valid for the call; the blob sertype copies them.
+        // SAFETY: both are NUL-terminated strings alive for the call. cdds_create_blob_topic (cyclors'
+        // cdds_blob.c) only reads them despite its `char *` parameters: ddsi_sertype_init_flags duplicates the
+        // type name and dds_create_topic_sertype copies the topic name.
         let handle = unsafe {
             cdds_create_blob_topic(participant.handle(), cname.as_ptr() as *mut _, ctype.as_ptr() as *mut _, true)
         };
@@ -221,22 +233,28 @@ pub struct RawWriter {
     keyed: bool,
 }
 
-// SAFETY: the sertype pointer is owned by Cyclone and lives as long as the writer's topic, which `entity` keeps
-// alive; Cyclone's API is thread-safe.
+// SAFETY: the only field that is not Send is `sertype`, a pointer to a Cyclone sertype that stays valid as long
+// as the writer in `entity` exists (dds_get_entity_sertype: "at least that of the lifetime of the entity"),
+// wherever the RawWriter goes: it is reference-counted, freed by Cyclone, and bound to no thread.
 unsafe impl Send for RawWriter {}
+// SAFETY: through `&RawWriter`, `sertype` is only passed to ddsi_serdata_from_ser_iov, which reads the immutable
+// sertype and allocates a new serdata; Cyclone itself calls it from every receive thread at once. The writer is
+// used through handle-only calls, which Cyclone locks.
 unsafe impl Sync for RawWriter {}
 
 impl RawWriter {
     pub fn new<T>(topic: &Topic<T>, qos: &Qos) -> Result<Self> {
         let raw_qos = qos.to_raw()?;
-        // SAFETY: the participant and topic are alive (we hold them); default listener.
+        // SAFETY: handles and raw_qos, a QoS object alive for the call that Cyclone copies; no listener (null).
         let handle = unsafe {
             dds_create_writer(topic.participant.handle, topic.entity.handle, raw_qos.as_ptr(), std::ptr::null())
         };
         check(handle, "dds_create_writer", || format!("writer on topic {}", topic.name))?;
         let entity = Entity { handle, what: format!("writer on topic {}", topic.name), _parent: topic.entity.clone() };
         let mut sertype: *const ddsi_sertype = std::ptr::null();
-        // SAFETY: handle is a live writer; Cyclone stores a borrowed pointer to its sertype in `sertype`.
+        // SAFETY: sertype is a valid out-parameter. On success Cyclone stores a pointer to the writer's sertype
+        // without counting a reference, valid at least as long as the writer (dds.h); the writer is `entity`,
+        // which the RawWriter keeps until it drops, and with it stops using the pointer.
         let r = unsafe { dds_get_entity_sertype(handle, &mut sertype) };
         check(r, "dds_get_entity_sertype", || entity.what.clone())?;
         Ok(RawWriter { entity, sertype, keyed: topic.keyed })
@@ -258,19 +276,28 @@ impl RawWriter {
     pub fn forward(&self, cdr: &[u8], kind: WriteKind, source_timestamp_ns: Option<i64>) -> Result<()> {
         let full = matches!(kind, WriteKind::Write | WriteKind::WriteDispose);
         let sd = self.serdata(cdr, if full { ddsi_serdata_kind_SDK_DATA } else { ddsi_serdata_kind_SDK_KEY })?;
-        // SAFETY: sd is a fresh serdata of this writer's type; dds_writecdr/dds_forwardcdr take over our reference.
-        let r = unsafe {
-            if kind == WriteKind::Write && source_timestamp_ns.is_none() {
-                dds_writecdr(self.entity.handle, sd)
-            } else {
-                (*sd).statusinfo = match kind {
-                    WriteKind::Write => 0,
-                    WriteKind::Dispose | WriteKind::WriteDispose => DDSI_STATUSINFO_DISPOSE,
-                    WriteKind::Unregister => DDSI_STATUSINFO_UNREGISTER,
-                };
-                (*sd).timestamp.v = source_timestamp_ns.unwrap_or_else(|| dds_time());
-                dds_forwardcdr(self.entity.handle, sd)
+        // dds_writecdr and dds_forwardcdr take over our reference to sd (dds_writecdr_impl consumes one in every
+        // path once the writer is locked, and our writer is alive, so it locks). A writer that could not be
+        // locked, or a topic with a content filter (never made here), would return an error without taking it.
+        let r = if kind == WriteKind::Write && source_timestamp_ns.is_none() {
+            // SAFETY: sd is a live serdata of this writer's sertype, handed over (above); dds_writecdr stamps it.
+            unsafe { dds_writecdr(self.entity.handle, sd) }
+        } else {
+            let statusinfo = match kind {
+                WriteKind::Write => 0,
+                WriteKind::Dispose | WriteKind::WriteDispose => DDSI_STATUSINFO_DISPOSE,
+                WriteKind::Unregister => DDSI_STATUSINFO_UNREGISTER,
+            };
+            // SAFETY: dds_time only reads the clock.
+            let timestamp = source_timestamp_ns.unwrap_or_else(|| unsafe { dds_time() });
+            // SAFETY: sd is non-null (checked by serdata()) and fresh: its one reference is ours and no other
+            // thread has seen it, so these plain stores cannot race. dds_forwardcdr uses them as they are.
+            unsafe {
+                (*sd).statusinfo = statusinfo;
+                (*sd).timestamp.v = timestamp;
             }
+            // SAFETY: sd is a live serdata of this writer's sertype, handed over (above).
+            unsafe { dds_forwardcdr(self.entity.handle, sd) }
         };
         check(r, "dds_writecdr", || self.entity.what.clone()).map(drop)
     }
@@ -310,8 +337,14 @@ impl RawWriter {
     }
 
     fn serdata(&self, cdr: &[u8], kind: ddsi_serdata_kind) -> Result<*mut ddsi_serdata> {
-        let iov = ddsrt_iovec_t { iov_base: cdr.as_ptr() as *mut _, iov_len: cdr.len() as _ };
-        // SAFETY: iov points at `cdr`, valid for the call; Cyclone copies the bytes into the new serdata.
+        // iov_len is a usize on Linux: no cast, so that a platform with a narrower one fails to build instead of
+        // passing a length that disagrees with `size` below.
+        let iov = ddsrt_iovec_t { iov_base: cdr.as_ptr() as *mut _, iov_len: cdr.len() };
+        // SAFETY: self.sertype is this writer's sertype, valid while `entity` lives (see RawWriter::new). One iovec
+        // describing exactly `cdr`, whose length is also the total size passed: from_ser_iov only reads it and
+        // copies the bytes into the new serdata (the default sertype rejects fewer than 4 bytes and checks the
+        // rest with dds_stream_normalize; the blob sertype of RawTopic::keyless copies any bytes). It returns a
+        // new serdata with one reference, ours, or null.
         let sd = unsafe { ddsi_serdata_from_ser_iov(self.sertype, kind, 1, &iov, cdr.len()) };
         if sd.is_null() {
             return Err(DdsError::Call {
@@ -327,7 +360,7 @@ impl RawWriter {
     /// The writer's instance handle: the `publication_handle` its samples carry in a reader's [`SampleInfo`].
     pub fn instance_handle(&self) -> Result<u64> {
         let mut ih: dds_instance_handle_t = 0;
-        // SAFETY: ih is a valid out-parameter for this live writer.
+        // SAFETY: handle-only call with one out-parameter, a valid local.
         let r = unsafe { dds_get_instance_handle(self.entity.handle, &mut ih) };
         check(r, "dds_get_instance_handle", || self.entity.what.clone())?;
         Ok(ih)
@@ -336,15 +369,16 @@ impl RawWriter {
     /// Sends what a batching writer ([`Qos::writer_batching`]) holds in its outgoing message; without
     /// batching, or with nothing held, there is nothing to send.
     pub fn flush(&self) -> Result<()> {
-        // SAFETY: the handle is a live writer; Cyclone locks it for the call.
+        // SAFETY: handle-only call; Cyclone locks the writer for it.
         let r = unsafe { dds_write_flush(self.entity.handle) };
         check(r, "dds_write_flush", || self.entity.what.clone()).map(drop)
     }
 
     /// Number of readers currently matched (discovered and compatible).
     pub fn matched_readers(&self) -> Result<u32> {
+        // SAFETY: the status is plain integers, for which all-zero bytes are a valid value.
         let mut st: dds_publication_matched_status_t = unsafe { std::mem::zeroed() };
-        // SAFETY: st is a valid out-parameter for this live writer.
+        // SAFETY: handle-only call with one out-parameter, a valid local of the type Cyclone fills in.
         let r = unsafe { dds_get_publication_matched_status(self.entity.handle, &mut st) };
         check(r, "dds_get_publication_matched_status", || self.entity.what.clone())?;
         Ok(st.current_count)
@@ -416,23 +450,25 @@ pub(crate) struct ReaderWaitset {
 impl ReaderWaitset {
     /// Creates the waitset under `participant` and attaches a read condition on `reader`.
     pub(crate) fn new(participant: dds_entity_t, reader: &Entity) -> Result<Self> {
-        // SAFETY: plain entity creation on live entities; the condition belongs to the reader (deleted with it)
-        // and is attached to our waitset.
-        unsafe {
-            let waitset = dds_create_waitset(participant);
-            check(waitset, "dds_create_waitset", || reader.what.clone())?;
-            let ws = ReaderWaitset { waitset, what: reader.what.clone() };
-            let cond = dds_create_readcondition(reader.handle, DDS_ANY_STATE);
-            check(cond, "dds_create_readcondition", || reader.what.clone())?;
-            check(dds_waitset_attach(waitset, cond, 0), "dds_waitset_attach", || reader.what.clone())?;
-            Ok(ws)
-        }
+        // SAFETY: handle-only call.
+        let waitset = unsafe { dds_create_waitset(participant) };
+        check(waitset, "dds_create_waitset", || reader.what.clone())?;
+        // Deleted on drop from here on, also on the error paths below.
+        let ws = ReaderWaitset { waitset, what: reader.what.clone() };
+        // SAFETY: handle-only call. The condition belongs to the reader and is deleted with it.
+        let cond = unsafe { dds_create_readcondition(reader.handle, DDS_ANY_STATE) };
+        check(cond, "dds_create_readcondition", || reader.what.clone())?;
+        // SAFETY: handle-only call; the attach argument is a plain value Cyclone never dereferences.
+        let r = unsafe { dds_waitset_attach(waitset, cond, 0) };
+        check(r, "dds_waitset_attach", || reader.what.clone())?;
+        Ok(ws)
     }
 
     /// Blocks until the reader has data or the timeout passes; true if it has data.
     pub(crate) fn wait(&self, timeout: Duration) -> Result<bool> {
         let t = i64::try_from(timeout.as_nanos()).unwrap_or(i64::MAX);
-        // SAFETY: waiting on our own waitset; no attach results requested.
+        // SAFETY: handle-only call: no attach results are asked for, and a null array with size 0 is how to say so
+        // (dds_waitset_wait_impl rejects one without the other). Several threads may wait on one waitset (dds.h).
         let n = unsafe { dds_waitset_wait(self.waitset, std::ptr::null_mut(), 0, t) };
         Ok(check(n, "dds_waitset_wait", || self.what.clone())? > 0)
     }
@@ -440,7 +476,7 @@ impl ReaderWaitset {
 
 impl Drop for ReaderWaitset {
     fn drop(&mut self) {
-        // SAFETY: the waitset is ours and deleted once.
+        // SAFETY: handle-only call; the waitset is ours and deleted here, once.
         unsafe {
             dds_delete(self.waitset);
         }
@@ -454,61 +490,109 @@ pub struct RawReader {
     keyed: bool,
 }
 
-// SAFETY: handles are plain integers; Cyclone's API is thread-safe.
-unsafe impl Send for RawReader {}
-unsafe impl Sync for RawReader {}
-
 const TAKE_BATCH: usize = 64;
 
+/// The serdata references one `dds_takecdr` handed over, each released exactly once when this goes out of
+/// scope, also when a consumer of the samples panics.
+struct TakenSerdata {
+    refs: [*mut ddsi_serdata; TAKE_BATCH],
+    /// How many entries of `refs`, from the start, hold a reference.
+    n: usize,
+}
+
+impl Drop for TakenSerdata {
+    fn drop(&mut self) {
+        for &sd in &self.refs[..self.n] {
+            // SAFETY: dds_takecdr stored in refs[..n] one reference per sample taken, which the caller must
+            // release with ddsi_serdata_unref (dds.h, dds_takecdr); they are released here only, once each. The
+            // reader they came from is alive: a TakenSerdata lives within one take_cdr_batch call on it.
+            unsafe { ddsi_serdata_unref(sd) };
+        }
+    }
+}
+
+/// Hands `f` the serialized form (CDR header included) of `sd` without copying it out of Cyclone, or no bytes
+/// if the serdata gives none.
+///
+/// # Safety
+/// `sd` must be a complete serdata (not the key-only stand-in of a keyless blob topic, whose size and payload
+/// cyclors leaves unset) on which the caller holds a reference for the whole call.
+unsafe fn with_serialized(sd: *mut ddsi_serdata, f: impl FnOnce(&[u8])) {
+    /// A reference from ddsi_serdata_to_ser_ref, returned on drop.
+    struct SerRef {
+        sd: *mut ddsi_serdata,
+        iov: ddsrt_iovec_t,
+    }
+    impl Drop for SerRef {
+        fn drop(&mut self) {
+            // SAFETY: sd and iov are what one ddsi_serdata_to_ser_ref returned and filled in; they are handed
+            // back once, here, as ddsi_serdata.h asks ("ref was previously filled by ddsi_serdata_to_ser_ref").
+            unsafe { ddsi_serdata_to_ser_unref(self.sd, &self.iov) };
+        }
+    }
+    // SAFETY: sd is a live, complete serdata (caller); get_size only reads it.
+    let size = unsafe { ddsi_serdata_size(sd) } as usize;
+    let mut iov = ddsrt_iovec_t { iov_base: std::ptr::null_mut(), iov_len: 0 };
+    // SAFETY: sd is live and complete (caller) and 0..size is its whole serialized form; iov is a valid out-
+    // parameter. On success Cyclone points iov at iov_len bytes that stay valid until the matching
+    // ddsi_serdata_to_ser_unref and returns a serdata reference that call releases (ddsi_serdata.h).
+    let r = unsafe { ddsi_serdata_to_ser_ref(sd, 0, size, &mut iov) };
+    if r.is_null() {
+        return f(&[]);
+    }
+    let held = SerRef { sd: r, iov };
+    if held.iov.iov_base.is_null() {
+        f(&[])
+    } else {
+        // SAFETY: iov_base points at iov_len initialised bytes (ddsi_serdata.h, to_ser_ref), which nobody writes
+        // (a serdata is immutable once made) and which stay valid until `held` is dropped, after f returns or
+        // unwinds; f cannot keep the slice (its lifetime ends with the call).
+        f(unsafe { std::slice::from_raw_parts(held.iov.iov_base as *const u8, held.iov.iov_len as usize) })
+    }
+}
+
 /// Takes up to one batch from `reader` (a reader or condition handle), handing each sample's serialized form to
-/// `f`; returns the number taken or Cyclone's error code.
+/// `f`; returns the number taken or Cyclone's error code. Every reference taken is released, also when `f`
+/// panics.
 fn take_cdr_batch(reader: dds_entity_t, keyed: bool, mut f: impl FnMut(&[u8], SampleInfo)) -> std::result::Result<usize, i32> {
-    let mut buf: [*mut ddsi_serdata; TAKE_BATCH] = [std::ptr::null_mut(); TAKE_BATCH];
-    // SAFETY: zeroed sample infos are plain data.
+    let mut taken = TakenSerdata { refs: [std::ptr::null_mut(); TAKE_BATCH], n: 0 };
+    // SAFETY: dds_sample_info_t is plain data (integers and bools), for which all-zero bytes are a valid value.
     let mut infos: [dds_sample_info_t; TAKE_BATCH] = unsafe { std::mem::zeroed() };
-    // SAFETY: buf and infos have room for TAKE_BATCH entries; on success Cyclone hands us one reference per
-    // returned serdata, each released below.
-    let n = unsafe { dds_takecdr(reader, buf.as_mut_ptr(), TAKE_BATCH as u32, infos.as_mut_ptr(), DDS_ANY_STATE) };
+    // SAFETY: refs and infos each have room for TAKE_BATCH entries, the maximum asked for; on success Cyclone
+    // fills refs[..n] with one serdata reference per sample taken, now ours to release (TakenSerdata), and
+    // infos[..n] with their infos. A stale handle only yields an error code.
+    let n = unsafe { dds_takecdr(reader, taken.refs.as_mut_ptr(), TAKE_BATCH as u32, infos.as_mut_ptr(), DDS_ANY_STATE) };
     if n < 0 {
         return Err(n);
     }
-    let n = n as usize;
-    for i in 0..n {
-        let sd = buf[i];
-        let info = SampleInfo::from(&infos[i]);
-        // SAFETY: sd is a live serdata we hold a reference to; the iovec ref is released before the serdata.
-        unsafe {
-            if !info.valid_data && !keyed {
-                // An invalid sample of a keyless topic carries no key, and the opaque-type serdata behind raw
-                // keyless topics leaves its payload unset for it: hand over no bytes.
-                f(&[], info);
-            } else {
-                let size = ddsi_serdata_size(sd) as usize;
-                let mut iov = ddsrt_iovec_t { iov_base: std::ptr::null_mut(), iov_len: 0 };
-                let r = ddsi_serdata_to_ser_ref(sd, 0, size, &mut iov);
-                if iov.iov_base.is_null() || r.is_null() {
-                    f(&[], info);
-                } else {
-                    f(std::slice::from_raw_parts(iov.iov_base as *const u8, iov.iov_len as usize), info);
-                }
-                if !r.is_null() {
-                    ddsi_serdata_to_ser_unref(r, &iov);
-                }
-            }
-            ddsi_serdata_unref(sd);
+    taken.n = (n as usize).min(TAKE_BATCH);
+    for (&sd, si) in taken.refs[..taken.n].iter().zip(&infos) {
+        let info = SampleInfo::from(si);
+        if !info.valid_data && !keyed {
+            // An invalid sample of a keyless topic carries no key. Cyclone hands over the instance's key-only
+            // stand-in (the sertype's to_untyped), and the opaque-type sertype behind raw keyless topics
+            // (cyclors' cdds_serdata_to_untyped) leaves its size and payload unset: read nothing from it.
+            f(&[], info);
+        } else {
+            // SAFETY: sd is one of the references taken above, held by `taken` until after this call; valid
+            // samples and the key-only samples of keyed topics (whose sertype fills in the key) are complete.
+            unsafe { with_serialized(sd, |bytes| f(bytes, info)) };
         }
     }
-    Ok(n)
+    Ok(taken.n)
 }
 
 fn reader_lost_and_rejected(e: &Entity) -> Result<(u64, u64)> {
+    // SAFETY: the status is plain integers, for which all-zero bytes are a valid value.
     let mut lost: dds_sample_lost_status_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the status is plain integers (its last_reason an enum held as a C integer), so all-zero is valid.
     let mut rej: dds_sample_rejected_status_t = unsafe { std::mem::zeroed() };
-    // SAFETY: valid out-parameters for a live reader.
-    unsafe {
-        check(dds_get_sample_lost_status(e.handle, &mut lost), "dds_get_sample_lost_status", || e.what.clone())?;
-        check(dds_get_sample_rejected_status(e.handle, &mut rej), "dds_get_sample_rejected_status", || e.what.clone())?;
-    }
+    // SAFETY: handle-only call with one out-parameter, a valid local of the type Cyclone fills in.
+    let r = unsafe { dds_get_sample_lost_status(e.handle, &mut lost) };
+    check(r, "dds_get_sample_lost_status", || e.what.clone())?;
+    // SAFETY: handle-only call with one out-parameter, a valid local of the type Cyclone fills in.
+    let r = unsafe { dds_get_sample_rejected_status(e.handle, &mut rej) };
+    check(r, "dds_get_sample_rejected_status", || e.what.clone())?;
     Ok((lost.total_count as u64, rej.total_count as u64))
 }
 
@@ -524,12 +608,14 @@ impl MatchedPublications {
     /// The GUID of the matched writer behind a sample's `publication_handle`; `None` if the reader no longer
     /// knows it.
     pub fn guid(&self, publication_handle: u64) -> Option<crate::guid::Guid> {
-        // SAFETY: the reader is alive while its callback runs; the returned endpoint is ours and freed below.
+        // SAFETY: handle-only call. It returns null or a freshly allocated DCPSPublication sample that the
+        // caller owns and frees with dds_builtintopic_free_endpoint (dds.h).
+        let ep = unsafe { dds_get_matched_publication_data(self.reader, publication_handle) };
+        if ep.is_null() {
+            return None;
+        }
+        // SAFETY: ep is non-null and ours: we read its key (plain bytes), then free it, once, as dds.h says.
         unsafe {
-            let ep = dds_get_matched_publication_data(self.reader, publication_handle);
-            if ep.is_null() {
-                return None;
-            }
             let guid = crate::guid::Guid::from_bytes((*ep).key.v);
             dds_builtintopic_free_endpoint(ep);
             Some(guid)
@@ -555,32 +641,61 @@ pub struct CallbackPanics {
 }
 
 impl ListenerContext {
-    /// Counts and logs a panic of the callback, caught on its way to Cyclone's thread.
+    /// Counts and logs a panic of the callback, caught on its way to Cyclone's thread. Never unwinds itself: a
+    /// payload that panics when dropped, or a logger that panics, is caught here too.
     fn panicked(&self, payload: Box<dyn std::any::Any + Send>) {
         let message = payload
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "(a panic without a message)".into());
+        drop_panic_payload(payload);
         let count = {
             let mut p = self.panics.lock().unwrap_or_else(|p| p.into_inner());
             p.count += 1;
             p.last_message = Some(message.clone());
             p.count
         };
-        tracing::error!(
-            target: "partita::dds::listener",
-            reader = %self.what,
-            panics = count,
-            "the callback panicked on a sample, which is dropped; the reader goes on: {message}"
-        );
+        let logged = std::panic::catch_unwind(|| {
+            tracing::error!(
+                target: "partita::dds::listener",
+                reader = %self.what,
+                panics = count,
+                "the callback panicked on a sample, which is dropped; the reader goes on: {message}"
+            )
+        });
+        if let Err(payload) = logged {
+            drop_panic_payload(payload);
+        }
+    }
+}
+
+/// Drops a caught panic's payload without letting a panic of its destructor unwind; such a payload (and the
+/// payload of that second panic) is leaked instead.
+fn drop_panic_payload(payload: Box<dyn std::any::Any + Send>) {
+    if let Err(again) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(payload))) {
+        std::mem::forget(again);
     }
 }
 
 extern "C" fn on_data_available(reader: dds_entity_t, arg: *mut std::ffi::c_void) {
-    // SAFETY: arg is the ListenerContext boxed by ListeningReader, which outlives the reader (the reader is
-    // deleted first, and dds_delete waits for running listener calls to return).
+    // SAFETY: arg is `Arc::as_ptr` of the ListenerContext its ListeningReader holds, set as this reader's
+    // listener argument in ListeningReader::create, so it is non-null, aligned and initialised. It outlives this
+    // call: the ListeningReader deletes the reader before it lets go of its Arc, and dds_delete on a reader waits
+    // for the listener calls in progress to return and resets the listener before returning (dds_entity.c,
+    // really_delete_pinned_closed_locked: waits until m_cb_pending_count is 0). Only shared access is made
+    // through it (the callback itself sits behind a Mutex).
     let ctx = unsafe { &*(arg as *const ListenerContext) };
+    // Cyclone calls this from C (its receive thread, or a local writer's dds_write): no panic may unwind out of
+    // it, which is undefined behaviour up to Rust 1.80 (the workspace's rust-version) and an abort of the whole
+    // process since. The callback's panics are caught per sample in `deliver`; this catches anything else.
+    if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| deliver(reader, ctx))) {
+        ctx.panicked(payload);
+    }
+}
+
+/// Takes everything the reader has and hands it to the callback, one sample at a time.
+fn deliver(reader: dds_entity_t, ctx: &ListenerContext) {
     let mut cb = ctx.callback.lock().unwrap_or_else(|p| p.into_inner());
     let matched = MatchedPublications { reader };
     while let Ok(n) = take_cdr_batch(reader, ctx.keyed, |b, i| {
@@ -601,9 +716,15 @@ extern "C" fn on_data_available(reader: dds_entity_t, arg: *mut std::ffi::c_void
 /// be quick; it may write on other topics (a server replying from it is the intended use). A panic of the
 /// callback drops the sample it was handling, is counted and logged, and the reader goes on with the next
 /// sample ([`ListeningReader::callback_panics`]); the callback's own state is then as the panic left it.
+///
+/// Dropping the reader waits for a callback in progress to return, so the callback must not drop its own reader
+/// (Cyclone would wait for itself).
 pub struct ListeningReader {
     entity: Option<Entity>,
-    ctx: Box<ListenerContext>,
+    /// Cyclone holds a pointer to this context as the listener's argument. An Arc rather than a Box: moving a
+    /// Box asserts that it is the only way to reach its contents, which Cyclone's pointer, read on another thread
+    /// at the same moment, contradicts; an Arc's contents are shared, so moving the reader leaves it valid.
+    ctx: Arc<ListenerContext>,
 }
 
 impl Drop for ListeningReader {
@@ -643,16 +764,20 @@ impl ListeningReader {
     fn create<T>(topic: &Topic<T>, qos: &Qos, callback: SampleCallback) -> Result<Self> {
         let raw_qos = qos.to_raw()?;
         let what = format!("listening reader on topic {}", topic.name);
-        let ctx = Box::new(ListenerContext {
+        let ctx = Arc::new(ListenerContext {
             keyed: topic.keyed,
             what: what.clone(),
             callback: std::sync::Mutex::new(callback),
             panics: std::sync::Mutex::new(CallbackPanics::default()),
         });
-        // SAFETY: the listener object is copied by dds_create_reader and deleted right after; its argument is
-        // our boxed context, which lives as long as the reader (see Drop).
+        let arg = Arc::as_ptr(&ctx) as *mut std::ffi::c_void;
+        // SAFETY: dds_create_listener allocates a listener (it aborts rather than return null) carrying `arg`,
+        // which Cyclone only stores and passes back to on_data_available; dds_lset_data_available sets the
+        // callback in that listener; dds_create_reader reads the listener and the QoS (alive in raw_qos) and
+        // copies both into the new reader, so the listener is ours to delete right after, once. The context
+        // behind `arg` lives as long as the reader: see on_data_available and Drop.
         let handle = unsafe {
-            let l = dds_create_listener(&*ctx as *const ListenerContext as *mut std::ffi::c_void);
+            let l = dds_create_listener(arg);
             dds_lset_data_available(l, Some(on_data_available));
             let h = dds_create_reader(topic.participant.handle, topic.entity.handle, raw_qos.as_ptr(), l);
             dds_delete_listener(l);
@@ -680,7 +805,7 @@ impl ListeningReader {
 impl RawReader {
     pub fn new<T>(topic: &Topic<T>, qos: &Qos) -> Result<Self> {
         let raw_qos = qos.to_raw()?;
-        // SAFETY: the participant and topic are alive; default listener (none).
+        // SAFETY: handles and raw_qos, a QoS object alive for the call that Cyclone copies; no listener (null).
         let handle = unsafe {
             dds_create_reader(topic.participant.handle, topic.entity.handle, raw_qos.as_ptr(), std::ptr::null())
         };
@@ -731,8 +856,9 @@ impl RawReader {
 
     /// Number of writers currently matched.
     pub fn matched_writers(&self) -> Result<u32> {
+        // SAFETY: the status is plain integers, for which all-zero bytes are a valid value.
         let mut st: dds_subscription_matched_status_t = unsafe { std::mem::zeroed() };
-        // SAFETY: st is a valid out-parameter for this live reader.
+        // SAFETY: handle-only call with one out-parameter, a valid local of the type Cyclone fills in.
         let r = unsafe { dds_get_subscription_matched_status(self.entity.handle, &mut st) };
         check(r, "dds_get_subscription_matched_status", || self.entity.what.clone())?;
         Ok(st.current_count)

@@ -8,6 +8,14 @@
 //! - raw topics, readers and writers of serialized samples, for programs that forward data without its type;
 //! - QoS as builder-style values ([`Qos`]);
 //! - blocking takes through a waitset, no listeners on the hot path.
+//!
+//! Every `unsafe` block and `unsafe impl` carries a `// SAFETY:` comment saying why it is sound (which pointers
+//! are valid and for how long, who owns what, which Cyclone API contract holds), and every `unsafe fn` a
+//! `# Safety` section saying what its callers must ensure. Clippy refuses an unsafe block or impl without its
+//! comment, and `unsafe_op_in_unsafe_fn` makes the body of an `unsafe fn` put each of its own unsafe operations
+//! in a commented block like any other code.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 pub mod cdr;
 pub mod config;
 pub mod discovery;
@@ -34,3 +42,28 @@ pub use types::{TopicType, TypeShape};
 pub const CYCLONE_DDS_VERSION: &str = "11.0.1";
 /// The cyclors version pinned by the workspace.
 pub const CYCLORS_VERSION: &str = "0.4.0";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send_and_sync<T: Send + Sync>() {}
+
+    /// The handles of this crate cross threads (a router moves readers and writers into its threads). Most are
+    /// Send and Sync because their fields are, not by a hand-written promise: this keeps them so.
+    #[test]
+    fn dds_handles_are_send_and_sync() {
+        send_and_sync::<Participant>();
+        send_and_sync::<RawTopic>();
+        send_and_sync::<Topic<()>>();
+        send_and_sync::<RawReader>();
+        send_and_sync::<RawWriter>();
+        send_and_sync::<Reader<()>>();
+        send_and_sync::<Writer<()>>();
+        send_and_sync::<ListeningReader>();
+        send_and_sync::<EndpointWatcher>();
+        send_and_sync::<ParticipantWatcher>();
+        send_and_sync::<DiscoveredEndpoint>();
+        send_and_sync::<TopicDescriptor>();
+    }
+}

@@ -165,6 +165,13 @@ fn nanos(d: Duration) -> i64 {
 pub(crate) struct RawQos(*mut cyclors::dds_qos_t);
 
 impl RawQos {
+    /// A new, empty QoS object.
+    fn new() -> Self {
+        // SAFETY: dds_create_qos takes nothing and returns a new, empty QoS object that the caller owns (it
+        // never returns null: ddsrt_malloc aborts when memory runs out); RawQos deletes it, once.
+        RawQos(unsafe { cyclors::dds_create_qos() })
+    }
+
     pub(crate) fn as_ptr(&self) -> *const cyclors::dds_qos_t {
         self.0
     }
@@ -177,103 +184,141 @@ impl Drop for RawQos {
     }
 }
 
+/// A length Cyclone stores as a `uint32_t`, refused rather than truncated when it does not fit.
+fn count_u32(what: &str, n: usize) -> crate::Result<u32> {
+    u32::try_from(n).map_err(|_| crate::DdsError::Config(format!("{n} {what} do not fit in a QoS")))
+}
+
 impl Qos {
+    /// The policies set here as a Cyclone QoS object.
+    ///
+    /// About every setter called below (dds_public_qos.h, dds_qos.c): `p` is the QoS object `q` owns, alive and
+    /// used by no one else until `to_raw` returns it; a setter writes its policy into `p` and reads only its
+    /// other arguments, copying any buffer or string it is given before it returns.
     pub(crate) fn to_raw(&self) -> crate::Result<RawQos> {
         use cyclors::*;
-        // SAFETY: dds_create_qos returns a fresh, owned QoS object; every setter below only reads its arguments
-        // (strings are copied by Cyclone) and writes into that object.
-        unsafe {
-            let q = RawQos(dds_create_qos());
-            let p = q.0;
-            if let Some(r) = self.reliability {
-                match r {
-                    Reliability::BestEffort => dds_qset_reliability(p, dds_reliability_kind_DDS_RELIABILITY_BEST_EFFORT, 0),
-                    Reliability::Reliable { max_blocking } => {
-                        dds_qset_reliability(p, dds_reliability_kind_DDS_RELIABILITY_RELIABLE, nanos(max_blocking))
-                    }
+        let q = RawQos::new();
+        let p = q.0;
+        if let Some(r) = self.reliability {
+            let (kind, max_blocking) = match r {
+                Reliability::BestEffort => (dds_reliability_kind_DDS_RELIABILITY_BEST_EFFORT, 0),
+                Reliability::Reliable { max_blocking } => {
+                    (dds_reliability_kind_DDS_RELIABILITY_RELIABLE, nanos(max_blocking))
                 }
-            }
-            if let Some(h) = self.history {
-                match h {
-                    History::KeepLast(n) => dds_qset_history(p, dds_history_kind_DDS_HISTORY_KEEP_LAST, n.max(1) as i32),
-                    History::KeepAll => dds_qset_history(p, dds_history_kind_DDS_HISTORY_KEEP_ALL, -1),
-                }
-            }
-            if let Some(d) = self.durability {
-                let k = match d {
-                    Durability::Volatile => dds_durability_kind_DDS_DURABILITY_VOLATILE,
-                    Durability::TransientLocal => dds_durability_kind_DDS_DURABILITY_TRANSIENT_LOCAL,
-                };
-                dds_qset_durability(p, k);
-            }
-            if let Some(d) = self.deadline {
-                dds_qset_deadline(p, nanos(d));
-            }
-            if let Some(d) = self.latency_budget {
-                dds_qset_latency_budget(p, nanos(d));
-            }
-            if let Some(d) = self.lifespan {
-                dds_qset_lifespan(p, nanos(d));
-            }
-            if let Some(t) = self.transport_priority {
-                dds_qset_transport_priority(p, t);
-            }
-            if let Some(o) = self.ownership {
-                match o {
-                    Ownership::Shared => dds_qset_ownership(p, dds_ownership_kind_DDS_OWNERSHIP_SHARED),
-                    Ownership::Exclusive { strength } => {
-                        dds_qset_ownership(p, dds_ownership_kind_DDS_OWNERSHIP_EXCLUSIVE);
-                        dds_qset_ownership_strength(p, strength);
-                    }
-                }
-            }
-            if let Some(parts) = &self.partitions {
-                let owned: Vec<std::ffi::CString> =
-                    parts.iter().map(|s| crate::error::cstring("partition name", s)).collect::<crate::Result<_>>()?;
-                let mut ptrs: Vec<*const std::os::raw::c_char> = owned.iter().map(|c| c.as_ptr()).collect();
-                dds_qset_partition(p, ptrs.len() as u32, ptrs.as_mut_ptr());
-            }
-            if let Some(r) = self.resource_limits {
-                dds_qset_resource_limits(p, r.max_samples, r.max_instances, r.max_samples_per_instance);
-            }
-            if let Some(reps) = &self.data_representation {
-                let v: Vec<i16> = reps
-                    .iter()
-                    .map(|r| match r {
-                        DataRepresentation::Xcdr1 => DDS_DATA_REPRESENTATION_XCDR1 as i16,
-                        DataRepresentation::Xcdr2 => DDS_DATA_REPRESENTATION_XCDR2 as i16,
-                    })
-                    .collect();
-                dds_qset_data_representation(p, v.len() as u32, v.as_ptr());
-            }
-            if let Some(u) = &self.user_data {
-                dds_qset_userdata(p, u.as_ptr() as *const _, u.len());
-            }
-            for (n, v) in &self.properties {
-                let (n, v) = (crate::error::cstring("property name", n)?, crate::error::cstring("property value", v)?);
-                dds_qset_prop_propagate(p, n.as_ptr(), v.as_ptr(), true);
-            }
-            if let Some(i) = self.ignore_local {
-                let k = match i {
-                    IgnoreLocal::None => dds_ignorelocal_kind_DDS_IGNORELOCAL_NONE,
-                    IgnoreLocal::Participant => dds_ignorelocal_kind_DDS_IGNORELOCAL_PARTICIPANT,
-                    IgnoreLocal::Process => dds_ignorelocal_kind_DDS_IGNORELOCAL_PROCESS,
-                };
-                dds_qset_ignorelocal(p, k);
-            }
-            if let Some(b) = self.writer_batching {
-                dds_qset_writer_batching(p, b);
-            }
-            Ok(q)
+            };
+            // SAFETY: a setter of plain values on p (see above).
+            unsafe { dds_qset_reliability(p, kind, max_blocking) };
         }
+        if let Some(h) = self.history {
+            let (kind, depth) = match h {
+                History::KeepLast(n) => (dds_history_kind_DDS_HISTORY_KEEP_LAST, n.max(1) as i32),
+                History::KeepAll => (dds_history_kind_DDS_HISTORY_KEEP_ALL, -1),
+            };
+            // SAFETY: a setter of plain values on p (see above).
+            unsafe { dds_qset_history(p, kind, depth) };
+        }
+        if let Some(d) = self.durability {
+            let k = match d {
+                Durability::Volatile => dds_durability_kind_DDS_DURABILITY_VOLATILE,
+                Durability::TransientLocal => dds_durability_kind_DDS_DURABILITY_TRANSIENT_LOCAL,
+            };
+            // SAFETY: a setter of plain values on p (see above).
+            unsafe { dds_qset_durability(p, k) };
+        }
+        if let Some(d) = self.deadline {
+            // SAFETY: a setter of plain values on p (see above).
+            unsafe { dds_qset_deadline(p, nanos(d)) };
+        }
+        if let Some(d) = self.latency_budget {
+            // SAFETY: a setter of plain values on p (see above).
+            unsafe { dds_qset_latency_budget(p, nanos(d)) };
+        }
+        if let Some(d) = self.lifespan {
+            // SAFETY: a setter of plain values on p (see above).
+            unsafe { dds_qset_lifespan(p, nanos(d)) };
+        }
+        if let Some(t) = self.transport_priority {
+            // SAFETY: a setter of plain values on p (see above).
+            unsafe { dds_qset_transport_priority(p, t) };
+        }
+        if let Some(o) = self.ownership {
+            match o {
+                // SAFETY: a setter of plain values on p (see above).
+                Ownership::Shared => unsafe { dds_qset_ownership(p, dds_ownership_kind_DDS_OWNERSHIP_SHARED) },
+                // SAFETY: two setters of plain values on p (see above), for the two halves of one policy.
+                Ownership::Exclusive { strength } => unsafe {
+                    dds_qset_ownership(p, dds_ownership_kind_DDS_OWNERSHIP_EXCLUSIVE);
+                    dds_qset_ownership_strength(p, strength);
+                },
+            }
+        }
+        if let Some(parts) = &self.partitions {
+            let owned: Vec<std::ffi::CString> =
+                parts.iter().map(|s| crate::error::cstring("partition name", s)).collect::<crate::Result<_>>()?;
+            let mut ptrs: Vec<*const std::os::raw::c_char> = owned.iter().map(|c| c.as_ptr()).collect();
+            let n = count_u32("partitions", ptrs.len())?;
+            // SAFETY: p as above; ptrs holds exactly n pointers to NUL-terminated strings alive in `owned` for the
+            // call. The binding's `*mut` is C's `const char **`: dds_qset_partition only reads the array and
+            // duplicates each string (ddsrt_strdup).
+            unsafe { dds_qset_partition(p, n, ptrs.as_mut_ptr()) };
+        }
+        if let Some(r) = self.resource_limits {
+            // SAFETY: a setter of plain values on p (see above).
+            unsafe { dds_qset_resource_limits(p, r.max_samples, r.max_instances, r.max_samples_per_instance) };
+        }
+        if let Some(reps) = &self.data_representation {
+            let v: Vec<i16> = reps
+                .iter()
+                .map(|r| match r {
+                    DataRepresentation::Xcdr1 => DDS_DATA_REPRESENTATION_XCDR1 as i16,
+                    DataRepresentation::Xcdr2 => DDS_DATA_REPRESENTATION_XCDR2 as i16,
+                })
+                .collect();
+            let n = count_u32("data representations", v.len())?;
+            // SAFETY: p as above; v holds exactly n values, alive for the call, which Cyclone copies.
+            unsafe { dds_qset_data_representation(p, n, v.as_ptr()) };
+        }
+        if let Some(u) = &self.user_data {
+            // Cyclone copies all the bytes but keeps their count as a uint32_t, which must stay below UINT32_MAX
+            // (dds_qos.c): refuse what would be truncated into a count that disagrees with the bytes.
+            if count_u32("bytes of user data", u.len())? == u32::MAX {
+                return Err(crate::DdsError::Config(format!("{} bytes of user data do not fit in a QoS", u.len())));
+            }
+            // SAFETY: p as above; u.as_ptr() points at u.len() bytes alive for the call, which Cyclone copies
+            // (ddsrt_memdup, which touches nothing when the length is 0).
+            unsafe { dds_qset_userdata(p, u.as_ptr() as *const _, u.len()) };
+        }
+        for (n, v) in &self.properties {
+            let (n, v) = (crate::error::cstring("property name", n)?, crate::error::cstring("property value", v)?);
+            // SAFETY: p as above; n and v are NUL-terminated strings alive for the call, which Cyclone copies
+            // (dds_string_dup).
+            unsafe { dds_qset_prop_propagate(p, n.as_ptr(), v.as_ptr(), true) };
+        }
+        if let Some(i) = self.ignore_local {
+            let k = match i {
+                IgnoreLocal::None => dds_ignorelocal_kind_DDS_IGNORELOCAL_NONE,
+                IgnoreLocal::Participant => dds_ignorelocal_kind_DDS_IGNORELOCAL_PARTICIPANT,
+                IgnoreLocal::Process => dds_ignorelocal_kind_DDS_IGNORELOCAL_PROCESS,
+            };
+            // SAFETY: a setter of plain values on p (see above).
+            unsafe { dds_qset_ignorelocal(p, k) };
+        }
+        if let Some(b) = self.writer_batching {
+            // SAFETY: a setter of plain values on p (see above).
+            unsafe { dds_qset_writer_batching(p, b) };
+        }
+        Ok(q)
     }
 }
 
 /// A copy of a `dds_qos_t` received from discovery; it also carries the endpoint's type information.
 pub(crate) struct OwnedQos(pub(crate) *mut cyclors::dds_qos_t);
 
-// SAFETY: the QoS object is exclusively owned and only read after creation.
+// SAFETY: the QoS object is plain heap memory that this value alone owns and frees (dds_delete_qos), bound to no
+// thread, so it may be moved to and dropped on any thread.
 unsafe impl Send for OwnedQos {}
+// SAFETY: nothing writes the QoS object after copy_of made it; through `&OwnedQos` it is only read (the type
+// information pointer into it, and Cyclone functions that take it as const), which is fine from many threads.
 unsafe impl Sync for OwnedQos {}
 
 impl Drop for OwnedQos {
@@ -284,11 +329,18 @@ impl Drop for OwnedQos {
 }
 
 impl OwnedQos {
-    /// Copies `src`; `src` must be a valid QoS object for the duration of the call.
+    /// Copies `src`, every policy included (the type information too).
+    ///
+    /// # Safety
+    /// `src` must point to a valid `dds_qos_t` for the duration of the call.
     pub(crate) unsafe fn copy_of(src: *const cyclors::dds_qos_t) -> Self {
-        let q = cyclors::dds_create_qos();
-        cyclors::dds_copy_qos(q, src);
-        OwnedQos(q)
+        let q = RawQos::new();
+        // SAFETY: q is a new, empty QoS object of our own and src a valid one (caller). dds_copy_qos
+        // (ddsi_xqos_copy) reads src and fills q with copies of all its policies, sharing no memory with it.
+        unsafe { cyclors::dds_copy_qos(q.0, src) };
+        // The object passes from the RawQos to the OwnedQos, which deletes it instead.
+        let q = std::mem::ManuallyDrop::new(q);
+        OwnedQos(q.0)
     }
 }
 
@@ -299,27 +351,34 @@ fn duration(ns: i64) -> Duration {
 impl Qos {
     /// Reads the policies partita knows from a Cyclone QoS object (e.g. a discovered endpoint's).
     ///
+    /// About every getter called below (dds_public_qos.h, dds_qos.c): it reads `q`, which is valid (see Safety),
+    /// and stores into its out-parameters, valid locals here, or returns false and stores nothing when `q` lacks
+    /// the policy. The getters that return buffers allocate them with dds_alloc for the caller to free.
+    ///
     /// # Safety
     /// `q` must point to a valid `dds_qos_t` for the duration of the call.
     pub(crate) unsafe fn from_raw(q: *const cyclors::dds_qos_t) -> Self {
         use cyclors::*;
         let mut out = Qos::new();
         let (mut k, mut d, mut n) = (0u32, 0i64, 0i32);
-        if dds_qget_reliability(q, &mut k, &mut d) {
+        // SAFETY: a getter of plain values from q (see above).
+        if unsafe { dds_qget_reliability(q, &mut k, &mut d) } {
             out.reliability = Some(if k == dds_reliability_kind_DDS_RELIABILITY_RELIABLE {
                 Reliability::Reliable { max_blocking: duration(d) }
             } else {
                 Reliability::BestEffort
             });
         }
-        if dds_qget_history(q, &mut k, &mut n) {
+        // SAFETY: a getter of plain values from q (see above).
+        if unsafe { dds_qget_history(q, &mut k, &mut n) } {
             out.history = Some(if k == dds_history_kind_DDS_HISTORY_KEEP_ALL {
                 History::KeepAll
             } else {
                 History::KeepLast(n.max(1) as u32)
             });
         }
-        if dds_qget_durability(q, &mut k) {
+        // SAFETY: a getter of plain values from q (see above).
+        if unsafe { dds_qget_durability(q, &mut k) } {
             out.durability = Some(if k == dds_durability_kind_DDS_DURABILITY_VOLATILE {
                 Durability::Volatile
             } else {
@@ -328,22 +387,28 @@ impl Qos {
                 Durability::TransientLocal
             });
         }
-        if dds_qget_deadline(q, &mut d) && d != i64::MAX {
+        // SAFETY: a getter of plain values from q (see above).
+        if unsafe { dds_qget_deadline(q, &mut d) } && d != i64::MAX {
             out.deadline = Some(duration(d));
         }
-        if dds_qget_latency_budget(q, &mut d) && d != 0 {
+        // SAFETY: a getter of plain values from q (see above).
+        if unsafe { dds_qget_latency_budget(q, &mut d) } && d != 0 {
             out.latency_budget = Some(duration(d));
         }
-        if dds_qget_lifespan(q, &mut d) && d != i64::MAX {
+        // SAFETY: a getter of plain values from q (see above).
+        if unsafe { dds_qget_lifespan(q, &mut d) } && d != i64::MAX {
             out.lifespan = Some(duration(d));
         }
-        if dds_qget_transport_priority(q, &mut n) && n != 0 {
+        // SAFETY: a getter of plain values from q (see above).
+        if unsafe { dds_qget_transport_priority(q, &mut n) } && n != 0 {
             out.transport_priority = Some(n);
         }
-        if dds_qget_ownership(q, &mut k) {
+        // SAFETY: a getter of plain values from q (see above).
+        if unsafe { dds_qget_ownership(q, &mut k) } {
             if k == dds_ownership_kind_DDS_OWNERSHIP_EXCLUSIVE {
                 let mut s = 0;
-                dds_qget_ownership_strength(q, &mut s);
+                // SAFETY: a getter of plain values from q (see above).
+                unsafe { dds_qget_ownership_strength(q, &mut s) };
                 out.ownership = Some(Ownership::Exclusive { strength: s });
             } else {
                 out.ownership = Some(Ownership::Shared);
@@ -351,20 +416,36 @@ impl Qos {
         }
         let mut np = 0u32;
         let mut ps: *mut *mut std::os::raw::c_char = std::ptr::null_mut();
-        if dds_qget_partition(q, &mut np, &mut ps) && np > 0 && !ps.is_null() {
+        // SAFETY: a getter from q (see above). With partitions, ps becomes an array of np strings, the array and
+        // each string allocated for us (dds_alloc, dds_string_dup); without, ps is null.
+        if unsafe { dds_qget_partition(q, &mut np, &mut ps) } && np > 0 && !ps.is_null() {
             let mut names = Vec::new();
             for i in 0..np as usize {
-                let p = *ps.add(i);
-                names.push(std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned());
-                dds_free(p as *mut _);
+                // SAFETY: i < np, the length of the array ps points at (above); each entry is a NUL-terminated
+                // string we own, copied here and then freed once with dds_free, Cyclone's allocator.
+                unsafe {
+                    let p = *ps.add(i);
+                    if !p.is_null() {
+                        names.push(std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned());
+                        dds_free(p as *mut _);
+                    }
+                }
             }
-            dds_free(ps as *mut _);
+            // SAFETY: the array itself, ours (above), freed once after its strings.
+            unsafe { dds_free(ps as *mut _) };
             out.partitions = Some(names);
         }
         let mut nr = 0u32;
         let mut reps: *mut i16 = std::ptr::null_mut();
-        if dds_qget_data_representation(q, &mut nr, &mut reps) && !reps.is_null() {
-            let v: Vec<DataRepresentation> = std::slice::from_raw_parts(reps, nr as usize)
+        // SAFETY: a getter from q (see above): reps becomes null or an array of nr values allocated for us.
+        if unsafe { dds_qget_data_representation(q, &mut nr, &mut reps) } && !reps.is_null() {
+            // SAFETY: reps points at nr initialised values (above), copied here, then freed once with dds_free.
+            let raw = unsafe {
+                let raw = std::slice::from_raw_parts(reps, nr as usize).to_vec();
+                dds_free(reps as *mut _);
+                raw
+            };
+            let v: Vec<DataRepresentation> = raw
                 .iter()
                 .filter_map(|r| match *r as u32 {
                     DDS_DATA_REPRESENTATION_XCDR1 => Some(DataRepresentation::Xcdr1),
@@ -372,23 +453,78 @@ impl Qos {
                     _ => None,
                 })
                 .collect();
-            dds_free(reps as *mut _);
             if !v.is_empty() {
                 out.data_representation = Some(v);
             }
         }
         let mut ud: *mut std::ffi::c_void = std::ptr::null_mut();
         let mut udn = 0usize;
-        if dds_qget_userdata(q, &mut ud, &mut udn) && !ud.is_null() {
-            if udn > 0 {
-                out.user_data = Some(std::slice::from_raw_parts(ud as *const u8, udn).to_vec());
+        // SAFETY: a getter from q (see above): ud becomes null (no bytes) or a buffer of udn + 1 bytes allocated
+        // for us.
+        if unsafe { dds_qget_userdata(q, &mut ud, &mut udn) } && !ud.is_null() {
+            // SAFETY: ud points at udn initialised bytes (above), copied here, then freed once with dds_free.
+            unsafe {
+                if udn > 0 {
+                    out.user_data = Some(std::slice::from_raw_parts(ud as *const u8, udn).to_vec());
+                }
+                dds_free(ud);
             }
-            dds_free(ud);
         }
         let (mut a, mut b, mut c) = (0i32, 0i32, 0i32);
-        if dds_qget_resource_limits(q, &mut a, &mut b, &mut c) && (a, b, c) != (-1, -1, -1) {
+        // SAFETY: a getter of plain values from q (see above).
+        if unsafe { dds_qget_resource_limits(q, &mut a, &mut b, &mut c) } && (a, b, c) != (-1, -1, -1) {
             out.resource_limits = Some(ResourceLimits { max_samples: a, max_instances: b, max_samples_per_instance: c });
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn every_policy_from_raw() -> Qos {
+        Qos::reliable()
+            .keep_all()
+            .transient_local()
+            .deadline(Duration::from_millis(250))
+            .latency_budget(Duration::from_micros(50))
+            .lifespan(Duration::from_secs(3))
+            .transport_priority(3)
+            .ownership(Ownership::Exclusive { strength: 7 })
+            .partitions(["north", "south"])
+            .resource_limits(ResourceLimits { max_samples: 100, max_instances: 10, max_samples_per_instance: 10 })
+            .data_representation(vec![DataRepresentation::Xcdr1, DataRepresentation::Xcdr2])
+            .user_data(b"camera rack 4".to_vec())
+    }
+
+    #[test]
+    fn every_policy_read_back_survives_a_trip_through_cyclone_and_a_copy() {
+        let want = every_policy_from_raw();
+        let raw = want.to_raw().unwrap();
+        // SAFETY: raw is a valid QoS object, alive for the call.
+        let back = unsafe { Qos::from_raw(raw.as_ptr()) };
+        assert_eq!(back, want);
+        // SAFETY: as above.
+        let copy = unsafe { OwnedQos::copy_of(raw.as_ptr()) };
+        drop(raw);
+        // SAFETY: copy owns a valid QoS object, alive for the call (and independent of the dropped original).
+        let again = unsafe { Qos::from_raw(copy.0) };
+        assert_eq!(again, want);
+    }
+
+    #[test]
+    fn an_empty_qos_reads_back_empty_and_local_policies_are_accepted() {
+        let local = Qos::new().ignore_local(IgnoreLocal::Process).writer_batching(true).property("k", "v");
+        let raw = local.user_data(Vec::new()).to_raw().unwrap();
+        // SAFETY: raw is a valid QoS object, alive for the call.
+        let back = unsafe { Qos::from_raw(raw.as_ptr()) };
+        assert_eq!(back, Qos::new());
+    }
+
+    #[test]
+    fn counts_cyclone_cannot_hold_are_refused() {
+        assert_eq!(count_u32("partitions", 2).unwrap(), 2);
+        assert!(count_u32("partitions", u32::MAX as usize + 1).is_err());
     }
 }
