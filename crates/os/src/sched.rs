@@ -48,6 +48,27 @@ pub fn pin_current_thread(cpu: usize) -> Result<(), SchedError> {
     Ok(())
 }
 
+/// Lets the calling thread run on `cpus` only (at least one).
+pub fn set_current_thread_cpus(cpus: &[usize]) -> Result<(), SchedError> {
+    let Some(&first) = cpus.first() else { return Err(SchedError::CpuOutOfRange { cpu: usize::MAX }) };
+    if let Some(&cpu) = cpus.iter().find(|&&c| c >= libc::CPU_SETSIZE as usize) {
+        return Err(SchedError::CpuOutOfRange { cpu });
+    }
+    // SAFETY: `set` is a zeroed (empty) cpu_set_t changed only by CPU_SET with indices checked above; the size
+    // passed is its own; pid 0 is the calling thread.
+    let r = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &cpu in cpus {
+            libc::CPU_SET(cpu, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if r != 0 {
+        return Err(SchedError::Pin { cpu: first, source: io::Error::last_os_error() });
+    }
+    Ok(())
+}
+
 /// The CPUs the calling thread may run on, in increasing order.
 pub fn current_thread_cpus() -> io::Result<Vec<usize>> {
     // SAFETY: a zeroed cpu_set_t for the kernel to fill, with its own size; pid 0 is the calling thread.
@@ -148,6 +169,20 @@ pub fn lock_all_memory() -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_thread_can_be_given_a_set_of_cpus() {
+        std::thread::spawn(|| {
+            let all = current_thread_cpus().unwrap();
+            set_current_thread_cpus(&all[..1]).unwrap();
+            assert_eq!(current_thread_cpus().unwrap(), all[..1].to_vec());
+            set_current_thread_cpus(&all).unwrap();
+            assert_eq!(current_thread_cpus().unwrap(), all);
+            assert!(set_current_thread_cpus(&[]).is_err());
+        })
+        .join()
+        .unwrap();
+    }
 
     /// Runs `f` on a thread of its own, so that the test runner's threads keep their scheduling.
     fn on_own_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {

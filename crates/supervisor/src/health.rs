@@ -102,6 +102,10 @@ pub struct Watched {
     pid: Option<i32>,
     oom_kills_at_start: u64,
     oom_kills_seen: u64,
+    /// Forks the pids limit refused, as last reported.
+    pids_refused_seen: u64,
+    /// Times the memory limit was hit, as last reported, and when.
+    memory_hits_seen: (u64, Option<Instant>),
     restarts: VecDeque<Instant>,
 }
 
@@ -122,6 +126,8 @@ impl HealthMonitor {
     /// Starts the partition with `starter` and watches it.
     pub fn start(&mut self, name: &str, action: Action, cgroup: Arc<PartitionCgroup>, mut starter: Starter) -> Result<()> {
         let oom = cgroup.oom_kills()?;
+        let pids_refused = cgroup.pids_limit_hits().unwrap_or(0);
+        let memory_hits = cgroup.memory_events().map(|m| m.limit_hits).unwrap_or(0);
         let pid = starter()?;
         self.log.record(name, "start", Some(pid), None, None);
         self.partitions.push(Watched {
@@ -132,6 +138,8 @@ impl HealthMonitor {
             pid: Some(pid),
             oom_kills_at_start: oom,
             oom_kills_seen: oom,
+            pids_refused_seen: pids_refused,
+            memory_hits_seen: (memory_hits, None),
             restarts: VecDeque::new(),
         });
         Ok(())
@@ -151,6 +159,23 @@ impl HealthMonitor {
                     // An OOM kill inside the partition, maybe of a child, maybe of its root.
                     self.log.record(&w.name, "oom", w.pid, None, Some(format!("oom_kill counter {now}")));
                     w.oom_kills_seen = now;
+                }
+            }
+            // A partition that ran into its limits: the kernel refused it forks, or memory.
+            if let Ok(now) = w.cgroup.pids_limit_hits() {
+                if now > w.pids_refused_seen {
+                    let detail = format!("{} forks refused by the pids limit", now - w.pids_refused_seen);
+                    self.log.record(&w.name, "pids_limit", w.pid, None, Some(detail));
+                    w.pids_refused_seen = now;
+                }
+            }
+            if let Ok(m) = w.cgroup.memory_events() {
+                let (seen, last) = w.memory_hits_seen;
+                // At most one event a second: a partition at its limit hits it continuously.
+                if m.limit_hits > seen && last.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+                    let detail = format!("the memory limit was hit {} times", m.limit_hits - seen);
+                    self.log.record(&w.name, "memory_limit", w.pid, None, Some(detail));
+                    w.memory_hits_seen = (m.limit_hits, Some(Instant::now()));
                 }
             }
             let Some(pid) = w.pid else { continue };

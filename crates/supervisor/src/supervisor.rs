@@ -158,6 +158,15 @@ impl Supervisor {
             let us = u32::try_from(bound.as_nanos() / 1_000).unwrap_or(u32::MAX);
             s._cpu_latency = Some(CpuLatencyHold::new(us).map_err(|e| SupervisorError::Invalid(format!("{e} (system.cpu_dma_latency; \"off\" leaves the idle states alone)")))?);
         }
+        // The supervisor's own work (launching and restarting partitions, watching them) stays off the CPUs of
+        // the plans where the machine has others: it must not take time from the partitions' windows.
+        let planned: Vec<usize> = system.modules.iter().flat_map(|m| m.plans.iter().map(|p| p.cpu)).collect();
+        if let Ok(mine) = partita_os::sched::current_thread_cpus() {
+            let free: Vec<usize> = mine.into_iter().filter(|c| !planned.contains(c)).collect();
+            if !free.is_empty() && !planned.is_empty() {
+                let _ = partita_os::sched::set_current_thread_cpus(&free);
+            }
+        }
         // 1. Networks: a bridge for each network that has members.
         let mut bridges: Vec<(NetworkId, usize)> = Vec::new();
         for (id, net) in system.networks() {

@@ -1,0 +1,223 @@
+"""One attack on a partitioned system, made from wherever this runs: inside a partition (where it must be
+refused) or on the host against scratch targets (where it must work, which shows the test can see an attack
+succeed). Usage: attack.py NAME CONTEXT.json. Prints one line: `DONE <what>` when the attack worked, or
+`REFUSED <why>`; a process the seccomp filter kills prints nothing and dies of SIGSYS.
+
+CONTEXT: victim_pid (a host pid), victim_cgroups (host cgroup directories of the victim), netns (a path under
+/run/netns), supervisor_state (a directory of the supervisor's), scratch (a writable directory)."""
+import ctypes, errno, json, os, socket, sys
+
+libc = ctypes.CDLL(None, use_errno=True)
+name = sys.argv[1]
+ctx = json.load(open(sys.argv[2])) if name != "list" else {}
+
+
+def check(ret, what):
+    if ret == -1:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e), what)
+    return ret
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def write_host_etc():
+    p = "/etc/partita-attack-%d" % os.getpid()
+    write(p, "x")
+    os.unlink(p)
+    return "wrote " + p
+
+
+def escape_cgroup():
+    # move this process to the root of every cgroup hierarchy it can find
+    moved = []
+    for root in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids",
+                 "/sys/fs/cgroup/cpuset", "/sys/fs/cgroup/freezer"]:
+        try:
+            write(root + "/cgroup.procs", str(os.getpid()))
+            moved.append(root)
+        except OSError:
+            pass
+    if not moved:
+        raise OSError(errno.ENOENT, "no cgroup.procs to write", "/sys/fs/cgroup")
+    return "moved to " + ",".join(moved)
+
+
+def freeze_neighbour():
+    done = []
+    for d in ctx["victim_cgroups"]:
+        for f, v in [("cgroup.freeze", "1"), ("freezer.state", "FROZEN")]:
+            if os.path.exists(os.path.join(d, f)):
+                write(os.path.join(d, f), v)
+                done.append(os.path.join(d, f))
+    if not done:
+        raise OSError(errno.ENOENT, "no freezer file of the victim in view", ctx["victim_cgroups"][0])
+    for d in ctx["victim_cgroups"]:  # thaw it again (the host run's scratch victim)
+        for f, v in [("cgroup.freeze", "0"), ("freezer.state", "THAWED")]:
+            if os.path.exists(os.path.join(d, f)):
+                write(os.path.join(d, f), v)
+    return "froze " + ",".join(done)
+
+
+def kill_neighbour_through_cgroup():
+    for d in ctx["victim_cgroups"]:
+        if os.path.exists(os.path.join(d, "cgroup.kill")):
+            write(os.path.join(d, "cgroup.kill"), "1")
+            return "killed through " + d
+        if os.path.exists(os.path.join(d, "cgroup.procs")):
+            pids = open(os.path.join(d, "cgroup.procs")).read().split()
+            for p in pids:
+                os.kill(int(p), 9)
+            return "killed %d processes listed in %s" % (len(pids), d)
+    raise OSError(errno.ENOENT, "no cgroup of the victim in view", ctx["victim_cgroups"][0])
+
+
+def raise_priority():
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(95))
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    return "ran SCHED_FIFO 95"
+
+
+def join_io_network():
+    fd = os.open(ctx["netns"], os.O_RDONLY)
+    check(libc.setns(fd, 0x40000000), "setns")
+    return "joined " + ctx["netns"]
+
+
+def mount():
+    target = os.path.join(ctx["scratch"], "m")
+    os.makedirs(target, exist_ok=True)
+    check(libc.mount(b"tmpfs", target.encode(), b"tmpfs", 0, None), "mount")
+    check(libc.umount2(target.encode(), 2), "umount")
+    return "mounted a tmpfs"
+
+
+def sysctl():
+    write("/proc/sys/kernel/hostname", "partita-attack")
+    return "wrote /proc/sys/kernel/hostname"
+
+
+def load_module():
+    fd = os.open("/dev/null", os.O_RDONLY)
+    r = libc.syscall(313, fd, b"", 0)  # finit_module
+    e = ctypes.get_errno()
+    if r == -1 and e in (errno.EPERM, errno.EACCES):
+        raise OSError(e, os.strerror(e), "finit_module")
+    return "finit_module reached the kernel (%s)" % (os.strerror(e) if r == -1 else "loaded")
+
+
+def ptrace_neighbour():
+    pid = ctx["victim_pid"]
+    check(libc.ptrace(16, pid, None, None), "ptrace attach")  # PTRACE_ATTACH
+    os.waitpid(pid, 0x40000000)  # __WALL
+    libc.ptrace(17, pid, None, None)  # PTRACE_DETACH
+    return "attached to %d" % pid
+
+
+def raw_socket():
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+    s.close()
+    return "opened a packet socket"
+
+
+def device_node():
+    p = os.path.join(ctx["scratch"], "mem-%d" % os.getpid())
+    os.mknod(p, 0o600 | 0o020000, os.makedev(1, 1))
+    os.unlink(p)
+    return "made a character device node"
+
+
+def signal_neighbour():
+    os.kill(ctx["victim_pid"], 0)
+    return "signalled %d" % ctx["victim_pid"]
+
+
+def supervisor_state():
+    return "listed %d entries of %s" % (len(os.listdir(ctx["supervisor_state"])), ctx["supervisor_state"])
+
+
+def cpu_dma_latency():
+    fd = os.open("/dev/cpu_dma_latency", os.O_WRONLY)
+    os.close(fd)
+    return "opened /dev/cpu_dma_latency"
+
+
+def new_user_namespace():
+    check(libc.unshare(0x10000000), "unshare")  # CLONE_NEWUSER
+    return "entered a new user namespace"
+
+
+ATTACKS = {
+    "write to the host's /etc": write_host_etc,
+    "move to the root cgroups": escape_cgroup,
+    "freeze the neighbour through its cgroup": freeze_neighbour,
+    "kill the neighbour through its cgroup": kill_neighbour_through_cgroup,
+    "raise itself to SCHED_FIFO 95": raise_priority,
+    "join the I/O partition's network namespace": join_io_network,
+    "mount a file system": mount,
+    "change a sysctl": sysctl,
+    "load a kernel module": load_module,
+    "ptrace the neighbour": ptrace_neighbour,
+    "open a raw socket": raw_socket,
+    "create a device node": device_node,
+    "signal the neighbour by its pid": signal_neighbour,
+    "read the supervisor's state": supervisor_state,
+    "hold the CPUs out of idle states": cpu_dma_latency,
+    "create a user namespace": new_user_namespace,
+}
+
+
+def exhaust_memory():
+    hoard = []
+    for _ in range(4096):  # up to 4 GiB, far above a partition's limit
+        hoard.append(bytearray(1 << 20))
+    return "allocated %d MiB" % len(hoard)
+
+
+def exhaust_pids():
+    children = []
+    try:
+        for _ in range(4096):
+            pid = os.fork()
+            if pid == 0:
+                import time
+                time.sleep(30)
+                os._exit(0)
+            children.append(pid)
+        return "started %d processes" % len(children)
+    except OSError as e:
+        raise OSError(e.errno, "%s after %d processes" % (e.strerror, len(children)), "fork")
+    finally:
+        for pid in children:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+
+
+# Attacks on the partition's own limits: made from inside only (on the host they would hurt the machine).
+LIMITS = {"exhaust memory": exhaust_memory, "exhaust process ids": exhaust_pids}
+
+if name == "list":
+    print("\n".join(ATTACKS))
+    sys.exit(0)
+if name == "all":
+    # Every attack in a process of its own (a seccomp kill ends only that one), one RESULT line each.
+    import subprocess
+    for attack in ctx.get("only") or (list(ATTACKS) + list(LIMITS)):
+        r = subprocess.run([sys.executable, sys.argv[0], attack, sys.argv[2]], capture_output=True, text=True)
+        line = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+        if r.returncode < 0:
+            line = "REFUSED killed by signal %d %s" % (-r.returncode, line)
+        print("RESULT %s: %s" % (attack, line or "REFUSED exit %d %s" % (r.returncode, r.stderr.strip()[-200:])))
+        sys.stdout.flush()
+    print("ALL DONE")
+    sys.stdout.flush()
+    sys.exit(0)
+ATTACKS.update(LIMITS)
+try:
+    print("DONE", ATTACKS[name]())
+except OSError as e:
+    print("REFUSED", e)
+sys.stdout.flush()
