@@ -345,7 +345,9 @@ fn run(
                 Some(n) => base + n.offset_ns,
                 None => base + frame_ns + boundaries[0].offset_ns,
             };
-            sleep_until_ns(planned);
+            if !sleep_until_or_stop(planned, stop) {
+                break 'frames;
+            }
             let woke = monotonic_ns();
             if woke >= next_due {
                 log.missed_boundaries += 1;
@@ -400,6 +402,28 @@ fn run(
     }
     if let Ok(mut p) = progress.lock() {
         *p = Progress { frames: frame, missed_boundaries: log.missed_boundaries, max_lateness_ns: log.max_lateness_ns, max_switch_ns: log.max_switch_ns };
+    }
+}
+
+/// The longest the executor sleeps without looking at its stop flag: with long windows a stop still takes
+/// effect at once, not at the next boundary.
+const STOP_CHECK_NS: u64 = 20_000_000;
+
+/// Sleeps until `at` (absolute CLOCK_MONOTONIC ns) unless `stop` is set first; false when stopped.
+fn sleep_until_or_stop(at: u64, stop: &AtomicBool) -> bool {
+    loop {
+        let now = monotonic_ns();
+        if now >= at {
+            return true;
+        }
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        if at - now <= STOP_CHECK_NS {
+            sleep_until_ns(at);
+            return true;
+        }
+        sleep_until_ns(now + STOP_CHECK_NS);
     }
 }
 

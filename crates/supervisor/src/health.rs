@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
     /// Cold start again, at most `max` times in any `within` interval; beyond that the partition is stopped.
-    Restart { max: u32, within: Duration },
+    /// The first restart waits `backoff`, each further one within the interval twice as long as the one
+    /// before: a crash loop cannot keep the supervisor (and the machine) busy.
+    Restart { max: u32, within: Duration, backoff: Duration },
     /// Leave it stopped (its cgroup is emptied).
     Stop,
     /// Log it and do nothing else.
@@ -107,6 +109,8 @@ pub struct Watched {
     /// Times the memory limit was hit, as last reported, and when.
     memory_hits_seen: (u64, Option<Instant>),
     restarts: VecDeque<Instant>,
+    /// When a restart waiting out its back-off is due.
+    restart_at: Option<Instant>,
 }
 
 pub struct HealthMonitor {
@@ -141,6 +145,7 @@ impl HealthMonitor {
             pids_refused_seen: pids_refused,
             memory_hits_seen: (memory_hits, None),
             restarts: VecDeque::new(),
+            restart_at: None,
         });
         Ok(())
     }
@@ -178,6 +183,19 @@ impl HealthMonitor {
                     w.memory_hits_seen = (m.limit_hits, Some(Instant::now()));
                 }
             }
+            if w.restart_at.is_some_and(|t| Instant::now() >= t) {
+                w.restart_at = None;
+                w.restarts.push_back(Instant::now());
+                w.oom_kills_at_start = w.oom_kills_seen;
+                match (w.starter)() {
+                    Ok(pid) => {
+                        w.pid = Some(pid);
+                        self.log.record(&w.name, "restart", Some(pid), None, None);
+                    }
+                    Err(e) => self.log.record(&w.name, "restart_failed", None, None, Some(e.to_string())),
+                }
+                continue;
+            }
             let Some(pid) = w.pid else { continue };
             let status = match try_wait(pid) {
                 Ok(Some(s)) => s,
@@ -201,7 +219,7 @@ impl HealthMonitor {
             match w.action {
                 Action::Ignore => {}
                 Action::Stop => self.log.record(&w.name, "stopped", None, None, None),
-                Action::Restart { max, within } => {
+                Action::Restart { max, within, backoff } => {
                     let now = Instant::now();
                     while w.restarts.front().is_some_and(|t| now.duration_since(*t) > within) {
                         w.restarts.pop_front();
@@ -210,24 +228,18 @@ impl HealthMonitor {
                         self.log.record(&w.name, "restart_limit", None, None, Some(format!("{max} restarts within {within:?}")));
                         continue;
                     }
-                    w.restarts.push_back(now);
-                    w.oom_kills_at_start = oom_now;
-                    match (w.starter)() {
-                        Ok(pid) => {
-                            w.pid = Some(pid);
-                            self.log.record(&w.name, "restart", Some(pid), None, None);
-                        }
-                        Err(e) => self.log.record(&w.name, "restart_failed", None, None, Some(e.to_string())),
-                    }
+                    let delay = backoff.saturating_mul(1u32 << w.restarts.len().min(16)).min(within);
+                    w.restart_at = Some(now + delay);
+                    self.log.record(&w.name, "restart_scheduled", None, None, Some(format!("in {delay:?}")));
                 }
             }
         }
         ended
     }
 
-    /// Whether any partition still has a live root process.
+    /// Whether any partition still has a live root process, or will have one after its back-off.
     pub fn any_running(&self) -> bool {
-        self.partitions.iter().any(|w| w.pid.is_some())
+        self.partitions.iter().any(|w| w.pid.is_some() || w.restart_at.is_some())
     }
 
     /// Kills every partition (SIGKILL to each cgroup) and reaps the roots.

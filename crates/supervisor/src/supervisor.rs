@@ -107,10 +107,14 @@ impl Drop for EmptyDirs {
 
 /// The system's directory under /run/partita. When the system goes down its state file goes (the system is
 /// no longer up); the event log, partition output and DDS files stay for inspection until `partita down`.
-struct StateDir(PathBuf);
+/// A refused `up` removes the whole directory: nothing is left of a system that never came up.
+struct StateDir {
+    path: PathBuf,
+    came_up: bool,
+}
 impl Drop for StateDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(self.0.join("state.json"));
+        let _ = if self.came_up { std::fs::remove_file(self.path.join("state.json")) } else { std::fs::remove_dir_all(&self.path) };
     }
 }
 
@@ -139,7 +143,7 @@ impl Supervisor {
             nics: Vec::new(),
             namespaces: Vec::new(),
             bridges: Vec::new(),
-            state_dir: StateDir(state_path.clone()),
+            state_dir: StateDir { path: state_path.clone(), came_up: false },
             state: State {
                 system: system.name.clone(),
                 supervisor_pid: std::process::id(),
@@ -282,6 +286,7 @@ impl Supervisor {
             first += m.partitions.len();
         }
         s.write_state()?;
+        s.state_dir.came_up = true;
         Ok(s)
     }
 
@@ -290,7 +295,7 @@ impl Supervisor {
     }
 
     pub fn state_dir(&self) -> &Path {
-        &self.state_dir.0
+        &self.state_dir.path
     }
 
     fn write_state(&mut self) -> Result<()> {
@@ -302,8 +307,8 @@ impl Supervisor {
         self.state.frames = self.executors.iter().map(|e| e.progress.lock().map(|p| p.frames).unwrap_or(0)).collect();
         self.state.max_lateness_ns =
             self.executors.iter().map(|e| e.progress.lock().map(|p| p.max_lateness_ns).unwrap_or(0)).collect();
-        let path = self.state_dir.0.join("state.json");
-        let tmp = self.state_dir.0.join("state.json.tmp");
+        let path = self.state_dir.path.join("state.json");
+        let tmp = self.state_dir.path.join("state.json.tmp");
         let text = serde_json::to_string_pretty(&self.state).map_err(|e| SupervisorError::Invalid(e.to_string()))?;
         std::fs::write(&tmp, text).map_err(path_err("write", &tmp))?;
         std::fs::rename(&tmp, &path).map_err(path_err("rename", &path))
@@ -372,7 +377,9 @@ struct Member<'a> {
 
 fn health_action(h: &HealthAction) -> Action {
     match h {
-        HealthAction::Restart { max_restarts, window } => Action::Restart { max: *max_restarts, within: window.to_std() },
+        HealthAction::Restart { max_restarts, window, backoff } => {
+            Action::Restart { max: *max_restarts, within: window.to_std(), backoff: backoff.to_std() }
+        }
         HealthAction::Stop => Action::Stop,
         HealthAction::Ignore => Action::Ignore,
     }

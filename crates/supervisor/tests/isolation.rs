@@ -139,7 +139,7 @@ fn a_failing_partition_is_restarted_up_to_its_limit() {
         let log = EventLog::new(None);
         let mut monitor = HealthMonitor::new(log.clone());
         let s = spec(&system, "crasher", &cg, None, "sh", &["-c", "exit 3"]);
-        let action = Action::Restart { max: 2, within: Duration::from_secs(60) };
+        let action = Action::Restart { max: 2, within: Duration::from_secs(60), backoff: Duration::from_millis(10) };
         monitor.start("crasher", action, cg.clone(), Box::new(move || Ok(launch(&s)?.pid))).unwrap();
         let deadline = Instant::now() + Duration::from_secs(20);
         while monitor.any_running() {
@@ -148,7 +148,11 @@ fn a_failing_partition_is_restarted_up_to_its_limit() {
             std::thread::sleep(Duration::from_millis(5));
         }
         let kinds: Vec<&str> = log.events().iter().map(|e| e.event).collect();
-        assert_eq!(kinds, vec!["start", "exit", "restart", "exit", "restart", "exit", "restart_limit"]);
+        assert_eq!(kinds, vec!["start", "exit", "restart_scheduled", "restart", "exit", "restart_scheduled", "restart", "exit", "restart_limit"]);
+        // each restart waited out its back-off, twice as long as the one before (10 ms, then 20 ms)
+        let at = |k: &str, n: usize| log.events().iter().filter(|e| e.event == k).nth(n).map(|e| e.monotonic_ns).unwrap();
+        assert!(at("restart", 0) - at("exit", 0) >= 10_000_000);
+        assert!(at("restart", 1) - at("exit", 1) >= 20_000_000);
         let exits: Vec<_> = log.events().iter().filter_map(|e| e.exit).collect();
         assert!(exits.iter().all(|e| *e == ExitKind::Exited { code: 3 }), "{exits:?}");
     }

@@ -86,7 +86,27 @@ fn a_build_failing_half_way_leaves_nothing() {
     let sys = partita_system::parse(&text, "test.toml", &partita_system::Host::with_cpus(2)).unwrap();
     let r = Supervisor::up(&sys, &options(&root));
     assert!(r.is_err(), "a partition with a missing program was started");
-    assert!(!root.0.join(&name).join("state.json").exists());
+    assert!(!root.0.join(&name).exists(), "a refused up left its state directory");
+    assert!(partita_supervisor::registry::owners().iter().all(|(_, o)| o.system != name), "a refused up left its record");
+    assert_nothing_left(&name, Some(&link_prefix(&name)));
+}
+
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn a_stop_takes_effect_at_once_whatever_the_frame() {
+    let name = system_name("long");
+    let root = tempdir("state");
+    let sys = system(&format!(
+        "[system]\nname = \"{name}\"\n[[module]]\nname = \"m\"\ncpus = [1]\n[[module.partition]]\nname = \"p\"\ncommand = [\"sleep\", \"60\"]\n\
+         [[module.plan]]\ncpu = 1\nmajor_frame = \"10s\"\nwindow = [{{ partition = \"p\", start = \"0s\", duration = \"5s\" }}]\n"
+    ));
+    let sup = Supervisor::up(&sys, &options(&root)).unwrap();
+    let t0 = std::time::Instant::now();
+    let logs = sup.run(Some(Duration::from_millis(300)), None).unwrap();
+    let took = t0.elapsed();
+    // The window of 5 s was still open and the next boundary 5 s away: the stop did not wait for it.
+    assert!(took < Duration::from_secs(3), "stopping a 10 s frame took {took:?}");
+    assert_eq!(logs[0].windows_started, 1);
     assert_nothing_left(&name, Some(&link_prefix(&name)));
 }
 

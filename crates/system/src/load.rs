@@ -20,7 +20,15 @@ const MAX_PIDS: u64 = 1 << 22;
 pub const MAX_FRAME: Duration = Duration::from_millis(10_000);
 /// The longest wake-up latency bound worth holding (no idle state of any CPU takes longer to leave).
 const MAX_CPU_DMA_LATENCY: Duration = Duration::from_millis(1_000);
-const DEFAULT_HEALTH: HealthAction = HealthAction::Restart { max_restarts: 3, window: Duration::from_millis(60_000) };
+const DEFAULT_HEALTH: HealthAction = HealthAction::Restart { max_restarts: 3, window: Duration::from_millis(60_000), backoff: DEFAULT_BACKOFF };
+/// A restarting partition waits at least this long before its first restart, twice as long before each next.
+pub const DEFAULT_BACKOFF: Duration = Duration::from_millis(100);
+/// The bounds a system file's restart policy must keep: a crash loop may not restart faster than this, nor
+/// more often.
+const MIN_RESTART_WINDOW: Duration = Duration::from_millis(1_000);
+const MIN_BACKOFF: Duration = Duration::from_millis(10);
+const MAX_BACKOFF: Duration = Duration::from_millis(60_000);
+const MAX_RESTARTS: u32 = 1_000;
 const MAX_NAME: usize = 24;
 const MAX_COUNT: usize = 99;
 
@@ -215,6 +223,7 @@ struct RawHealth {
     action: S<String>,
     max_restarts: Option<S<u32>>,
     window: Option<S<String>>,
+    backoff: Option<S<String>>,
 }
 
 #[derive(Deserialize)]
@@ -871,9 +880,31 @@ impl Cx<'_> {
         let Some(h) = h else { return default };
         match h.action.get_ref().as_str() {
             "restart" => {
-                let max_restarts = h.max_restarts.as_ref().map_or(3, |m| *m.get_ref());
-                let window = h.window.as_ref().and_then(|w| self.duration(w, &format!("{path}.window"))).unwrap_or(Duration::from_millis(60_000));
-                HealthAction::Restart { max_restarts, window }
+                let max_restarts = match h.max_restarts.as_ref() {
+                    None => 3,
+                    Some(m) if (1..=MAX_RESTARTS).contains(m.get_ref()) => *m.get_ref(),
+                    Some(m) => {
+                        self.err(&m.span(), &format!("{path}.max_restarts"), Problem::BadValue(format!("{} restarts: give 1..={MAX_RESTARTS}, or action = \"stop\"", m.get_ref())));
+                        3
+                    }
+                };
+                let window = match h.window.as_ref().and_then(|w| self.duration(w, &format!("{path}.window")).map(|d| (w, d))) {
+                    None => Duration::from_millis(60_000),
+                    Some((w, d)) if d < MIN_RESTART_WINDOW => {
+                        self.err(&w.span(), &format!("{path}.window"), Problem::BadValue(format!("a window of {d} lets a crash loop restart without end; give at least {MIN_RESTART_WINDOW}")));
+                        MIN_RESTART_WINDOW
+                    }
+                    Some((_, d)) => d,
+                };
+                let backoff = match h.backoff.as_ref().and_then(|b| self.duration(b, &format!("{path}.backoff")).map(|d| (b, d))) {
+                    None => DEFAULT_BACKOFF,
+                    Some((b, d)) if !(MIN_BACKOFF..=MAX_BACKOFF).contains(&d) => {
+                        self.err(&b.span(), &format!("{path}.backoff"), Problem::BadValue(format!("a back-off of {d}: give {MIN_BACKOFF} to {MAX_BACKOFF}")));
+                        DEFAULT_BACKOFF
+                    }
+                    Some((_, d)) => d,
+                };
+                HealthAction::Restart { max_restarts, window, backoff }
             }
             a @ ("stop" | "ignore") => {
                 if let Some(m) = &h.max_restarts {
@@ -881,6 +912,9 @@ impl Cx<'_> {
                 }
                 if let Some(w) = &h.window {
                     self.err(&w.span(), &format!("{path}.window"), Problem::HealthKeyWithoutRestart { key: "window" });
+                }
+                if let Some(b) = &h.backoff {
+                    self.err(&b.span(), &format!("{path}.backoff"), Problem::HealthKeyWithoutRestart { key: "backoff" });
                 }
                 if a == "stop" { HealthAction::Stop } else { HealthAction::Ignore }
             }

@@ -216,8 +216,9 @@ impl fmt::Display for Criticality {
 /// What the health monitor does when a partition's process tree exits or dies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HealthAction {
-    /// Cold-start it again, at most `max_restarts` times within any `window`; beyond that, stop it.
-    Restart { max_restarts: u32, window: Duration },
+    /// Cold-start it again, at most `max_restarts` times within any `window`; beyond that, stop it. The first
+    /// restart waits `backoff`, each further one within the window twice as long as the one before.
+    Restart { max_restarts: u32, window: Duration, backoff: Duration },
     /// Leave it stopped.
     Stop,
     /// Log the event only.

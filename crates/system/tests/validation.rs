@@ -252,7 +252,7 @@ fn bad_names_criticality_health_and_durations() {
     let e = broken("start = \"0us\"", "start = \"0 parsecs\"");
     assert!(e.iter().any(|d| matches!(d.problem, Problem::BadValue(_)) && d.path.ends_with("window[0].start")), "{e:?}");
     let s = parse(&GOOD.replacen("command = [\"prog\"]", "command = [\"prog\"]\nhealth = { action = \"restart\", max_restarts = 5, window = \"2s\" }\ncriticality = \"low\"", 1), "x", &host()).unwrap();
-    assert_eq!(s.modules[0].partitions[0].tree.health, HealthAction::Restart { max_restarts: 5, window: Duration::from_millis(2000) });
+    assert_eq!(s.modules[0].partitions[0].tree.health, HealthAction::Restart { max_restarts: 5, window: Duration::from_millis(2000), backoff: Duration::from_millis(100) });
     assert_eq!(s.modules[0].partitions[0].criticality, Criticality::Low);
 }
 
@@ -550,4 +550,19 @@ fn a_system_file_grants_a_uid_capabilities_and_system_calls_and_nothing_unknown(
     let (a, b) = (s.modules[0].partitions[0].tree.confinement.clone().unwrap(), s.modules[0].partitions[1].tree.confinement.clone().unwrap());
     assert_eq!(b.uid, confinement::DEFAULT_UID_BASE, "the explicit uid is kept");
     assert_ne!(a.uid, b.uid, "the default moves out of an explicit range");
+}
+
+#[test]
+fn a_restart_policy_cannot_make_a_crash_loop() {
+    let h = |t: &str| broken("command = [\"prog\"]", &format!("command = [\"prog\"]\nhealth = {t}"));
+    let e = h("{ action = \"restart\", window = \"0s\" }");
+    assert!(e.iter().any(|d| d.path == "module[m].partition[a].health.window"), "{e:?}");
+    let e = h("{ action = \"restart\", max_restarts = 0 }");
+    assert!(e.iter().any(|d| d.path == "module[m].partition[a].health.max_restarts"), "{e:?}");
+    let e = h("{ action = \"restart\", backoff = \"1ms\" }");
+    assert!(e.iter().any(|d| d.path == "module[m].partition[a].health.backoff"), "{e:?}");
+    let e = h("{ action = \"stop\", backoff = \"1s\" }");
+    assert!(e.iter().any(|d| matches!(d.problem, Problem::HealthKeyWithoutRestart { key: "backoff" })), "{e:?}");
+    let s = parse(&GOOD.replacen("command = [\"prog\"]", "command = [\"prog\"]\nhealth = { action = \"restart\", backoff = \"250ms\" }", 1), "sys.toml", &host()).unwrap();
+    assert!(matches!(s.modules[0].partitions[0].tree.health, HealthAction::Restart { backoff, .. } if backoff == Duration::from_millis(250)));
 }
