@@ -51,7 +51,25 @@ pub fn status(_: StatusArgs) -> ExitCode {
     for (path, state) in states {
         let pid = state["supervisor_pid"].as_i64().unwrap_or(0) as i32;
         let alive = partita_os::process::is_alive(pid);
-        println!("{} ({}): {state}", path.display(), if alive { "supervisor running" } else { "supervisor gone: run `partita down`" });
+        println!(
+            "system {} ({}; {}): freezing by {}, frames run {}",
+            state["system"].as_str().unwrap_or("?"),
+            path.display(),
+            if alive { "supervisor running" } else { "supervisor gone: run `partita down`" },
+            state["freeze_backend"].as_str().unwrap_or("?"),
+            state["frames"]
+        );
+        println!("  {:<24} {:>8}  {:<34}", "partition", "pid", "windows: frozen inside / ran outside");
+        for p in state["partitions"].as_array().into_iter().flatten() {
+            let pid = p["pid"].as_i64().map_or("-".to_string(), |p| p.to_string());
+            let w = &p["windows"];
+            let windows = if w.is_object() {
+                format!("{} of {} samples / {} of {} spans ({} µs)", w["missed"], w["in_window"], w["ran_outside"], w["spans"], w["outside_us"])
+            } else {
+                "- (not planned)".to_string()
+            };
+            println!("  {:<24} {:>8}  {windows}", p["partition"].as_str().unwrap_or("?"), pid);
+        }
     }
     for (_, o) in registry::owners() {
         let state = if o.alive() { "up" } else { "supervisor gone: run `partita down`" };

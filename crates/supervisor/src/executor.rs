@@ -6,7 +6,7 @@ use partita_os::sched;
 use crate::freeze::Freezer;
 use serde::Serialize;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -217,6 +217,8 @@ pub struct Executor {
     stop: Arc<AtomicBool>,
     /// Last frame's snapshot for status readers (updated with try_lock, never blocking the executor).
     pub progress: Arc<Mutex<Progress>>,
+    /// CLOCK_MONOTONIC ns of the start of frame 0 (0 until the executor has chosen it).
+    origin_ns: Arc<AtomicU64>,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize)]
@@ -235,7 +237,8 @@ impl Executor {
         }
         let stop = Arc::new(AtomicBool::new(false));
         let progress = Arc::new(Mutex::new(Progress::default()));
-        let (stop2, progress2) = (stop.clone(), progress.clone());
+        let origin_ns = Arc::new(AtomicU64::new(0));
+        let (stop2, progress2, origin2) = (stop.clone(), progress.clone(), origin_ns.clone());
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let handle = std::thread::Builder::new()
             .name("partita-plan".into())
@@ -245,17 +248,27 @@ impl Executor {
                 let failed = setup.as_ref().err().map(|e| e.to_string());
                 let _ = ready_tx.send(failed);
                 setup?;
-                run(&schedule, &freezers, &config, &stop2, &progress2, &mut log);
+                run(&schedule, &freezers, &config, &stop2, &progress2, &origin2, &mut log);
                 Ok(log)
             })
             .map_err(|e| SupervisorError::Sys { call: "pthread_create", context: "plan executor".into(), source: e })?;
         match ready_rx.recv() {
-            Ok(None) => Ok(Executor { handle: Some(handle), stop, progress }),
+            Ok(None) => Ok(Executor { handle: Some(handle), stop, progress, origin_ns }),
             _ => match handle.join() {
                 Ok(Err(e)) => Err(e),
                 _ => Err(SupervisorError::Invalid("plan executor thread failed to start".into())),
             },
         }
+    }
+
+    /// When frame 0 started (CLOCK_MONOTONIC ns), once the executor has begun.
+    pub fn origin_ns(&self) -> Option<u64> {
+        Some(self.origin_ns.load(Ordering::Relaxed)).filter(|&o| o != 0)
+    }
+
+    /// The shared cell of [`Executor::origin_ns`], for a watcher on another thread.
+    pub fn origin(&self) -> Arc<AtomicU64> {
+        self.origin_ns.clone()
     }
 
     /// Asks the executor to stop at the next boundary.
@@ -320,6 +333,7 @@ fn run(
     config: &ExecutorConfig,
     stop: &AtomicBool,
     progress: &Mutex<Progress>,
+    origin_cell: &AtomicU64,
     log: &mut ExecutorLog,
 ) {
     let boundaries = schedule.boundaries();
@@ -330,6 +344,7 @@ fn run(
         }
     }
     let origin = monotonic_ns() + 2_000_000;
+    origin_cell.store(origin, Ordering::Relaxed);
     let mut frame = 0u64;
     'frames: loop {
         if config.frames.is_some_and(|n| frame >= n) {

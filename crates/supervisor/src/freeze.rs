@@ -118,6 +118,44 @@ impl Freezer {
 
     /// Whether every process of the partition is stopped now (the kernel's view, not our last request).
     pub fn is_frozen(&self) -> Result<bool> {
+        self.probe().is_frozen()
+    }
+
+    /// A reader of the partition's frozen state that needs no access to the control file: for watching the
+    /// plan from another thread than the executor's.
+    pub fn probe(&self) -> FrozenProbe {
+        FrozenProbe { backend: self.backend, procs: self.procs.clone(), status: self.status.clone() }
+    }
+
+    /// Polls until the partition is frozen; returns how long that took (from the call).
+    pub fn wait_frozen(&self, timeout: Duration) -> Result<Duration> {
+        let t0 = Instant::now();
+        loop {
+            if self.is_frozen()? {
+                return Ok(t0.elapsed());
+            }
+            if t0.elapsed() > timeout {
+                return Err(SupervisorError::Invalid(format!(
+                    "partition not frozen after {timeout:?} with {}",
+                    self.backend.name()
+                )));
+            }
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// Reads a partition's frozen state (the kernel's view).
+#[derive(Debug, Clone)]
+pub struct FrozenProbe {
+    backend: FreezeBackend,
+    procs: PathBuf,
+    status: PathBuf,
+}
+
+impl FrozenProbe {
+    /// Whether every process of the partition is stopped now.
+    pub fn is_frozen(&self) -> Result<bool> {
         match self.backend {
             FreezeBackend::CgroupV2 => {
                 let t = std::fs::read_to_string(&self.status).map_err(path_err("read", &self.status))?;
@@ -139,23 +177,6 @@ impl Freezer {
                 }
                 Ok(true)
             }
-        }
-    }
-
-    /// Polls until the partition is frozen; returns how long that took (from the call).
-    pub fn wait_frozen(&self, timeout: Duration) -> Result<Duration> {
-        let t0 = Instant::now();
-        loop {
-            if self.is_frozen()? {
-                return Ok(t0.elapsed());
-            }
-            if t0.elapsed() > timeout {
-                return Err(SupervisorError::Invalid(format!(
-                    "partition not frozen after {timeout:?} with {}",
-                    self.backend.name()
-                )));
-            }
-            std::hint::spin_loop();
         }
     }
 }

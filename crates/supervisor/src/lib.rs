@@ -20,5 +20,6 @@ pub mod probe;
 pub mod registry;
 pub mod bench;
 pub mod supervisor;
+pub mod window_watch;
 
 pub use supervisor::{Supervisor, UpOptions};

@@ -12,6 +12,7 @@ use crate::launch::{launch, rootfs, Confine, LaunchSpec};
 use crate::health::Action;
 use partita_system::{HealthAction, Module, NetworkId, Partition, ProcessTree, Scheduling, System, PARTITA_PROGRAM};
 use crate::registry::Registration;
+use crate::window_watch::{WindowCounts, WindowWatch};
 use partita_os::cpu_latency::CpuLatencyHold;
 use crate::vnet::{Bridge, NetNamespace, VirtualNic};
 use partita_env::PartitionEnv;
@@ -35,6 +36,9 @@ pub struct PartitionState {
     pub module: Option<String>,
     pub partition: String,
     pub pid: Option<i32>,
+    /// For a planned partition: how often it was found frozen inside its windows, or running outside them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub windows: Option<WindowCounts>,
     /// On the module network (`None` for a native node).
     pub address: Option<Ipv4Addr>,
     pub external_address: Option<Ipv4Addr>,
@@ -73,6 +77,8 @@ impl UpOptions {
 /// killed, then cgroups, V-NICs, namespaces and bridges go, the state directory last.
 pub struct Supervisor {
     executors: Vec<Executor>,
+    /// The plans watched from outside their executors.
+    watch: WindowWatch,
     /// Per executor: the index in `state.partitions` of each partition it schedules (its freezers' order).
     plan_partitions: Vec<Vec<usize>>,
     monitor: HealthMonitor,
@@ -137,6 +143,7 @@ impl Supervisor {
         let events = std::fs::File::create(&events_path).map_err(path_err("create", &events_path))?;
         let mut s = Supervisor {
             executors: Vec::new(),
+            watch: WindowWatch::default(),
             plan_partitions: Vec::new(),
             monitor: HealthMonitor::new(EventLog::new(Some(Box::new(events)))),
             cgroups: Vec::new(),
@@ -256,6 +263,7 @@ impl Supervisor {
                 module: member.module.map(|m| m.name.clone()),
                 partition: member.name.to_string(),
                 pid: None,
+                windows: None,
                 address: address(|id| matches!(id, NetworkId::Module(_))),
                 external_address: address(|id| *id == NetworkId::InterModule),
             });
@@ -277,10 +285,13 @@ impl Supervisor {
                         Ok(Window { partition, offset: w.start.to_std(), duration: w.duration.to_std() })
                     })
                     .collect::<Result<Vec<_>>>()?;
-                let plan_freezers = members.iter().filter_map(|&pi| freezers[first + pi].take()).collect();
+                let plan_freezers: Vec<Freezer> = members.iter().filter_map(|&pi| freezers[first + pi].take()).collect();
+                let probes = members.iter().zip(&plan_freezers).map(|(&pi, f)| (m.partitions[pi].name.clone(), f.probe(), s.cgroups[first + pi].clone())).collect();
                 let schedule = Schedule::new(plan.frame().to_std(), windows)?;
                 let config = ExecutorConfig { cpu: Some(plan.cpu), ..ExecutorConfig::default() };
-                s.executors.push(Executor::start(schedule, plan_freezers, config)?);
+                let executor = Executor::start(schedule.clone(), plan_freezers, config)?;
+                s.watch.add_plan(&schedule, executor.origin(), probes);
+                s.executors.push(executor);
                 s.plan_partitions.push(members.iter().map(|pi| first + pi).collect());
             }
             first += m.partitions.len();
@@ -303,6 +314,11 @@ impl Supervisor {
         for (st, (_, pid)) in self.state.partitions.iter_mut().zip(pids) {
             st.pid = pid;
         }
+        for (name, counts) in self.watch.counts() {
+            if let Some(st) = self.state.partitions.iter_mut().find(|p| p.partition == name) {
+                st.windows = Some(counts);
+            }
+        }
         self.state.updated_unix_ms = unix_ms();
         self.state.frames = self.executors.iter().map(|e| e.progress.lock().map(|p| p.frames).unwrap_or(0)).collect();
         self.state.max_lateness_ns =
@@ -321,6 +337,7 @@ impl Supervisor {
         let mut last_state = Instant::now();
         loop {
             self.monitor.poll();
+            self.watch.sample(crate::clock::monotonic_ns(), self.monitor.log());
             if stop_requested() || stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst)) || duration.is_some_and(|d| t0.elapsed() >= d) {
                 break;
             }

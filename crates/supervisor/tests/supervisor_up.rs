@@ -149,3 +149,45 @@ fn partitions_run_in_the_class_their_file_grants_and_the_latency_bound_is_held_w
     assert!(partita_os::cpu_latency::current_bound_us().unwrap() > 0, "the bound is released when the system goes down");
     assert_nothing_left(&name, Some(&link_prefix(&name)));
 }
+
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn a_partition_kept_frozen_or_thawed_against_the_plan_is_reported() {
+    let name = system_name("ww");
+    let root = tempdir("state");
+    let sys = system(&reference_system(&name, r#"["sh", "-c", "while :; do :; done"]"#));
+    let sup = Supervisor::up(&sys, &options(&root)).unwrap();
+    let events = sup.events().clone();
+    let cgroup = |p: &str| {
+        let relative = &sys.partitions().find(|(_, x)| x.name == p).unwrap().1.tree.cgroup;
+        partita_supervisor::cgroup::Layout::detect().unwrap().roots().into_iter().map(|r| r.join(relative)).find(|d| d.join("cgroup.freeze").exists()).unwrap()
+    };
+    // From the host (as the attack of a partition with access to cgroup files would): keep the recorder frozen
+    // for a second, then keep the routing partition thawed for a second.
+    let (recorder, routing) = (cgroup("recorder"), cgroup("routing"));
+    let meddler = std::thread::spawn(move || {
+        for (dir, value) in [(recorder, "1"), (routing, "0")] {
+            let until = std::time::Instant::now() + Duration::from_secs(1);
+            while std::time::Instant::now() < until {
+                let _ = std::fs::write(dir.join("cgroup.freeze"), value);
+            }
+        }
+    });
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopper = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            meddler.join().unwrap();
+            std::thread::sleep(Duration::from_millis(1500));
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        })
+    };
+    sup.run(None, Some(stop)).unwrap();
+    stopper.join().unwrap();
+    let log = events.events();
+    let found = |p: &str, e: &str| log.iter().find(|x| x.partition == p && x.event == e).and_then(|x| x.detail.clone());
+    eprintln!("recorder: {:?}; routing: {:?}", found("recorder", "window_missed"), found("routing", "ran_outside_window"));
+    assert!(found("recorder", "window_missed").is_some(), "a partition kept frozen through its windows was not reported: {log:?}");
+    assert!(found("routing", "ran_outside_window").is_some(), "a partition kept running outside its windows was not reported: {log:?}");
+    assert_nothing_left(&name, Some(&link_prefix(&name)));
+}
