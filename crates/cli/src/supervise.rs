@@ -102,6 +102,21 @@ enum BenchWhat {
         #[arg(default_value_t = 2000)]
         iterations: u32,
     },
+    /// Window-start lateness while a neighbour partition is idle, and while it is in a crash loop (phases
+    /// alternate); the ratio of the p99s.
+    CrashLoop {
+        #[arg(long, default_value_t = 1)]
+        cpu: usize,
+        /// Seconds per phase.
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+        /// Idle and crashing phases, each.
+        #[arg(long, default_value_t = 2)]
+        rounds: u32,
+        /// Freezing backend (default: the best this machine has).
+        #[arg(long)]
+        backend: Option<String>,
+    },
     /// The reference frame (800 + 700 µs windows, 1500 µs) with `partita app probe` in each partition.
     Frame {
         #[arg(default_value_t = 4000)]
@@ -144,6 +159,37 @@ pub fn isolation_bench(a: IsolationBenchArgs) -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        BenchWhat::CrashLoop { cpu, seconds, rounds, backend } => {
+            if !(seconds > 0.0 && seconds.is_finite()) || rounds == 0 {
+                eprintln!("error: --seconds must be a positive number and --rounds at least 1");
+                return ExitCode::from(2);
+            }
+            let backend = match backend.as_deref().map(FreezeBackend::parse) {
+                Some(None) => {
+                    eprintln!("error: unknown backend; use cgroup-v2, v1-freezer or signals");
+                    return ExitCode::from(2);
+                }
+                Some(b) => b,
+                None => None,
+            };
+            partita_os::signal::install_stop_signals();
+            match bench::crash_loop(cpu, seconds, rounds, backend, Path::new(STATE_DIR)) {
+                Ok(r) => {
+                    println!("window-start lateness on CPU {}, a 700 + 800 µs plan, {} rounds of {} s per phase:", r.cpu, r.rounds, r.phase_seconds);
+                    println!("| neighbour | window starts | p50 µs | p99 µs | max µs | restarts |");
+                    println!("|---|---:|---:|---:|---:|---:|");
+                    for (what, s, restarts) in [("idle", r.idle, 0), ("crash loop", r.crashing, r.restarts)] {
+                        println!("| {what} | {} | {} | {} | {} | {restarts} |", s.count, us(s.p50_ns), us(s.p99_ns), us(s.max_ns));
+                    }
+                    println!("crash loop / idle, p99: {:.2}", r.p99_ratio);
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("partita isolation-bench crash-loop: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         BenchWhat::Frame { frames, backend, cpu } => {
             let Some(backend) = FreezeBackend::parse(&backend) else {
                 eprintln!("unknown backend {backend:?}: cgroup-v2, v1-freezer or signals");

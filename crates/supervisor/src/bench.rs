@@ -213,3 +213,99 @@ pub fn reference_frame(frames: u64, cpu: usize, backend: FreezeBackend, probe: (
         missed_boundaries: log.missed_boundaries,
     })
 }
+
+/// Window-start lateness of a plan while a neighbour partition is idle and while it is in a crash loop.
+#[derive(Debug, Clone, Serialize)]
+pub struct CrashLoopResult {
+    pub cpu: usize,
+    /// Seconds per phase; the phases alternate idle, crashing, idle, crashing…
+    pub phase_seconds: f64,
+    pub rounds: u32,
+    pub idle: Summary,
+    pub crashing: Summary,
+    /// Restarts of the neighbour in the crashing phases.
+    pub restarts: u64,
+    /// crashing p99 / idle p99.
+    pub p99_ratio: f64,
+}
+
+/// Runs a 700 + 800 µs plan on `cpu`: a spinning partition, and a neighbour that sleeps in the idle phases and
+/// exits as soon as it starts in the crashing ones (restart policy: 1000 restarts within 1 s, the shortest
+/// back-off, 10 ms, so it restarts as often as `check` lets a system file ask). Phases of `phase_seconds`
+/// alternate `rounds` times each; every window start of the plan is assigned to the phase it fell in.
+pub fn crash_loop(cpu: usize, phase_seconds: f64, rounds: u32, backend: Option<FreezeBackend>, state_root: &std::path::Path) -> Result<CrashLoopResult> {
+    let name = format!("crashloop{}", std::process::id() % 100_000);
+    let text = format!(
+        r#"
+[system]
+name = "{name}"
+[[module]]
+name = "m"
+cpus = [{cpu}]
+[[module.partition]]
+name = "steady"
+command = ["sh", "-c", "while :; do :; done"]
+[[module.partition]]
+name = "neighbour"
+command = ["sh", "-c", "if [ -e \"$PARTITA_STATE_DIR/crash\" ]; then exit 1; fi; exec sleep 3600"]
+health = {{ action = "restart", max_restarts = 1000, window = "1s", backoff = "10ms" }}
+[[module.plan]]
+cpu = {cpu}
+major_frame = "1500us"
+window = [{{ partition = "neighbour", start = "0us", duration = "700us" }}, {{ partition = "steady", start = "700us", duration = "800us" }}]
+"#
+    );
+    let system = partita_system::parse(&text, "<crash-loop benchmark>", &partita_system::Host::this_machine())
+        .map_err(|e| SupervisorError::Invalid(e.to_string()))?;
+    let state = system.partitions().find(|(_, p)| p.name == "neighbour").and_then(|(_, p)| p.tree.confinement.clone()).map(|c| c.state_dir).expect("a partition is confined");
+    let marker = state.join("crash");
+    let sup = crate::Supervisor::up(&system, &crate::UpOptions { backend, ..crate::UpOptions::new(state_root) })?;
+    let events = sup.events().clone();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Phase boundaries in CLOCK_MONOTONIC ns: (start, end, crashing).
+    let driver = {
+        let (stop, events, marker) = (stop.clone(), events.clone(), marker.clone());
+        std::thread::spawn(move || {
+            let mut phases = Vec::new();
+            std::thread::sleep(Duration::from_millis(500));
+            for _ in 0..rounds {
+                for crashing in [false, true] {
+                    let start = monotonic_ns();
+                    if crashing {
+                        let _ = std::fs::write(&marker, b"");
+                        // End the sleeping neighbour: every start from now on exits at once.
+                        if let Some(pid) = events.events().iter().rev().find(|e| e.partition == "neighbour" && (e.event == "start" || e.event == "restart")).and_then(|e| e.pid) {
+                            let _ = process::send_signal(pid, libc::SIGKILL);
+                        }
+                    }
+                    std::thread::sleep(Duration::from_secs_f64(phase_seconds));
+                    if crashing {
+                        let _ = std::fs::remove_file(&marker);
+                    }
+                    phases.push((start, monotonic_ns(), crashing));
+                }
+            }
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            phases
+        })
+    };
+    let logs = sup.run(None, Some(stop))?;
+    let phases = driver.join().map_err(|_| SupervisorError::Invalid("the benchmark's driver thread panicked".into()))?;
+    let _ = std::fs::remove_dir(&state);
+    let _ = state.parent().map(std::fs::remove_dir);
+    let (mut idle, mut crashing) = (Vec::new(), Vec::new());
+    for s in logs.iter().flat_map(|l| l.starts.iter()) {
+        if let Some(&(_, _, c)) = phases.iter().find(|(a, b, _)| s.planned_ns >= *a && s.planned_ns < *b) {
+            if c { crashing.push(s.lateness_ns()) } else { idle.push(s.lateness_ns()) }
+        }
+    }
+    let restarts = events
+        .events()
+        .iter()
+        .filter(|e| e.partition == "neighbour" && e.event == "restart")
+        .filter(|e| phases.iter().any(|(a, b, c)| *c && e.monotonic_ns >= *a && e.monotonic_ns < *b))
+        .count() as u64;
+    let (idle, crashing) = (Summary::of(&mut idle), Summary::of(&mut crashing));
+    let p99_ratio = crashing.p99_ns as f64 / idle.p99_ns.max(1) as f64;
+    Ok(CrashLoopResult { cpu, phase_seconds, rounds, idle, crashing, restarts, p99_ratio })
+}

@@ -426,13 +426,32 @@ pub(crate) fn read_pids(procs: &Path) -> Result<Vec<i32>> {
     }
 }
 
-/// Thaws and kills every process in `dirs` (cgroups partita made), waiting up to 5 s for them to be gone.
+/// Kills every process in `dirs` (cgroups partita made), waiting up to 5 s for them to be gone.
+///
+/// The freezing state stays what the plan made it, so a partition killed outside its window (a crash, a
+/// restart) is still frozen when its next process joins: cgroup v2 kills frozen processes as they are
+/// (`cgroup.kill`, and SIGKILL wakes a frozen task only to die); the v1 freezer must be thawed for a kill to
+/// complete, and is frozen again afterwards.
 pub(crate) fn kill_dirs<'a>(dirs: impl Iterator<Item = &'a Path> + Clone) -> Result<()> {
-    for d in dirs.clone() {
-        // Frozen processes must be thawed for a kill to complete under the v1 freezer.
-        let _ = fs::write(d.join("cgroup.freeze"), "0");
+    let v1_frozen: Vec<&Path> = dirs
+        .clone()
+        .filter(|d| fs::read_to_string(d.join("freezer.state")).is_ok_and(|s| s.trim() != "THAWED"))
+        .collect();
+    for d in &v1_frozen {
         let _ = fs::write(d.join("freezer.state"), "THAWED");
     }
+    for d in dirs.clone() {
+        let _ = fs::write(d.join("cgroup.kill"), "1");
+    }
+    let result = wait_empty(dirs);
+    for d in &v1_frozen {
+        let _ = fs::write(d.join("freezer.state"), "FROZEN");
+    }
+    result
+}
+
+/// SIGKILL to every process left in `dirs` until none is, for at most 5 s.
+fn wait_empty<'a>(dirs: impl Iterator<Item = &'a Path> + Clone) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let mut left = Vec::new();
