@@ -74,8 +74,8 @@ fn cgroup_dirs(relative: &str) -> Vec<PathBuf> {
     Layout::detect().unwrap().roots().into_iter().map(|r| r.join(relative)).filter(|d| d.is_dir()).collect()
 }
 
-/// `attack name` → its result line, from the attacker's output.
-fn results(log: &str) -> BTreeMap<String, String> {
+/// `(attack name, result)` of every attack the attacker made, in order.
+fn results(log: &str) -> Vec<(String, String)> {
     log.lines()
         .filter_map(|l| l.strip_prefix("RESULT "))
         .filter_map(|l| l.split_once(": ").map(|(a, r)| (a.to_string(), r.to_string())))
@@ -116,32 +116,47 @@ fn every_attack_from_a_partition_is_refused_and_the_victim_keeps_its_time() {
         "supervisor_state": root.0.join(&name),
         "scratch": "/tmp",
         "only": std::env::var("PARTITA_ATTACKS_ONLY").ok().map(|v| v.split(',').map(String::from).collect::<Vec<_>>()),
+        "rounds": 2,
     });
-    // The victim's CPU time while the attacker waits (the share the plan's switches leave it), then from the
-    // first attack until the attacker is through.
-    std::thread::sleep(Duration::from_millis(300));
-    let (b0, idle0) = (Instant::now(), cpu_usage(&victim_cgroups));
-    std::thread::sleep(Duration::from_millis(1500));
-    let share_of = |used: Duration, wall: Duration| used.as_secs_f64() / (wall.as_secs_f64() * 800.0 / 1500.0);
-    let quiet = share_of(cpu_usage(&victim_cgroups) - idle0, b0.elapsed());
-    let (t0, used0) = (Instant::now(), cpu_usage(&victim_cgroups));
-    std::fs::write(attacker_state.join("context.json"), context.to_string()).unwrap();
+    // The victim's CPU time while the attacker waits (the share the plan's switches and the machine leave it),
+    // then while it attacks; twice each, alternating, so that the machine's own drift weighs on both alike.
     let log_path = root.0.join(&name).join("attacker.log");
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let watcher = {
-        let (stop, log_path, dirs) = (stop.clone(), log_path.clone(), victim_cgroups.clone());
+        let (stop, log_path, dirs, state) = (stop.clone(), log_path.clone(), victim_cgroups.clone(), attacker_state.clone());
         std::thread::spawn(move || {
-            let deadline = Instant::now() + Duration::from_secs(90);
-            while Instant::now() < deadline && !std::fs::read_to_string(&log_path).unwrap_or_default().contains("ALL DONE") {
-                std::thread::sleep(Duration::from_millis(50));
+            let (mut quiet, mut attacked) = ((Duration::ZERO, Duration::ZERO), (Duration::ZERO, Duration::ZERO));
+            let add = |sum: &mut (Duration, Duration), t0: Instant, used0: Duration| {
+                sum.0 += t0.elapsed();
+                sum.1 += cpu_usage(&dirs) - used0;
+            };
+            std::thread::sleep(Duration::from_millis(300));
+            for round in 1..=2 {
+                let (t0, used0) = (Instant::now(), cpu_usage(&dirs));
+                std::thread::sleep(Duration::from_millis(1500));
+                add(&mut quiet, t0, used0);
+                let (t0, used0) = (Instant::now(), cpu_usage(&dirs));
+                let go = if round == 1 { state.join("context.json") } else { state.join(format!("go-{round}")) };
+                if round == 1 {
+                    std::fs::write(&go, context.to_string()).unwrap();
+                } else {
+                    std::fs::write(&go, b"").unwrap();
+                }
+                let deadline = Instant::now() + Duration::from_secs(90);
+                let done = format!("ROUND {round} DONE");
+                while Instant::now() < deadline && !std::fs::read_to_string(&log_path).unwrap_or_default().contains(&done) {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                add(&mut attacked, t0, used0);
             }
-            let measured = (t0.elapsed(), cpu_usage(&dirs) - used0);
             stop.store(true, std::sync::atomic::Ordering::SeqCst);
-            measured
+            (quiet, attacked)
         })
     };
     sup.run(None, Some(stop)).unwrap();
-    let (wall, used) = watcher.join().unwrap();
+    let ((quiet_wall, quiet_used), (wall, used)) = watcher.join().unwrap();
+    let share_of = |used: Duration, wall: Duration| used.as_secs_f64() / (wall.as_secs_f64() * 800.0 / 1500.0);
+    let quiet = share_of(quiet_used, quiet_wall);
     let log = std::fs::read_to_string(&log_path).unwrap_or_default();
     let log_of_events = std::fs::read_to_string(root.0.join(&name).join("events.jsonl")).unwrap_or_default();
     assert_nothing_left(&name, Some(&link_prefix(&name)));
@@ -155,6 +170,14 @@ fn every_attack_from_a_partition_is_refused_and_the_victim_keeps_its_time() {
         wall.as_secs_f64(),
         quiet * 100.0
     );
+    // A real breach (a victim frozen by its neighbour, a neighbour above it in priority) takes most of its time;
+    // what an attacker that forks, execs and gets killed all the time costs it is kernel work done for the
+    // attacker outside the attacker's windows and cgroup (deferred frees, RCU, interrupts): 1 to 5 % of the
+    // victim's time measured here (docs/security.md).
+    assert!(share >= 0.90 * quiet, "under attack the victim ran {:.1} % of its planned time against {:.1} % without", share * 100.0, quiet * 100.0);
+    for line in log_of_events.lines().filter(|l| l.contains("window")) {
+        eprintln!("  event: {line}");
+    }
     let got = results(&log);
     let mut expected = attack_names();
     expected.extend(["exhaust memory".to_string(), "exhaust process ids".to_string()]);
@@ -163,10 +186,11 @@ fn every_attack_from_a_partition_is_refused_and_the_victim_keeps_its_time() {
         eprintln!("  {attack}: {result}");
     }
     for attack in &expected {
-        let r = got.get(attack).unwrap_or_else(|| panic!("no result for {attack:?}; the attacker printed:\n{log}"));
+        assert_eq!(got.iter().filter(|(a, _)| a == attack).count(), 2, "{attack:?} was not made twice; the attacker printed:\n{log}");
+    }
+    for (attack, r) in &got {
         assert!(r.starts_with("REFUSED"), "{attack} worked from inside a partition: {r}");
     }
-    assert!(share >= 0.95 * quiet, "under attack the victim ran {:.1} % of its planned time against {:.1} % without", share * 100.0, quiet * 100.0);
     // The attacks on its own limits show in the health monitor's log.
     for event in ["\"oom\"", "\"pids_limit\""] {
         assert!(log_of_events.contains(&format!("\"partition\":\"attacker\",\"event\":{event}")), "no {event} event of the attacker:\n{log_of_events}");

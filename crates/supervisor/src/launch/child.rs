@@ -289,8 +289,10 @@ unsafe fn run(p: &Plan) -> ! {
     if p.confined.is_some() {
         // No way to raise the real-time priority or the nice value later (raising a limit needs a capability
         // on the host, which a partition never has).
+        // No core dumps either: a crashing program's memory stays in the partition (its root is read-only
+        // anyway), and writing one would take time outside its window.
         let zero = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-        if libc::setrlimit(libc::RLIMIT_RTPRIO, &zero) != 0 || libc::setrlimit(libc::RLIMIT_NICE, &zero) != 0 {
+        if libc::setrlimit(libc::RLIMIT_RTPRIO, &zero) != 0 || libc::setrlimit(libc::RLIMIT_NICE, &zero) != 0 || libc::setrlimit(libc::RLIMIT_CORE, &zero) != 0 {
             fail(report, Stage::LimitRealtime);
         }
         // The host's supplementary groups (root's) must not come along into the user namespace.

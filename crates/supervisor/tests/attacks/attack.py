@@ -203,14 +203,21 @@ if name == "list":
     print("\n".join(ATTACKS))
     sys.exit(0)
 if name == "all":
-    # Every attack in a process of its own (a seccomp kill ends only that one), one RESULT line each.
-    import subprocess
-    for attack in ctx.get("only") or (list(ATTACKS) + list(LIMITS)):
-        r = subprocess.run([sys.executable, sys.argv[0], attack, sys.argv[2]], capture_output=True, text=True)
-        line = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
-        if r.returncode < 0:
-            line = "REFUSED killed by signal %d %s" % (-r.returncode, line)
-        print("RESULT %s: %s" % (attack, line or "REFUSED exit %d %s" % (r.returncode, r.stderr.strip()[-200:])))
+    # Every attack in a process of its own (a seccomp kill ends only that one), one RESULT line each; with
+    # "rounds" in the context, again each time the file go-N appears beside the context (N = 2, 3, ...).
+    import subprocess, time
+    for round_ in range(1, ctx.get("rounds", 1) + 1):
+        go = os.path.join(os.path.dirname(sys.argv[2]), "go-%d" % round_)
+        while round_ > 1 and not os.path.exists(go):
+            time.sleep(0.05)
+        for attack in ctx.get("only") or (list(ATTACKS) + list(LIMITS)):
+            r = subprocess.run([sys.executable, sys.argv[0], attack, sys.argv[2]], capture_output=True, text=True)
+            line = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+            if r.returncode < 0:
+                line = "REFUSED killed by signal %d %s" % (-r.returncode, line)
+            print("RESULT %s: %s" % (attack, line or "REFUSED exit %d %s" % (r.returncode, r.stderr.strip()[-200:])))
+            sys.stdout.flush()
+        print("ROUND %d DONE" % round_)
         sys.stdout.flush()
     print("ALL DONE")
     sys.stdout.flush()
