@@ -15,6 +15,7 @@ pub mod cpu_latency;
 pub mod netns;
 pub mod process;
 pub mod sched;
+pub mod seccomp_notify;
 pub mod signal;
 pub mod socket;
 pub mod timer_slack;

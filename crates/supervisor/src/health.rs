@@ -3,7 +3,8 @@
 use crate::cgroup::PartitionCgroup;
 use crate::clock::{monotonic_ns, unix_ms};
 use crate::error::Result;
-use crate::launch::try_wait;
+use crate::launch::{try_wait, Started};
+use partita_os::seccomp_notify::Listener;
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::io::Write;
@@ -92,8 +93,57 @@ impl EventLog {
     }
 }
 
-/// Starts a partition (again): returns the pid of its new root process.
-pub type Starter = Box<dyn FnMut() -> Result<i32> + Send>;
+/// Starts a partition (again): returns its new root process.
+pub type Starter = Box<dyn FnMut() -> Result<Started> + Send>;
+
+/// The seccomp listener of a partition's current run: first the socket it will arrive on, then the listener.
+#[derive(Default)]
+struct SeccompWatch {
+    socket: Option<std::os::fd::OwnedFd>,
+    listener: Option<Listener>,
+    /// Attempts denied in the current second, and when it began: at most [`SECCOMP_EVENTS_PER_SECOND`] are
+    /// logged one by one, the rest counted in the next event.
+    second: (Option<Instant>, u64),
+}
+
+/// How many forbidden system calls a partition gets logged one by one per second.
+const SECCOMP_EVENTS_PER_SECOND: u64 = 20;
+
+impl SeccompWatch {
+    fn new(socket: Option<std::os::fd::OwnedFd>) -> SeccompWatch {
+        SeccompWatch { socket, listener: None, second: (None, 0) }
+    }
+
+    /// Every forbidden system call made since the last look: denied (EPERM), and logged. The process is not
+    /// killed: its teardown would run whenever the supervisor happened to look, in its neighbours' windows.
+    fn poll(&mut self, name: &str, log: &EventLog) {
+        if self.listener.is_none() {
+            if let Some(fd) = self.socket.as_ref().and_then(|s| partita_os::seccomp_notify::receive_fd(s).ok().flatten()) {
+                self.listener = Some(Listener::new(fd));
+                self.socket = None;
+            }
+        }
+        let Some(listener) = &self.listener else { return };
+        // A bounded number per look: a partition cannot keep the supervisor here.
+        for _ in 0..64 {
+            let Ok(Some(n)) = listener.next() else { break };
+            let _ = listener.deny(n.id, libc::EPERM);
+            let now = Instant::now();
+            if self.second.0.is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1)) {
+                let unlogged = self.second.1.saturating_sub(SECCOMP_EVENTS_PER_SECOND);
+                if unlogged > 0 {
+                    log.record(name, "seccomp", None, None, Some(format!("{unlogged} more forbidden system calls were denied")));
+                }
+                self.second = (Some(now), 0);
+            }
+            self.second.1 += 1;
+            if self.second.1 <= SECCOMP_EVENTS_PER_SECOND {
+                let call = crate::launch::seccomp::name_of(i64::from(n.syscall)).map_or_else(|| format!("system call {}", n.syscall), String::from);
+                log.record(name, "seccomp", Some(n.pid as i32), None, Some(format!("{call} is forbidden: denied")));
+            }
+        }
+    }
+}
 
 /// A partition under watch.
 pub struct Watched {
@@ -102,6 +152,7 @@ pub struct Watched {
     pub cgroup: Arc<PartitionCgroup>,
     starter: Starter,
     pid: Option<i32>,
+    seccomp: SeccompWatch,
     oom_kills_at_start: u64,
     oom_kills_seen: u64,
     /// Forks the pids limit refused, as last reported.
@@ -132,7 +183,7 @@ impl HealthMonitor {
         let oom = cgroup.oom_kills()?;
         let pids_refused = cgroup.pids_limit_hits().unwrap_or(0);
         let memory_hits = cgroup.memory_events().map(|m| m.limit_hits).unwrap_or(0);
-        let pid = starter()?;
+        let Started { pid, notifications } = starter()?;
         self.log.record(name, "start", Some(pid), None, None);
         self.partitions.push(Watched {
             name: name.into(),
@@ -140,6 +191,7 @@ impl HealthMonitor {
             cgroup,
             starter,
             pid: Some(pid),
+            seccomp: SeccompWatch::new(notifications),
             oom_kills_at_start: oom,
             oom_kills_seen: oom,
             pids_refused_seen: pids_refused,
@@ -188,14 +240,16 @@ impl HealthMonitor {
                 w.restarts.push_back(Instant::now());
                 w.oom_kills_at_start = w.oom_kills_seen;
                 match (w.starter)() {
-                    Ok(pid) => {
+                    Ok(Started { pid, notifications }) => {
                         w.pid = Some(pid);
+                        w.seccomp = SeccompWatch::new(notifications);
                         self.log.record(&w.name, "restart", Some(pid), None, None);
                     }
                     Err(e) => self.log.record(&w.name, "restart_failed", None, None, Some(e.to_string())),
                 }
                 continue;
             }
+            w.seccomp.poll(&w.name, &self.log);
             let Some(pid) = w.pid else { continue };
             let status = match try_wait(pid) {
                 Ok(Some(s)) => s,

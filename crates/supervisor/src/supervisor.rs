@@ -271,7 +271,7 @@ impl Supervisor {
                 external_address: address(|id| *id == NetworkId::InterModule),
             });
             let action = health_action(&tree.health);
-            s.monitor.start(member.name, action, cg, Box::new(move || Ok(launch(&spec)?.pid)))?;
+            s.monitor.start(member.name, action, cg, Box::new(move || launch(&spec)))?;
         }
         // 3. Plans: one executor per plan, owning the freezers of its partitions (in module order).
         let mut first = 0;

@@ -191,8 +191,11 @@ fn every_attack_from_a_partition_is_refused_and_the_victim_keeps_its_time() {
     for (attack, r) in &got {
         assert!(r.starts_with("REFUSED"), "{attack} worked from inside a partition: {r}");
     }
-    // The attacks on its own limits show in the health monitor's log.
-    for event in ["\"oom\"", "\"pids_limit\""] {
+    // The forbidden system calls and the attacks on its own limits show in the health monitor's log.
+    for call in ["mount is forbidden", "ptrace is forbidden", "unshare is forbidden", "finit_module is forbidden", "mknodat/device is forbidden"] {
+        assert!(log_of_events.contains(call), "no seccomp event saying {call:?}:\n{log_of_events}");
+    }
+    for event in ["\"seccomp\"", "\"oom\"", "\"pids_limit\""] {
         assert!(log_of_events.contains(&format!("\"partition\":\"attacker\",\"event\":{event}")), "no {event} event of the attacker:\n{log_of_events}");
     }
 }

@@ -84,7 +84,7 @@ fn the_memory_limit_holds_and_the_oom_kill_is_detected() {
         let log = EventLog::new(None);
         let mut monitor = HealthMonitor::new(log.clone());
         let s = spec(&system, "hog", &cg, None, "dd", &["if=/dev/zero", "of=/dev/null", "bs=256M", "count=1"]);
-        monitor.start("hog", Action::Stop, cg.clone(), Box::new(move || Ok(launch(&s)?.pid))).unwrap();
+        monitor.start("hog", Action::Stop, cg.clone(), Box::new(move || launch(&s))).unwrap();
         let deadline = Instant::now() + Duration::from_secs(20);
         while monitor.poll() == 0 {
             assert!(Instant::now() < deadline, "the memory hog was not stopped");
@@ -140,7 +140,7 @@ fn a_failing_partition_is_restarted_up_to_its_limit() {
         let mut monitor = HealthMonitor::new(log.clone());
         let s = spec(&system, "crasher", &cg, None, "sh", &["-c", "exit 3"]);
         let action = Action::Restart { max: 2, within: Duration::from_secs(60), backoff: Duration::from_millis(10) };
-        monitor.start("crasher", action, cg.clone(), Box::new(move || Ok(launch(&s)?.pid))).unwrap();
+        monitor.start("crasher", action, cg.clone(), Box::new(move || launch(&s))).unwrap();
         let deadline = Instant::now() + Duration::from_secs(20);
         while monitor.any_running() {
             monitor.poll();

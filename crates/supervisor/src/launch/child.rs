@@ -91,6 +91,10 @@ pub struct Confined<'a> {
     /// Capabilities kept (bit n = capability n); every other one up to `last_cap` is dropped.
     pub keep: u64,
     pub last_cap: u32,
+    /// The filter whose attempts go to the supervisor: installed with a new listener, whose descriptor is sent
+    /// on `notify_socket`.
+    pub notify: Option<&'a libc::sock_fprog>,
+    pub notify_socket: RawFd,
     pub filters: &'a [libc::sock_fprog],
 }
 
@@ -331,6 +335,14 @@ unsafe fn run(p: &Plan) -> ! {
         // new privileges on exec, and its seccomp filters.
         if libc::unshare(libc::CLONE_NEWCGROUP) != 0 || !keep_only(c.keep, c.last_cap) || libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
             libc::_exit(EXIT_CONFINE);
+        }
+        if let Some(f) = c.notify {
+            let flags = libc::SECCOMP_FILTER_FLAG_NEW_LISTENER;
+            let listener = libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, flags, f as *const libc::sock_fprog);
+            if listener < 0 || !partita_os::seccomp_notify::send_fd(c.notify_socket, listener as RawFd) {
+                libc::_exit(EXIT_CONFINE);
+            }
+            libc::close(listener as RawFd);
         }
         for f in c.filters {
             if libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER as libc::c_ulong, f as *const libc::sock_fprog) != 0 {

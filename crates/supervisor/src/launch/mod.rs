@@ -84,10 +84,12 @@ pub struct Confine {
 /// nothing else of the supervisor's environment reaches it.
 const PASSED_TO_CONFINED: [&str; 5] = ["PATH", "LANG", "LC_ALL", "TZ", "RUST_BACKTRACE"];
 
-/// A started partition: the PID (in the supervisor's namespace) of its PID-namespace root.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A started partition: the PID (in the supervisor's namespace) of its PID-namespace root, and for a confined
+/// one the socket its seccomp listener arrives on (once it has installed its filters).
+#[derive(Debug)]
 pub struct Started {
     pub pid: i32,
+    pub notifications: Option<OwnedFd>,
 }
 
 /// Looks `program` up in PATH unless it contains a slash.
@@ -175,14 +177,14 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
             },
         ],
     };
-    let programs = match &spec.confine {
+    let filters = match &spec.confine {
         Some(c) => seccomp::filters(&c.seccomp_allow).map_err(|e| SupervisorError::Invalid(format!("seccomp filter of {}: {e}", spec.partition)))?,
-        None => Vec::new(),
+        None => seccomp::Filters::default(),
     };
-    let fprogs: Vec<libc::sock_fprog> = programs
-        .iter()
-        .map(|p| libc::sock_fprog { len: p.len() as u16, filter: p.as_ptr() as *mut libc::sock_filter })
-        .collect();
+    let fprog = |p: &seccompiler::BpfProgram| libc::sock_fprog { len: p.len() as u16, filter: p.as_ptr() as *mut libc::sock_filter };
+    let fprogs: Vec<libc::sock_fprog> = filters.others.iter().map(fprog).collect();
+    let notify = filters.notify.as_ref().map(fprog);
+    let (notify_theirs, notify_ours) = partita_os::seccomp_notify::socket_pair().map_err(sys_failed("socketpair", "seccomp listener"))?;
     let (err_read, err_write) = cloexec_pipe()?;
     let (maps_read, maps_write) = cloexec_pipe()?;
     let plan = Plan {
@@ -198,6 +200,8 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
         confined: spec.confine.as_ref().map(|c| Confined {
             keep: c.capabilities.iter().fold(0u64, |m, n| m | (1u64 << n)),
             last_cap: last_capability(),
+            notify: notify.as_ref(),
+            notify_socket: notify_theirs.as_raw_fd(),
             filters: &fprogs,
         }),
         report: err_write.as_raw_fd(),
@@ -207,6 +211,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
     drop(err_write);
     drop(maps_read);
     drop(procs);
+    drop(notify_theirs);
     let mut report = File::from(err_read);
     let mut maps = Some(File::from(maps_write));
     loop {
@@ -216,7 +221,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
             return Err(SupervisorError::Launch { partition: spec.partition.clone(), step: "set up (the child ended without a word)", source: e });
         }
         if msg == READY {
-            return Ok(Started { pid });
+            return Ok(Started { pid, notifications: spec.confine.is_some().then_some(notify_ours) });
         }
         if msg == NEED_MAPS {
             let c = spec.confine.as_ref().expect("only a confined partition asks for id maps");

@@ -1,8 +1,12 @@
 //! A partition's seccomp filters, compiled here (with the `seccompiler` crate) and installed by the launcher's
 //! child just before `execve`. The profile is partita's default (`partita_system::confinement`): a list of
-//! system calls that kill the process, and one that fails with EPERM (`clone3` with ENOSYS); everything else
-//! is allowed. The kernel applies every installed filter and takes the strictest answer, so the two lists are
-//! two filters.
+//! system calls a partition has no business making, and one that fails with EPERM (`clone3` with ENOSYS);
+//! everything else is allowed. The kernel applies every installed filter and takes the strictest answer, so
+//! the lists are separate filters.
+//!
+//! The first list is not answered by the kernel: its filter hands each attempt to a listener (a seccomp user
+//! notification), which the supervisor's health monitor holds. It answers EPERM and logs the attempt as a
+//! `seccomp` event (the process and the system call; at most 20 a second per partition, the rest counted).
 use partita_system::confinement::{SECCOMP_ERRNO, SECCOMP_KILL};
 use seccompiler::{BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule};
 use std::collections::BTreeMap;
@@ -113,15 +117,33 @@ fn filter(names: &[&str], allow: &[String], action: SeccompAction) -> Result<Opt
     BpfProgram::try_from(f).map(Some).map_err(|e| e.to_string())
 }
 
-/// The filters of a partition that lets `allow` through: the kill list, then the EPERM list (`clone3`: ENOSYS).
-pub fn filters(allow: &[String]) -> Result<Vec<BpfProgram>, String> {
+/// A partition's filters.
+#[derive(Debug, Default)]
+pub struct Filters {
+    /// The forbidden list, whose attempts go to the supervisor (installed with a new listener).
+    pub notify: Option<BpfProgram>,
+    /// The EPERM and ENOSYS lists.
+    pub others: Vec<BpfProgram>,
+}
+
+/// The filters of a partition that lets `allow` through.
+pub fn filters(allow: &[String]) -> Result<Filters, String> {
     let errno: Vec<&str> = SECCOMP_ERRNO.iter().copied().filter(|n| *n != "clone3").collect();
-    let programs = [
-        filter(SECCOMP_KILL, allow, SeccompAction::KillProcess)?,
-        filter(&errno, allow, SeccompAction::Errno(libc::EPERM as u32))?,
-        filter(&["clone3"], allow, SeccompAction::Errno(libc::ENOSYS as u32))?,
-    ];
-    Ok(programs.into_iter().flatten().collect())
+    // seccompiler has no user-notification action: the filter is compiled with TRACE and its return
+    // statements of TRACE rewritten to USER_NOTIF (no other statement returns that value).
+    let notify = filter(SECCOMP_KILL, allow, SeccompAction::Trace(0))?.map(|mut p| {
+        for s in p.iter_mut().filter(|s| s.code == (libc::BPF_RET | libc::BPF_K) as u16 && s.k == libc::SECCOMP_RET_TRACE) {
+            s.k = libc::SECCOMP_RET_USER_NOTIF;
+        }
+        p
+    });
+    let others = [filter(&errno, allow, SeccompAction::Errno(libc::EPERM as u32))?, filter(&["clone3"], allow, SeccompAction::Errno(libc::ENOSYS as u32))?];
+    Ok(Filters { notify, others: others.into_iter().flatten().collect() })
+}
+
+/// The profile's name of system call `nr` (for the health monitor's events).
+pub fn name_of(nr: i64) -> Option<&'static str> {
+    SECCOMP_KILL.iter().chain(SECCOMP_ERRNO).copied().find(|n| matcher(n).is_some_and(|(x, _)| x == nr))
 }
 
 #[cfg(test)]
@@ -137,10 +159,17 @@ mod tests {
 
     #[test]
     fn the_default_profile_compiles_to_three_filters_and_allowing_everything_leaves_none() {
-        assert_eq!(filters(&[]).unwrap().len(), 3);
+        let f = filters(&[]).unwrap();
+        assert_eq!(f.others.len(), 2);
+        let notify = f.notify.expect("the forbidden list");
+        let ret = (libc::BPF_RET | libc::BPF_K) as u16;
+        assert!(notify.iter().any(|s| s.code == ret && s.k == libc::SECCOMP_RET_USER_NOTIF), "its attempts go to the supervisor");
+        assert!(!notify.iter().any(|s| s.code == ret && s.k == libc::SECCOMP_RET_TRACE));
         let all: Vec<String> = SECCOMP_KILL.iter().chain(SECCOMP_ERRNO).map(|s| s.to_string()).collect();
-        assert!(filters(&all).unwrap().is_empty());
+        let none = filters(&all).unwrap();
+        assert!(none.notify.is_none() && none.others.is_empty());
         let fewer = filters(&["ptrace".to_string()]).unwrap();
-        assert!(fewer[0].len() < filters(&[]).unwrap()[0].len(), "letting ptrace through shortens the kill filter");
+        assert!(fewer.notify.unwrap().len() < notify.len(), "letting ptrace through shortens the filter");
+        assert_eq!(name_of(libc::SYS_mount), Some("mount"));
     }
 }
