@@ -29,13 +29,22 @@
 //! CRC are right, steps over anything else 8 bytes at a time until the next valid record, and cuts the current
 //! segment (the one holding the highest `seq`) back to the end of its last valid record before appending again.
 //!
+//! One writer per ring: [`RingWriter::open`] takes an exclusive `flock` on the file `ring.lock` in the ring's
+//! directory and holds it until the writer is dropped; the kernel releases it when the process dies, however it
+//! dies, so a lock is never left behind by a crash. The holder writes its pid and host name (inside a
+//! partition: its PID namespace's pid and the partition's name) into the file, and a second writer, in this
+//! process or another, gets [`RingError::InUse`] naming the directory and the holder. Without the lock two
+//! writers would both append at their own idea of the current offset and truncate each other's segments while
+//! both reported success. Readers take no lock.
+//!
 //! Durability ([`FsyncPolicy`]): records reach the page cache at once, so a crash of the recorder process loses
 //! nothing it wrote. Against power loss the default, [`FsyncPolicy::Segment`], flushes a segment with
 //! `fdatasync` when the writer leaves it: at most the current segment's frames can be lost, and any torn record
 //! is found by its CRC. [`FsyncPolicy::Record`] flushes after every record (at the cost of a disk flush per
 //! frame); [`FsyncPolicy::Never`] leaves it to the kernel.
 use std::collections::{HashMap, VecDeque};
-use std::fs::{File, OpenOptions};
+use std::fmt;
+use std::fs::{File, OpenOptions, TryLockError};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -45,6 +54,8 @@ pub const HEADER_LEN: usize = 56;
 pub const VERSION: u32 = 1;
 const ALIGN: u64 = 8;
 pub const ENCODING_PNG: u32 = 0;
+/// The file in a ring's directory its writer holds an exclusive `flock` on.
+pub const LOCK_FILE: &str = "ring.lock";
 
 #[derive(Debug, thiserror::Error)]
 pub enum RingError {
@@ -56,6 +67,79 @@ pub enum RingError {
     TooSmall { size: u64, segments: u32, min: u64 },
     #[error("record {seq} at {path}:{offset} no longer matches its index entry (overwritten or damaged)")]
     Stale { seq: u64, path: PathBuf, offset: u64 },
+    #[error(
+        "ring {} is in use by another recorder{}; give each recorder its own --ring",
+        dir.display(),
+        holder.as_ref().map(|h| format!(" ({h})")).unwrap_or_default()
+    )]
+    InUse { dir: PathBuf, holder: Option<Holder> },
+}
+
+/// Who holds a ring's lock, as it wrote itself into the lock file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    /// In the holder's PID namespace (inside a partition, not the host's pid).
+    pub pid: u32,
+    /// The holder's host name (inside a partition, the partition's name); `None` if it could not be read.
+    pub host: Option<String>,
+}
+
+impl fmt::Display for Holder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "pid {}", self.pid)?;
+        if let Some(h) = &self.host {
+            write!(f, " on host {h}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Holder {
+    fn me() -> Holder {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").ok().and_then(|h| clean_host(h.trim()));
+        Holder { pid: std::process::id(), host }
+    }
+
+    /// The lock file's first line, `PID [HOST]`. The file may hold anything (it is in a directory others can
+    /// write), so only its first bytes are read and only a plain host name is believed.
+    fn read(file: &File) -> Option<Holder> {
+        let mut buf = [0u8; 128];
+        let n = file.read_at(&mut buf, 0).ok()?;
+        let text = std::str::from_utf8(&buf[..n]).ok()?;
+        let mut words = text.lines().next()?.split_whitespace();
+        let pid = words.next()?.parse().ok()?;
+        Some(Holder { pid, host: words.next().filter(|h| *h != "-").and_then(clean_host) })
+    }
+}
+
+fn clean_host(h: &str) -> Option<String> {
+    let plain = !h.is_empty() && h.len() <= 64 && h.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    plain.then(|| h.to_string())
+}
+
+/// The writer's exclusive hold on a ring directory: an `flock` on [`LOCK_FILE`], released when the file is
+/// closed, by the writer's drop or the process's death.
+#[derive(Debug)]
+struct RingLock {
+    _file: File,
+}
+
+impl RingLock {
+    fn acquire(dir: &Path) -> Result<RingLock, RingError> {
+        let path = dir.join(LOCK_FILE);
+        let file = OpenOptions::new().create(true).truncate(false).read(true).write(true).open(&path).map_err(io(&path))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => return Err(RingError::InUse { dir: dir.to_path_buf(), holder: Holder::read(&file) }),
+            Err(TryLockError::Error(e)) => return Err(io(&path)(e)),
+        }
+        // New content first, then the length: a writer refused meanwhile reads a whole first line, old or new.
+        let me = Holder::me();
+        let line = format!("{} {}\n", me.pid, me.host.as_deref().unwrap_or("-"));
+        file.write_all_at(line.as_bytes(), 0).map_err(io(&path))?;
+        file.set_len(line.len() as u64).map_err(io(&path))?;
+        Ok(RingLock { _file: file })
+    }
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RingError + '_ {
@@ -247,6 +331,8 @@ pub struct RingWriter {
     next_frame: HashMap<u32, u64>,
     index: Arc<Mutex<RingIndex>>,
     buf: Vec<u8>,
+    /// Held for the writer's life: no second writer appends to or truncates this ring meanwhile.
+    _lock: RingLock,
 }
 
 fn lock(index: &Mutex<RingIndex>) -> std::sync::MutexGuard<'_, RingIndex> {
@@ -254,7 +340,8 @@ fn lock(index: &Mutex<RingIndex>) -> std::sync::MutexGuard<'_, RingIndex> {
 }
 
 impl RingWriter {
-    /// Opens (creating when needed) the ring in `config.dir`, scanning what is there.
+    /// Opens (creating when needed) the ring in `config.dir`, scanning what is there. Fails with
+    /// [`RingError::InUse`] while another writer has the ring open.
     pub fn open(config: RingConfig) -> Result<(Self, OpenReport), RingError> {
         let segment_size = config.segment_size();
         let min = record_size(4096);
@@ -262,6 +349,7 @@ impl RingWriter {
             return Err(RingError::TooSmall { size: config.size, segments: config.segments, min });
         }
         std::fs::create_dir_all(&config.dir).map_err(io(&config.dir))?;
+        let lock = RingLock::acquire(&config.dir)?;
         let max_payload = segment_size - HEADER_LEN as u64;
         let mut report = OpenReport::default();
         let mut entries = Vec::new();
@@ -319,7 +407,7 @@ impl RingWriter {
         }
         let index = Arc::new(Mutex::new(RingIndex { entries: entries.into() }));
         Ok((
-            RingWriter { config, segment_size, current, file, offset, next_seq, next_frame, index, buf: Vec::new() },
+            RingWriter { config, segment_size, current, file, offset, next_seq, next_frame, index, buf: Vec::new(), _lock: lock },
             report,
         ))
     }
@@ -605,5 +693,71 @@ mod tests {
         let (mut w, _) = RingWriter::open(config(&t.0)).unwrap();
         let big = vec![0u8; config(&t.0).segment_size() as usize];
         assert!(matches!(w.append(meta(0, 0), &big), Err(RingError::TooLarge { .. })));
+    }
+
+    #[test]
+    fn a_second_writer_is_refused_while_the_first_keeps_writing_intact_records() {
+        let t = TempDir::new("two-writers");
+        let (mut first, _) = RingWriter::open(config(&t.0)).unwrap();
+        for f in 0..3 {
+            first.append(meta(0, f), &payload(f, 500)).unwrap();
+        }
+        // Another writer on the same directory, in this process (another open file, so another flock).
+        let err = RingWriter::open(config(&t.0)).err().expect("a second writer must be refused");
+        match &err {
+            RingError::InUse { dir, holder } => {
+                assert_eq!(dir, &t.0);
+                assert_eq!(holder.as_ref().map(|h| h.pid), Some(std::process::id()));
+            }
+            other => panic!("expected InUse, got {other:?}"),
+        }
+        let text = err.to_string();
+        let expected = format!("ring {} is in use by another recorder (pid {}", t.0.display(), std::process::id());
+        assert!(text.starts_with(&expected), "{text}");
+        assert!(text.ends_with("; give each recorder its own --ring"), "{text}");
+        // The refused open touched nothing: the first writer goes on, through a segment change.
+        for f in 3..12 {
+            first.append(meta(0, f), &payload(f, 500)).unwrap();
+        }
+        drop(first);
+        let (w, report) = RingWriter::open(config(&t.0)).unwrap();
+        assert_eq!((report.records, report.damaged, report.truncated_bytes), (12, 0, 0));
+        let mut r = RingReader::new(&t.0);
+        let entries: Vec<Entry> = lock(&w.index()).entries().copied().collect();
+        for (f, e) in entries.iter().enumerate() {
+            assert_eq!((e.seq, e.meta.frame), (f as u64, f as u64));
+            assert_eq!(r.read(e).unwrap(), payload(f as u64, 500), "record {f}");
+        }
+    }
+
+    #[test]
+    fn the_lock_goes_with_the_writer() {
+        let t = TempDir::new("lock-release");
+        let (w, _) = RingWriter::open(config(&t.0)).unwrap();
+        let holder = std::fs::read_to_string(t.0.join(LOCK_FILE)).unwrap();
+        assert!(holder.starts_with(&format!("{} ", std::process::id())), "{holder:?}");
+        drop(w);
+        assert!(RingWriter::open(config(&t.0)).is_ok(), "a dropped writer must release the ring");
+    }
+
+    #[test]
+    fn a_lock_file_with_garbage_in_it_names_no_holder() {
+        let t = TempDir::new("lock-garbage");
+        let (_w, _) = RingWriter::open(config(&t.0)).unwrap();
+        for text in ["", "not a pid\n", "12 host with spaces\n", "99999999999 x\n", "\u{0}\u{1}"] {
+            std::fs::write(t.0.join(LOCK_FILE), text).unwrap();
+            match RingWriter::open(config(&t.0)) {
+                Err(RingError::InUse { holder, .. }) => {
+                    let expected = if text.starts_with("12 ") { Some(Holder { pid: 12, host: Some("host".into()) }) } else { None };
+                    assert_eq!(holder, expected, "{text:?}");
+                }
+                other => panic!("{text:?}: expected InUse, got {:?}", other.map(|_| ())),
+            }
+        }
+        std::fs::write(t.0.join(LOCK_FILE), format!("7 {}\n", "h".repeat(300))).unwrap();
+        match RingWriter::open(config(&t.0)) {
+            Err(e @ RingError::InUse { .. }) => assert!(e.to_string().contains("(pid 7)"), "{e}"),
+            other => panic!("expected InUse, got {:?}", other.map(|_| ())),
+        }
     }
 }
