@@ -30,15 +30,17 @@
 //! segment (the one holding the highest `seq`) back to the end of its last valid record before appending again.
 //!
 //! Opening reads each segment through one buffer of [`SCAN_CHUNK`] bytes (a record's CRC is computed as its
-//! payload streams through), so the memory it takes does not depend on how large the files are. A writer never
-//! writes past the segment size, so only the first `size / segments` bytes of a segment file are scanned: the
-//! bytes after them (a stray or hostile file, or a ring reopened with a smaller size) are one damaged stretch,
-//! counted without being read, and cut off. A record whose length field is beyond the segment size is damage
-//! like any other. A stretch of damage that holds headers with the right magic and version costs a CRC over
-//! each one's claimed payload; once a segment's failed checks add up to [`CHECK_BUDGET`] segment sizes (a
-//! segment of genuine records, damaged or not, cannot reach one), the rest of it is taken as damage, so a file
-//! made of such headers cannot hold the open for hours either. A segment path that is not a regular file (a
-//! FIFO, a device, a directory) is refused with [`RingError::NotAFile`].
+//! payload streams through), so the memory it takes does not depend on how large the files are: a ring with two
+//! sparse 512 MiB segment files opens with the peak resident size 60 KiB higher, where reading each file whole,
+//! as opening did before, took 512 MiB. A writer never writes past the segment size, so only the first `size /
+//! segments` bytes of a segment file are scanned: the bytes after them (a stray or hostile file, or a ring
+//! reopened with a smaller size) are one damaged stretch, counted without being read, and cut off. A record whose
+//! length field is beyond the segment size is damage like any other. A stretch of damage that holds headers with
+//! the right magic and version costs a CRC over each one's claimed payload; once a segment's failed checks add up
+//! to [`CHECK_BUDGET`] segment sizes (a segment of genuine records, damaged or not, cannot reach one), the rest
+//! of it is taken as damage. Without that bound an 8 MiB segment of such headers held the open for 44 s here, and
+//! the time grows with the square of the segment size. A segment path that is not a regular file (a FIFO, a
+//! device, a directory) is refused with [`RingError::NotAFile`].
 //!
 //! One writer per ring: [`RingWriter::open`] takes an exclusive `flock` on the file `ring.lock` in the ring's
 //! directory and holds it until the writer is dropped; the kernel releases it when the process dies, however it
@@ -512,6 +514,7 @@ impl RingWriter {
             let file = match OpenOptions::new().read(true).write(true).open(&path) {
                 Ok(f) => f,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => return Err(RingError::NotAFile { path }),
                 Err(e) => return Err(io(&path)(e)),
             };
             let meta = file.metadata().map_err(io(&path))?;
@@ -954,6 +957,7 @@ mod tests {
         let mut opened = None;
         let rise = peak_rise(|| opened = Some(RingWriter::open(cfg.clone()).unwrap()));
         let (w, report) = opened.unwrap();
+        eprintln!("opening a ring with two 512 MiB segment files raised the peak resident size by {rise} KiB");
         assert!(rise < 16 << 10, "opening the ring raised the peak resident size by {rise} KiB");
         assert_eq!(report.records, 5);
         let segment = cfg.segment_size();
@@ -1047,6 +1051,9 @@ mod tests {
     fn a_segment_that_is_not_a_file_is_refused_without_waiting() {
         let t = TempDir::new("fifo");
         std::fs::create_dir_all(&t.0).unwrap();
+        std::fs::create_dir_all(segment_path(&t.0, 1)).unwrap();
+        assert!(matches!(RingWriter::open(config(&t.0)), Err(RingError::NotAFile { path }) if path == segment_path(&t.0, 1)));
+        std::fs::remove_dir(segment_path(&t.0, 1)).unwrap();
         let fifo = segment_path(&t.0, 2);
         let made = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
         assert!(made.success());
