@@ -108,6 +108,7 @@ pub use partita_os::clock::unix_ns as now_ns;
 
 impl Recorder {
     /// Opens the ring (scanning what a previous run left), joins the domain and starts recording and serving.
+    /// A ring another recorder is writing is refused ([`RingError::InUse`]) before anything else starts.
     pub fn start(config: RecorderConfig, dds: &DomainConfig) -> Result<Self, RecorderError> {
         if config.cameras == 0 || config.width == 0 || config.height == 0 {
             return Err(RecorderError::Config("cameras, width and height must be at least 1".into()));
