@@ -18,6 +18,8 @@ const DEFAULT_PIDS: u64 = 256;
 const MAX_PIDS: u64 = 1 << 22;
 /// The longest major frame: the executor sleeps a frame's boundaries away, and a stop waits for at most one.
 pub const MAX_FRAME: Duration = Duration::from_millis(10_000);
+/// The most windows one plan may have.
+const MAX_WINDOWS: usize = 1_000;
 /// The longest wake-up latency bound worth holding (no idle state of any CPU takes longer to leave).
 const MAX_CPU_DMA_LATENCY: Duration = Duration::from_millis(1_000);
 const DEFAULT_HEALTH: HealthAction = HealthAction::Restart { max_restarts: 3, window: Duration::from_millis(60_000), backoff: DEFAULT_BACKOFF };
@@ -624,6 +626,11 @@ impl Cx<'_> {
                         self.err(&r.span(), &format!("{ppath}.router"), Problem::RouterNotIo);
                         None
                     }
+                    Some(r) if !r.get_ref().is_table() => {
+                        let p = Problem::BadValue(format!("the router is a table of routes, not {}; write [module.partition.router] (docs/router.md)", r.get_ref().type_str()));
+                        self.err(&r.span(), &format!("{ppath}.router"), p);
+                        None
+                    }
                     Some(r) => {
                         let text = toml::to_string(r.get_ref()).unwrap_or_default();
                         match partita_router_config::RouterConfig::parse_embedded(&text, self.file) {
@@ -666,6 +673,11 @@ impl Cx<'_> {
                 }
                 // (index in file, window, span of start)
                 let mut wins: Vec<(usize, Window, Range<usize>)> = Vec::new();
+                if rp.window.len() > MAX_WINDOWS {
+                    let p = Problem::BadValue(format!("{} windows in one plan; a plan has at most {MAX_WINDOWS} (every window is a freeze and a thaw of the executor)", rp.window.len()));
+                    self.err(&rp.major_frame.span(), &format!("{ppath}.window"), p);
+                    continue;
+                }
                 for (wi, w) in rp.window.iter().enumerate() {
                     let wpath = format!("{ppath}.window[{wi}]");
                     let part = w.partition.get_ref().clone();

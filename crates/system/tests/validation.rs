@@ -566,3 +566,13 @@ fn a_restart_policy_cannot_make_a_crash_loop() {
     let s = parse(&GOOD.replacen("command = [\"prog\"]", "command = [\"prog\"]\nhealth = { action = \"restart\", backoff = \"250ms\" }", 1), "sys.toml", &host()).unwrap();
     assert!(matches!(s.modules[0].partitions[0].tree.health, HealthAction::Restart { backoff, .. } if backoff == Duration::from_millis(250)));
 }
+
+#[test]
+fn a_router_that_is_not_a_table_and_a_plan_of_too_many_windows_are_refused_plainly() {
+    let e = broken("io = true", "io = true\nrouter = 5");
+    assert!(e.iter().any(|d| d.path == "module[m].partition[b].router" && d.problem.to_string().contains("not integer")), "{e:?}");
+    let windows: String = (0..1001).map(|i| format!("[[module.plan.window]]\npartition = \"a\"\nstart = \"{i}ns\"\nduration = \"1ns\"\n")).collect();
+    let text = GOOD.replacen("[[module.plan.window]]\npartition = \"a\"", &format!("{windows}[[module.plan.window]]\npartition = \"a\""), 1);
+    let e = errors(&text);
+    assert!(e.iter().any(|d| d.path == "module[m].plan[0].window" && d.problem.to_string().contains("at most 1000")), "{:?}", &e[..e.len().min(3)]);
+}
