@@ -168,3 +168,26 @@ fn the_addresses_of_the_system_file_are_the_ones_the_partitions_get() {
     assert!(watcher.contains("198.18.40.99/24"), "the native node's address: {watcher}");
     assert!(leftovers(&name).is_empty(), "left behind: {:?}", leftovers(&name));
 }
+
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn sighup_and_sigquit_tear_the_system_down_like_sigterm() {
+    for signal in [libc::SIGHUP, libc::SIGQUIT] {
+        let name = format!("hup{}x{signal}", std::process::id() % 100_000);
+        let file = write_system(&name, SYSTEM);
+        let mut up = Command::new(env!("CARGO_BIN_EXE_partita")).args(["up", file.to_str().unwrap()]).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        let state = std::path::Path::new("/run/partita").join(&name).join("state.json");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !state.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert!(state.exists(), "the system did not come up");
+        partita_os::process::send_signal(up.id() as i32, signal).unwrap();
+        let out = up.wait_with_output().unwrap();
+        let _ = std::fs::remove_file(&file);
+        assert!(out.status.success(), "signal {signal}: {:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
+        assert!(!state.exists(), "signal {signal}: the state file says the system is still up");
+        assert!(leftovers(&name).is_empty(), "signal {signal} left behind: {:?}", leftovers(&name));
+        let _ = std::fs::remove_dir_all(state.parent().unwrap());
+    }
+}
