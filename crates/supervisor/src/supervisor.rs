@@ -396,14 +396,7 @@ fn confine(c: &partita_system::Confinement, root: &Path, dds_config: &Path) -> R
     std::os::unix::fs::chown(&c.state_dir, Some(c.uid), Some(c.uid)).map_err(path_err("chown", &c.state_dir))?;
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&c.state_dir, std::fs::Permissions::from_mode(0o700)).map_err(path_err("chmod", &c.state_dir))?;
-    Ok(Confine {
-        uid: c.uid,
-        capabilities: c.capabilities.clone(),
-        seccomp_allow: c.seccomp_allow.clone(),
-        state_dir: c.state_dir.clone(),
-        dds_config: Some(dds_config.to_path_buf()),
-        root: root.to_path_buf(),
-    })
+    Ok(Confine { granted: c.clone(), dds_config: Some(dds_config.to_path_buf()), root: root.to_path_buf() })
 }
 
 /// A partition or native node, as the build loop sees it.

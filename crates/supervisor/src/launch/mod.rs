@@ -63,17 +63,13 @@ pub struct LaunchSpec {
     pub confine: Option<Confine>,
 }
 
-/// The confinement of a partition, as its launcher needs it.
+/// The confinement of a partition, as its launcher needs it: what its system file grants, and where on the
+/// host its view is built from.
 #[derive(Debug, Clone)]
 pub struct Confine {
-    /// Host uid and gid of root inside (65536 ids are mapped from it).
-    pub uid: u32,
-    /// Capabilities kept, by number.
-    pub capabilities: Vec<u8>,
-    /// Entries of the default seccomp profile let through.
-    pub seccomp_allow: Vec<String>,
-    /// Its state directory: the same path on the host (owned by `uid`) and inside.
-    pub state_dir: PathBuf,
+    /// Its host uid, capabilities, system calls let through and state directory (owned by the uid, the same
+    /// path on the host and inside).
+    pub granted: partita_system::Confinement,
     /// Its DDS configuration on the host, seen inside at [`rootfs::DDS_CONFIG`].
     pub dds_config: Option<PathBuf>,
     /// An empty directory on the host its view of the file system is assembled in.
@@ -163,7 +159,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
     let mounts = match &spec.confine {
         Some(c) => {
             std::fs::create_dir_all(&c.root).map_err(path_err("mkdir", &c.root))?;
-            rootfs::steps(&rootfs::View { root: &c.root, uid: c.uid, state_dir: &c.state_dir, dds_config: c.dds_config.as_deref() })
+            rootfs::steps(&rootfs::View { root: &c.root, uid: c.granted.uid, state_dir: &c.granted.state_dir, dds_config: c.dds_config.as_deref() })
         }
         None => vec![
             rootfs::Step::Mount { source: None, target: c"/".into(), fstype: None, flags: libc::MS_REC | libc::MS_PRIVATE, data: None, optional: false },
@@ -178,7 +174,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
         ],
     };
     let filters = match &spec.confine {
-        Some(c) => seccomp::filters(&c.seccomp_allow).map_err(|e| SupervisorError::Invalid(format!("seccomp filter of {}: {e}", spec.partition)))?,
+        Some(c) => seccomp::filters(&c.granted.seccomp_allow).map_err(|e| SupervisorError::Invalid(format!("seccomp filter of {}: {e}", spec.partition)))?,
         None => seccomp::Filters::default(),
     };
     let fprog = |p: &seccompiler::BpfProgram| libc::sock_fprog { len: p.len() as u16, filter: p.as_ptr() as *mut libc::sock_filter };
@@ -198,7 +194,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
         mounts: &mounts,
         fifo_priority: spec.fifo_priority.map(libc::c_int::from),
         confined: spec.confine.as_ref().map(|c| Confined {
-            keep: c.capabilities.iter().fold(0u64, |m, n| m | (1u64 << n)),
+            keep: c.granted.capabilities.iter().fold(0u64, |m, n| m | (1u64 << n)),
             last_cap: last_capability(),
             notify: notify.as_ref(),
             notify_socket: notify_theirs.as_raw_fd(),
@@ -225,7 +221,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
         }
         if msg == NEED_MAPS {
             let c = spec.confine.as_ref().expect("only a confined partition asks for id maps");
-            let written = write_id_maps(pid, c.uid).and_then(|_| maps.take().expect("asked once").write_all(b"m").map_err(path_err("write", "the id maps pipe")));
+            let written = write_id_maps(pid, c.granted.uid).and_then(|_| maps.take().expect("asked once").write_all(b"m").map_err(path_err("write", "the id maps pipe")));
             if let Err(e) = written {
                 let _ = partita_os::process::send_signal(pid, libc::SIGKILL);
                 let _ = partita_os::process::wait_blocking(pid);
