@@ -18,6 +18,14 @@ const DEFAULT_PIDS: u64 = 256;
 const MAX_PIDS: u64 = 1 << 22;
 /// The longest major frame: the executor sleeps a frame's boundaries away, and a stop waits for at most one.
 pub const MAX_FRAME: Duration = Duration::from_millis(10_000);
+/// A VM partition's guest memory by default, the room its cgroup keeps for QEMU above it by default, and the
+/// least room it must keep.
+const DEFAULT_GUEST_MEMORY: ByteSize = ByteSize(256 << 20);
+const VM_OVERHEAD: ByteSize = ByteSize(256 << 20);
+const VM_MIN_OVERHEAD: ByteSize = ByteSize(96 << 20);
+const MAX_VCPUS: u64 = 8;
+const DEFAULT_BOOT_TIMEOUT: Duration = Duration::from_millis(60_000);
+const MAX_BOOT_TIMEOUT: Duration = Duration::from_millis(600_000);
 /// The most windows one plan may have.
 const MAX_WINDOWS: usize = 1_000;
 /// The longest wake-up latency bound worth holding (no idle state of any CPU takes longer to leave).
@@ -217,6 +225,21 @@ struct RawPartition {
     address: Option<S<String>>,
     /// The routing service's configuration (I/O partition only).
     router: Option<S<toml::Value>>,
+    /// `process` (default) or `vm`.
+    kind: Option<S<String>>,
+    vm: Option<S<RawVm>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVm {
+    memory: Option<S<String>>,
+    vcpus: Option<S<u64>>,
+    accel: Option<S<String>>,
+    kernel: Option<S<String>>,
+    #[serde(default)]
+    append: Vec<S<String>>,
+    boot_timeout: Option<S<String>>,
 }
 
 #[derive(Deserialize)]
@@ -584,7 +607,9 @@ impl Cx<'_> {
                 } else {
                     names.insert(pname.clone(), self.line(&p.name.span()));
                 }
-                let command = self.command(&p.command, &format!("{ppath}.command"));
+                let vm = self.vm(p, &ppath);
+                // A guest's command runs in the guest (its programs are busybox's and partita): not looked up here.
+                let command = if vm.is_some() { self.guest_command(&p.command, &format!("{ppath}.command")) } else { self.command(&p.command, &format!("{ppath}.command")) };
                 let criticality = match p.criticality.as_ref() {
                     None => Criticality::Medium,
                     Some(c) => match c.get_ref().as_str() {
@@ -597,7 +622,15 @@ impl Cx<'_> {
                         }
                     },
                 };
-                let memory = p.memory.as_ref().map_or(Some(DEFAULT_MEMORY), |m| self.memory(m, &format!("{ppath}.memory"))).unwrap_or(DEFAULT_MEMORY);
+                // A VM partition's cgroup holds the guest's memory and QEMU's own.
+                let default_memory = vm.as_ref().map_or(DEFAULT_MEMORY, |v| ByteSize(v.memory.0.saturating_add(VM_OVERHEAD.0)));
+                let memory = p.memory.as_ref().map_or(Some(default_memory), |m| self.memory(m, &format!("{ppath}.memory"))).unwrap_or(default_memory);
+                if let (Some(v), Some(m)) = (&vm, &p.memory) {
+                    if memory.0 < v.memory.0.saturating_add(VM_MIN_OVERHEAD.0) {
+                        let fix = format!("give the partition at least the guest's {} plus {VM_MIN_OVERHEAD} for QEMU, or leave `memory` out", v.memory);
+                        self.err(&m.span(), &format!("{ppath}.memory"), Problem::BadValue(format!("{memory} cannot hold the guest; {fix}")));
+                    }
+                }
                 let pids_max = p.pids.as_ref().map_or(Some(DEFAULT_PIDS), |n| self.pids(n, &format!("{ppath}.pids")));
                 let pcpus = match &p.cpus {
                     Some(c) => self.cpu_list(c, &format!("{ppath}.cpus"), &cpus, false),
@@ -647,7 +680,7 @@ impl Cx<'_> {
                 let env = self.env(&p.env, &format!("{ppath}.env"), &p.name.span());
                 let confinement = self.confinement(p, &ppath, &mut uids);
                 let tree = ProcessTree { command, env, memory: Some(memory), pids_max, cpus: pcpus, health, scheduling, netns: String::new(), cgroup: String::new(), nics: Vec::new(), confinement: Some(confinement) };
-                partitions.push(Partition { name: pname, criticality, io: p.io, domain, address, external_address, router, plan: None, tree });
+                partitions.push(Partition { name: pname, criticality, io: p.io, domain, address, external_address, router, plan: None, vm, tree });
             }
 
             // Plans.
@@ -859,6 +892,82 @@ impl Cx<'_> {
             }
         }
         Confinement { uid, capabilities, seccomp_allow, state_dir: PathBuf::new() }
+    }
+
+    /// A partition's kind, and for a VM partition its guest.
+    fn vm(&mut self, p: &RawPartition, ppath: &str) -> Option<Vm> {
+        let kind = p.kind.as_ref().map_or("process", |k| k.get_ref().as_str());
+        match (kind, &p.vm) {
+            ("process", None) => return None,
+            ("process", Some(v)) => {
+                self.err(&v.span(), &format!("{ppath}.vm"), Problem::BadValue("a [vm] table belongs to a partition of kind = \"vm\"; add it or remove the table".into()));
+                return None;
+            }
+            ("vm", _) => {}
+            (other, _) => {
+                let span = p.kind.as_ref().map(|k| k.span()).unwrap_or(0..0);
+                self.err(&span, &format!("{ppath}.kind"), Problem::BadValue(format!("unknown partition kind {other:?}; use \"process\" or \"vm\"")));
+                return None;
+            }
+        }
+        let path = format!("{ppath}.vm");
+        let raw = p.vm.as_ref().map(|v| v.get_ref());
+        let memory = raw.and_then(|v| v.memory.as_ref()).and_then(|m| self.memory(m, &format!("{path}.memory"))).unwrap_or(DEFAULT_GUEST_MEMORY);
+        let vcpus = match raw.and_then(|v| v.vcpus.as_ref()) {
+            None => 1,
+            Some(n) if (1..=MAX_VCPUS).contains(n.get_ref()) => *n.get_ref() as u32,
+            Some(n) => {
+                self.err(&n.span(), &format!("{path}.vcpus"), Problem::BadValue(format!("{} vCPUs: give 1..={MAX_VCPUS}", n.get_ref())));
+                1
+            }
+        };
+        let accel = match raw.and_then(|v| v.accel.as_ref()) {
+            None => Accel::Auto,
+            Some(a) => match a.get_ref().as_str() {
+                "auto" => Accel::Auto,
+                "kvm" => Accel::Kvm,
+                "tcg" => Accel::Tcg,
+                other => {
+                    self.err(&a.span(), &format!("{path}.accel"), Problem::BadValue(format!("unknown acceleration {other:?}; use \"auto\", \"kvm\" or \"tcg\"")));
+                    Accel::Auto
+                }
+            },
+        };
+        let kernel = raw.and_then(|v| v.kernel.as_ref()).and_then(|k| {
+            let p = PathBuf::from(k.get_ref());
+            if self.host.path.is_some() && !p.is_file() {
+                self.err(&k.span(), &format!("{path}.kernel"), Problem::BadValue(format!("{:?} is not a file on this machine; give a guest kernel image, or leave `kernel` out for partita's", k.get_ref())));
+            }
+            Some(p)
+        });
+        let mut append = Vec::new();
+        for a in raw.map(|v| v.append.as_slice()).unwrap_or_default() {
+            if a.get_ref().contains('\0') || a.get_ref().starts_with("partita.") {
+                self.err(&a.span(), &format!("{path}.append"), Problem::BadValue(format!("{:?} cannot be a kernel argument here (NUL bytes and partita.* are not allowed)", a.get_ref())));
+            } else {
+                append.push(a.get_ref().clone());
+            }
+        }
+        let boot_timeout = match raw.and_then(|v| v.boot_timeout.as_ref()).and_then(|b| self.duration(b, &format!("{path}.boot_timeout")).map(|d| (b, d))) {
+            None => DEFAULT_BOOT_TIMEOUT,
+            Some((b, d)) if !(Duration::from_millis(1_000)..=MAX_BOOT_TIMEOUT).contains(&d) => {
+                self.err(&b.span(), &format!("{path}.boot_timeout"), Problem::BadValue(format!("a boot timeout of {d}: give 1s to {MAX_BOOT_TIMEOUT}")));
+                DEFAULT_BOOT_TIMEOUT
+            }
+            Some((_, d)) => d,
+        };
+        Some(Vm { memory, vcpus, accel, kernel, append, boot_timeout })
+    }
+
+    /// A guest's command: not empty, no NUL byte.
+    fn guest_command(&mut self, c: &S<Vec<String>>, path: &str) -> Vec<String> {
+        let argv = c.get_ref();
+        if !matches!(argv.first(), Some(p) if !p.trim().is_empty()) {
+            self.err(&c.span(), path, Problem::EmptyCommand);
+        } else if let Some(i) = argv.iter().position(|a| a.contains('\0')) {
+            self.err(&c.span(), &format!("{path}[{i}]"), Problem::NulByte);
+        }
+        argv.clone()
     }
 
     fn scheduling(&mut self, s: Option<&RawScheduling>, path: &str) -> Scheduling {

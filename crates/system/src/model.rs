@@ -398,7 +398,46 @@ pub struct Partition {
     pub router: Option<String>,
     /// Index into the module's `plans` of the one plan that has its windows; `None` in a native machine.
     pub plan: Option<usize>,
+    /// A virtual-machine partition: its command runs in a QEMU guest, whose QEMU process is the partition's
+    /// process tree on the host (`kind = "vm"`); `None` for a process partition.
+    pub vm: Option<Vm>,
     pub tree: ProcessTree,
+}
+
+/// How a virtual-machine partition's guest is made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Vm {
+    /// The guest's memory (the partition's cgroup holds it and QEMU's own).
+    pub memory: ByteSize,
+    pub vcpus: u32,
+    pub accel: Accel,
+    /// The guest kernel; `None`: the one partita's setup fetched (Debian's cloud kernel).
+    pub kernel: Option<std::path::PathBuf>,
+    /// Extra kernel command-line arguments.
+    pub append: Vec<String>,
+    /// The longest a guest may take to start its command; beyond, it is stopped and the health monitor acts.
+    pub boot_timeout: Duration,
+}
+
+/// How a guest's CPU is provided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accel {
+    /// KVM when a probe shows a stock guest runs under it here, else TCG.
+    Auto,
+    /// Hardware virtualization (KVM).
+    Kvm,
+    /// QEMU's emulation: timings are emulation, not virtualization.
+    Tcg,
+}
+
+impl fmt::Display for Accel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Accel::Auto => "auto",
+            Accel::Kvm => "kvm",
+            Accel::Tcg => "tcg",
+        })
+    }
 }
 
 /// A non-partitioned node: a process tree on the inter-module network, not frozen by any plan.

@@ -109,6 +109,10 @@ pub const MODULE_NIC: &str = "vnic0";
 /// The V-NIC inside an I/O partition or node on the inter-module network.
 pub const INTER_MODULE_NIC: &str = "vnic1";
 
+/// A VM partition's NICs inside its guest.
+pub const GUEST_MODULE_NIC: &str = "eth0";
+pub const GUEST_INTER_MODULE_NIC: &str = "eth1";
+
 /// Gives every network its bridge and every partition and node its namespace, cgroup and V-NICs: the names
 /// and addresses `partita up` creates, derived once, here.
 pub(crate) fn place(system: &mut System) {
@@ -123,8 +127,10 @@ pub(crate) fn place(system: &mut System) {
             if let Some(c) = &mut p.tree.confinement {
                 c.state_dir = names.state_dir(&p.name);
             }
+            // A guest's NICs are its eth0 and eth1; on the host they are taps on the bridges.
+            let (module_nic, network_nic) = if p.vm.is_some() { (GUEST_MODULE_NIC, GUEST_INTER_MODULE_NIC) } else { (MODULE_NIC, INTER_MODULE_NIC) };
             p.tree.nics = vec![Nic {
-                name: MODULE_NIC.into(),
+                name: module_nic.into(),
                 host_name: names.vnic(mi, pi),
                 network: NetworkId::Module(mi),
                 address: p.address,
@@ -132,7 +138,7 @@ pub(crate) fn place(system: &mut System) {
             }];
             if let Some(a) = p.external_address {
                 p.tree.nics.push(Nic {
-                    name: INTER_MODULE_NIC.into(),
+                    name: network_nic.into(),
                     host_name: names.external_vnic(mi, pi),
                     network: NetworkId::InterModule,
                     address: a,

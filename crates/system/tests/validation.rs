@@ -576,3 +576,29 @@ fn a_router_that_is_not_a_table_and_a_plan_of_too_many_windows_are_refused_plain
     let e = errors(&text);
     assert!(e.iter().any(|d| d.path == "module[m].plan[0].window" && d.problem.to_string().contains("at most 1000")), "{:?}", &e[..e.len().min(3)]);
 }
+
+#[test]
+fn a_partition_may_be_a_virtual_machine() {
+    let text = GOOD.replacen("command = [\"prog\"]", "command = [\"partita\", \"app\", \"recorder\"]\nkind = \"vm\"\nvm = { memory = \"192MiB\", accel = \"tcg\", append = [\"quiet\"] }", 1);
+    let machine = Host { cpus: vec![0, 1], path: Some(vec![]) };
+    let s = parse(&text, "sys.toml", &machine).expect("a guest's command is not looked up on the host");
+    let a = &s.modules[0].partitions[0];
+    let vm = a.vm.clone().expect("a VM partition");
+    assert_eq!((vm.memory, vm.vcpus, vm.accel, vm.append.clone()), (ByteSize(192 << 20), 1, Accel::Tcg, vec!["quiet".to_string()]));
+    assert_eq!(a.tree.memory, Some(ByteSize((192 + 256) << 20)), "its cgroup holds the guest and QEMU");
+    assert_eq!(a.tree.nics[0].name, "eth0", "a guest's NIC is its eth0");
+    assert!(a.tree.confinement.is_some(), "QEMU runs confined like any partition");
+    assert!(s.modules[0].partitions[1].vm.is_none());
+    for (bad, path) in [
+        ("kind = \"container\"", "module[m].partition[a].kind"),
+        ("vm = { vcpus = 2 }", "module[m].partition[a].vm"),
+        ("kind = \"vm\"\nvm = { vcpus = 0 }", "module[m].partition[a].vm.vcpus"),
+        ("kind = \"vm\"\nvm = { accel = \"xen\" }", "module[m].partition[a].vm.accel"),
+        ("kind = \"vm\"\nvm = { boot_timeout = \"1ms\" }", "module[m].partition[a].vm.boot_timeout"),
+        ("kind = \"vm\"\nvm = { append = [\"partita.ip=1\"] }", "module[m].partition[a].vm.append"),
+        ("kind = \"vm\"\nvm = { memory = \"512MiB\" }\nmemory = \"520MiB\"", "module[m].partition[a].memory"),
+    ] {
+        let e = broken("command = [\"prog\"]", &format!("command = [\"prog\"]\n{bad}"));
+        assert!(e.iter().any(|d| d.path == path), "{bad}: {e:?}");
+    }
+}
