@@ -104,10 +104,10 @@ struct RrArgs {
     /// Payload sizes, comma-separated: 64, 1k, 1KiB, 16KiB, 1M.
     #[arg(long, value_delimiter = ',', default_value = "64")]
     size: Vec<String>,
-    /// Measured operations per scenario.
+    /// Measured operations per run of a scenario.
     #[arg(long, default_value_t = 10_000)]
     count: u64,
-    /// Warm-up operations per scenario, discarded (and counted).
+    /// Warm-up operations per run of a scenario, discarded (and counted).
     #[arg(long, default_value_t = 1_000)]
     warmup: u64,
     /// Open loop: send requests at this fixed rate (per second); latency counts from the scheduled send time.
@@ -116,10 +116,11 @@ struct RrArgs {
     /// Busy work in the server before each reply, in µs (a calibrated loop).
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     server_work: f64,
-    /// Spin on non-blocking receives instead of blocking (keeps the CPU out of idle states).
+    /// Spin on non-blocking receives instead of blocking (keeps the CPU out of idle states); only with
+    /// --normal-scheduling (a spinning SCHED_FIFO client would keep the run's other processes off its CPU).
     #[arg(long)]
     busy_poll: bool,
-    /// Also write every sample (raw-<scenario>.csv and in results.json).
+    /// Also write every sample of every run (raw-<scenario>-r<repeat>.csv and in results.json).
     #[arg(long)]
     raw: bool,
     /// Folder for the result files (default results/rr-<timestamp>).
