@@ -155,8 +155,9 @@ impl Trigger {
     }
 }
 
-/// Runs `ddsperf pong` and `ddsperf ping` for one payload size.
-pub fn run(size: usize, cfg: &RrConfig, stop: &AtomicBool, trigger: Trigger) -> Result<ScenarioResult, BenchError> {
+/// Runs `ddsperf pong` and `ddsperf ping` for one payload size; `repeat` counts the cell's runs from 1. Both
+/// inherit this process's scheduling class; being another project's program, they do not lock their memory.
+pub fn run(size: usize, repeat: u32, cfg: &RrConfig, stop: &AtomicBool, trigger: Trigger) -> Result<ScenarioResult, BenchError> {
     let started = crate::machine::now_rfc3339();
     let dsize = size.max(MIN_SIZE);
     let domain = domain_id();
@@ -263,6 +264,7 @@ pub fn run(size: usize, cfg: &RrConfig, stop: &AtomicBool, trigger: Trigger) -> 
         scenario: format!("{} {}", trigger.name(), crate::size::format_size(size)),
         transport: trigger.name().into(),
         size,
+        repeat,
         mode: cfg.mode().to_string(),
         warmup_requested: cfg.warmup,
         warmup_done,

@@ -58,10 +58,16 @@ pub enum BenchError {
     Sandbox(String),
     #[error("real-time setup: {0}")]
     Realtime(String),
-    #[error("--busy-poll with --fifo: a spinning SCHED_FIFO client would keep the other processes of the run off its CPU; choose one")]
+    #[error("--busy-poll under the real-time setup: a spinning SCHED_FIFO client would keep the other processes of the run off its CPU; add --normal-scheduling to busy-poll")]
     BusyPollUnderFifo,
-    #[error("--fifo {0}: give a SCHED_FIFO priority from 1 to 98")]
+    #[error("--fifo {0}: give a SCHED_FIFO priority from 1 to 89 (below the plan executors' 90)")]
     BadPriority(u8),
+    #[error("--cpu-dma-latency {0}: give a bound from 0 to 1000000 µs")]
+    BadCpuDmaLatency(u32),
+    #[error("{0} with --normal-scheduling: it sets the real-time setup; leave out one of them")]
+    SetupConflict(String),
+    #[error("--repeat must be at least 1")]
+    BadRepeat,
     #[error("--batch-delay {text:?}: {reason}")]
     BadBatchDelay { text: String, reason: String },
 }
@@ -79,6 +85,9 @@ impl BenchError {
                 | BenchError::BadRate(_)
                 | BenchError::BusyPollUnderFifo
                 | BenchError::BadPriority(_)
+                | BenchError::BadCpuDmaLatency(_)
+                | BenchError::SetupConflict(_)
+                | BenchError::BadRepeat
                 | BenchError::BadBatchDelay { .. }
                 | BenchError::BadTimeout
                 | BenchError::BadServerWork(_)

@@ -4,6 +4,9 @@
 //! resident memory is sampled from `/proc/PID/status` throughout, and its own statistics (topic
 //! `partita/router/stats`) tell in how many batches it sent the forwarded samples.
 use crate::error::BenchError;
+use crate::repeat::Spread;
+use crate::setup::SetupRecord;
+use std::fmt::Write as _;
 use partita_dds::{qos::Reliability, DomainConfig, ListeningReader, Participant, Qos, Reader, Topic, TopicType, Writer};
 use partita_router::{RouteStats, RouterConfig};
 use serde::{Deserialize, Serialize};
@@ -37,10 +40,12 @@ pub struct FloodConfig {
     pub batch_delay: String,
 }
 
-/// What was measured.
+/// What was measured in one flood.
 #[derive(Debug, Clone, Serialize)]
 pub struct FloodResult {
     pub config: FloodConfig,
+    /// Which run of its `batch_delay` this is, from 1.
+    pub repeat: u32,
     pub written: u64,
     pub received: u64,
     pub seconds: f64,
@@ -110,20 +115,25 @@ pub fn check_batch_delay(batch_delay: &str) -> Result<(), BenchError> {
     router_config(1, 2, batch_delay).map(drop)
 }
 
-/// Runs the flood. `program` is the `partita` binary (for `partita route`).
-pub fn run(cfg: &FloodConfig, program: &std::path::Path, stop: &AtomicBool) -> Result<FloodResult, BenchError> {
+/// Runs the flood; `repeat` counts the runs of this configuration from 1. `program` is the `partita` binary
+/// (for `partita route`).
+pub fn run(cfg: &FloodConfig, repeat: u32, program: &std::path::Path, stop: &AtomicBool) -> Result<FloodResult, BenchError> {
     let a = 1 + std::process::id() % 100;
     let b = a + 100;
     let conf = std::env::temp_dir().join(format!("partita-flood-{}.toml", std::process::id()));
     let text = router_config(a, b, &cfg.batch_delay)?;
     std::fs::write(&conf, text).map_err(|e| BenchError::Write { path: conf.clone(), source: e })?;
-    let result = flood(cfg, program, &conf, a, b, stop);
+    let result = flood(cfg, program, &conf, a, b, stop).map(|mut r| {
+        r.repeat = repeat;
+        r
+    });
     let _ = std::fs::remove_file(&conf);
     result
 }
 
 fn flood(cfg: &FloodConfig, program: &std::path::Path, conf: &std::path::Path, a: u32, b: u32, stop: &AtomicBool) -> Result<FloodResult, BenchError> {
     let child = Command::new(program)
+        .args(crate::setup::child_args())
         .args(["route", &conf.to_string_lossy()])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -208,6 +218,7 @@ fn flood(cfg: &FloodConfig, program: &std::path::Path, conf: &std::path::Path, a
     }
     Ok(FloodResult {
         config: cfg.clone(),
+        repeat: 1,
         written,
         received: got,
         seconds: elapsed,
@@ -222,4 +233,151 @@ fn flood(cfg: &FloodConfig, program: &std::path::Path, conf: &std::path::Path, a
         router_batches: last.as_ref().map_or(0, |r| r.batches),
         samples_per_batch: last.as_ref().map_or(0.0, |r| if r.batches == 0 { 0.0 } else { r.forwarded as f64 / r.batches as f64 }),
     })
+}
+
+/// The floods of one `batch_delay` over their runs: medians with min and max.
+#[derive(Debug, Clone, Serialize)]
+pub struct FloodCell {
+    pub batch_delay: String,
+    pub received_per_s: Spread,
+    pub written_per_s: Spread,
+    pub samples_per_batch: Spread,
+    pub router_cpu_us_per_sample: Spread,
+    pub router_rss_kib_max: Spread,
+    /// Whether the spread of received/s exceeds [`crate::repeat::FLAG_SPREAD`].
+    pub flagged: bool,
+}
+
+/// `partita bench router-flood`'s result file.
+#[derive(Debug, Clone, Serialize)]
+pub struct FloodReport {
+    pub setup: SetupRecord,
+    pub repeat: u32,
+    /// Every flood in the order it ran (the batch delays interleaved).
+    pub runs: Vec<FloodResult>,
+    /// One per batch delay, in the order given.
+    pub cells: Vec<FloodCell>,
+    /// received/s of the last batch delay against the first: of the medians, and the range of the
+    /// per-repeat ratios.
+    pub ratio: Option<Spread>,
+}
+
+impl FloodReport {
+    /// Groups `runs` (each batch delay of `batch_delays` `repeat` times) into cells.
+    pub fn new(setup: SetupRecord, repeat: u32, batch_delays: &[String], runs: Vec<FloodResult>) -> FloodReport {
+        let cells: Vec<FloodCell> = batch_delays
+            .iter()
+            .filter_map(|d| {
+                let of = |f: fn(&FloodResult) -> f64| {
+                    let v: Vec<f64> = runs.iter().filter(|r| &r.config.batch_delay == d).map(f).collect();
+                    Spread::of(&v)
+                };
+                let received_per_s = of(|r| r.received_per_s)?;
+                Some(FloodCell {
+                    batch_delay: d.clone(),
+                    received_per_s,
+                    written_per_s: of(|r| r.written_per_s)?,
+                    samples_per_batch: of(|r| r.samples_per_batch)?,
+                    router_cpu_us_per_sample: of(|r| r.router_cpu_us_per_sample)?,
+                    router_rss_kib_max: of(|r| r.router_rss_kib_max as f64)?,
+                    flagged: received_per_s.flagged(),
+                })
+            })
+            .collect();
+        let ratio = match (batch_delays.first(), batch_delays.last()) {
+            (Some(a), Some(b)) if batch_delays.len() > 1 => {
+                let per = |d: &String, k: u32| runs.iter().find(|r| &r.config.batch_delay == d && r.repeat == k).map(|r| r.received_per_s);
+                let ratios: Vec<f64> = (1..=repeat).filter_map(|k| Some(per(b, k)? / per(a, k)?.max(1.0))).collect();
+                let median = |d: &String| cells.iter().find(|c| &c.batch_delay == d).map(|c| c.received_per_s.median);
+                Spread::of(&ratios).zip(median(a).zip(median(b))).map(|(mut s, (ma, mb))| {
+                    s.median = mb / ma.max(1.0);
+                    s
+                })
+            }
+            _ => None,
+        };
+        FloodReport { setup, repeat, runs, cells, ratio }
+    }
+
+    /// The table of the cells, with its caption (the setup) and the flag's footnote.
+    pub fn markdown(&self, size: usize, seconds: f64, reliable: bool) -> String {
+        let mut t = format!(
+            "Router flood: {size} B {} samples for {seconds} s per flood, {}; medians over the runs. {}.\n\n",
+            if reliable { "reliable" } else { "best-effort" },
+            if self.repeat > 1 { format!("{} runs per batch delay, the batch delays interleaved", self.repeat) } else { "one run per batch delay".into() },
+            self.setup.caption
+        );
+        t.push_str("| batch_delay | received/s | min–max | spread | written/s | samples per router batch | router CPU µs per sample | router RSS max KiB |\n");
+        t.push_str("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+        for c in &self.cells {
+            let _ = writeln!(
+                t,
+                "| {} | {:.0} | {} | {} | {:.0} | {:.1} | {:.2} | {:.0} |",
+                c.batch_delay,
+                c.received_per_s.median,
+                c.received_per_s.range_cell(0),
+                c.received_per_s.spread_cell(),
+                c.written_per_s.median,
+                c.samples_per_batch.median,
+                c.router_cpu_us_per_sample.median,
+                c.router_rss_kib_max.median
+            );
+        }
+        if self.cells.iter().any(|c| c.flagged) {
+            let _ = writeln!(t, "\n{}", crate::repeat::flag_note("The received/s of a row marked", "received/s"));
+        }
+        if let (Some(r), [first, .., last]) = (&self.ratio, self.cells.as_slice()) {
+            let _ = write!(t, "\nreceived/s with batch_delay {} against {}: {:.2}x", last.batch_delay, first.batch_delay, r.median);
+            if r.runs > 1 {
+                let _ = write!(t, " (per repeat {:.2}–{:.2}x)", r.min, r.max);
+            }
+            t.push('\n');
+        }
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::setup::Setup;
+
+    fn run(batch_delay: &str, repeat: u32, received_per_s: f64) -> FloodResult {
+        FloodResult {
+            config: FloodConfig { size: 64, seconds: 1.0, reliable: true, batch_delay: batch_delay.into() },
+            repeat,
+            written: 0,
+            received: 0,
+            seconds: 1.0,
+            written_per_s: received_per_s,
+            received_per_s,
+            router_rss_kib_start: 1,
+            router_rss_kib_max: 2,
+            router_rss_kib_end: 2,
+            router_rss_samples: 1,
+            router_cpu_us_per_sample: 1.0,
+            router_forwarded: 0,
+            router_batches: 0,
+            samples_per_batch: 1.0,
+        }
+    }
+
+    #[test]
+    fn floods_are_grouped_by_batch_delay_with_medians_ratio_and_flag() {
+        let delays = ["0s".to_string(), "100us".to_string()];
+        // Interleaved as they run; 0s steady, 100us not (spread 100/250 = 40 %).
+        let runs = vec![run("0s", 1, 100.0), run("100us", 1, 200.0), run("0s", 2, 102.0), run("100us", 2, 300.0), run("0s", 3, 101.0), run("100us", 3, 250.0)];
+        let r = FloodReport::new(Setup::default().record("test"), 3, &delays, runs);
+        assert_eq!(r.cells.len(), 2);
+        assert_eq!((r.cells[0].received_per_s.median, r.cells[1].received_per_s.median), (101.0, 250.0));
+        assert!(!r.cells[0].flagged && r.cells[1].flagged);
+        let ratio = r.ratio.unwrap();
+        assert!((ratio.median - 250.0 / 101.0).abs() < 1e-9);
+        assert!((ratio.min - 2.0).abs() < 1e-9 && (ratio.max - 300.0 / 102.0).abs() < 1e-9, "{ratio:?}");
+        let md = r.markdown(64, 1.0, true);
+        assert!(md.contains("3 runs per batch delay, the batch delays interleaved"), "{md}");
+        assert!(md.contains("real-time setup: SCHED_FIFO 50"), "{md}");
+        assert!(md.contains("| 100us | 250 | 200–300 | 40.0 % ! |"), "{md}");
+        assert!(md.contains("received/s with batch_delay 100us against 0s: 2.48x (per repeat 2.00–2.94x)"), "{md}");
+    }
 }

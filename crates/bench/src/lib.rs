@@ -13,14 +13,17 @@ pub mod error;
 pub mod flood;
 pub mod hop;
 pub mod machine;
-pub mod realtime;
+pub mod repeat;
 pub mod report;
 pub mod rr;
+pub mod setup;
 pub mod size;
 pub mod stats;
 pub mod udp;
 
 pub use error::{BenchError, DriverError};
+pub use repeat::Spread;
 pub use rr::{RrConfig, ServerConfig};
+pub use setup::Setup;
 pub use size::parse_size;
 pub use stats::Stats;

@@ -2,6 +2,8 @@
 //! server process the client starts and ends.
 use crate::driver::{self, ClientEndpoint, Entry, ServerEndpoint, Transport, Wait};
 use crate::error::BenchError;
+use crate::repeat::{interleaved, Spread};
+use crate::setup::Setup;
 use crate::stats::Stats;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
@@ -27,10 +29,11 @@ pub struct RrConfig {
     pub out: PathBuf,
     /// A reply later than this is counted as lost.
     pub timeout_ms: u64,
-    /// Every process of the run under SCHED_FIFO at this priority (see [`crate::realtime`]).
-    pub fifo_priority: Option<u8>,
-    /// `/dev/cpu_dma_latency` held at this many µs during the run.
-    pub cpu_dma_latency_us: Option<u32>,
+    /// How the client, servers and forwarders are scheduled (recorded in the report's `setup`).
+    #[serde(skip)]
+    pub setup: Setup,
+    /// Runs of every transport × size cell, the transports interleaved at each size.
+    pub repeat: u32,
 }
 
 impl RrConfig {
@@ -50,8 +53,11 @@ impl RrConfig {
         if self.timeout_ms == 0 {
             return Err(BenchError::BadTimeout);
         }
-        if let Some(p) = self.fifo_priority {
-            if !(1..=98).contains(&p) {
+        if self.repeat == 0 {
+            return Err(BenchError::BadRepeat);
+        }
+        if let Some(p) = self.setup.fifo_priority() {
+            if !(1..=crate::setup::MAX_PRIORITY).contains(&p) {
                 return Err(BenchError::BadPriority(p));
             }
             if self.busy_poll {
@@ -89,18 +95,6 @@ impl RrConfig {
         }
     }
 
-    /// The scheduling setup in words, for reports.
-    pub fn setup(&self) -> String {
-        let policy = match self.fifo_priority {
-            Some(p) => format!("SCHED_FIFO {p}"),
-            None => "normal scheduling".into(),
-        };
-        match self.cpu_dma_latency_us {
-            Some(us) => format!("{policy}, cpu_dma_latency {us} µs"),
-            None => policy,
-        }
-    }
-
     pub fn timeout(&self) -> Duration {
         Duration::from_millis(self.timeout_ms)
     }
@@ -122,12 +116,14 @@ pub struct ServerConfig {
     pub session: String,
 }
 
-/// One transport × size run.
+/// One run of one transport × size cell.
 #[derive(Debug, Clone, Serialize)]
 pub struct ScenarioResult {
     pub scenario: String,
     pub transport: String,
     pub size: usize,
+    /// Which of the cell's runs this is, from 1.
+    pub repeat: u32,
     pub mode: String,
     pub warmup_requested: u64,
     /// Warm-up operations answered (and discarded).
@@ -264,6 +260,7 @@ fn start_server(
 ) -> Result<(ServerProcess, f64, String), BenchError> {
     let fail = |reason: String| BenchError::Server { transport: cfg.transport.clone(), reason };
     let child = Command::new(&launcher.program)
+        .args(crate::setup::child_args())
         .args(&launcher.args)
         .args(["--transport", &cfg.transport, "--size", &cfg.size.to_string()])
         .args(["--server-work", &cfg.server_work_us.to_string(), "--session", &cfg.session])
@@ -453,16 +450,18 @@ fn open_loop(
     })
 }
 
-/// Runs one transport × size scenario with a fresh server process.
+/// Runs one transport × size scenario with a fresh server process; `repeat` counts the cell's runs from 1.
 pub fn run_driver(
     t: &'static dyn Transport,
     size: usize,
+    repeat: u32,
     cfg: &RrConfig,
     launcher: &ServerLauncher,
     stop: &AtomicBool,
 ) -> Result<ScenarioResult, BenchError> {
     let started = crate::machine::now_rfc3339();
-    let session = format!("{}-{}-{}", std::process::id(), t.name(), size);
+    // Unique per run: every repeat meets a fresh server on a domain and topics of its own.
+    let session = format!("{}-{}-{}-r{repeat}", std::process::id(), t.name(), size);
     let scfg = ServerConfig {
         transport: t.name().to_string(),
         size,
@@ -508,6 +507,7 @@ pub fn run_driver(
         scenario,
         transport: t.name().to_string(),
         size,
+        repeat,
         mode: cfg.mode().to_string(),
         warmup_requested: cfg.warmup,
         warmup_done: cfg.warmup - warmup_lost,
@@ -523,30 +523,124 @@ pub fn run_driver(
     })
 }
 
-/// Runs every transport × size combination and returns the results by transport, then size. They run size by
-/// size (every transport at one size, then the next size), so scenarios compared with each other at one size,
-/// such as the four paths of the hop table, are measured close together in time on a machine whose speed
-/// drifts.
+/// Every run of one transport × size cell, and its figures over the runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cell {
+    pub scenario: String,
+    pub transport: String,
+    pub size: usize,
+    pub figures: CellFigures,
+    /// The runs in the order they were made.
+    pub runs: Vec<ScenarioResult>,
+}
+
+/// A cell's figures over its runs: for each, the median of the per-run values with their min and max (µs,
+/// round trip). A figure a run lacks (σ and p99.9 of ddsperf) is `None`.
+#[derive(Debug, Clone, Serialize)]
+pub struct CellFigures {
+    /// Runs that produced figures.
+    pub runs: usize,
+    /// Measured round trips over all runs.
+    pub samples: u64,
+    /// Lost requests over all runs.
+    pub lost: u64,
+    pub min_us: Option<Spread>,
+    pub mean_us: Option<Spread>,
+    pub max_us: Option<Spread>,
+    pub std_us: Option<Spread>,
+    pub p50_us: Option<Spread>,
+    pub p90_us: Option<Spread>,
+    pub p99_us: Option<Spread>,
+    pub p99_9_us: Option<Spread>,
+    /// (max − min) / median of the runs' p50s; `None` with one run.
+    pub p50_spread: Option<f64>,
+    /// Whether the p50 spread exceeds [`crate::repeat::FLAG_SPREAD`].
+    pub flagged: bool,
+}
+
+/// A run's figures, µs: min, mean, max, σ, p50, p90, p99, p99.9 (from its statistics, or a reference tool's).
+fn run_figures(s: &ScenarioResult) -> Option<[Option<f64>; 8]> {
+    if let Some(st) = &s.stats {
+        return Some([st.min_us, st.mean_us, st.max_us, st.std_us, st.p50_us, st.p90_us, st.p99_us, st.p99_9_us].map(Some));
+    }
+    s.reference.as_ref().map(|r| [Some(r.min_us), Some(r.mean_us), Some(r.max_us), None, Some(r.p50_us), Some(r.p90_us), Some(r.p99_us), None])
+}
+
+impl Cell {
+    /// The cell of `runs` (all of one transport and size).
+    pub fn new(runs: Vec<ScenarioResult>) -> Cell {
+        let figs: Vec<[Option<f64>; 8]> = runs.iter().filter_map(run_figures).collect();
+        // A figure over the runs that have it.
+        let fig = |i: usize| {
+            let v: Vec<f64> = figs.iter().filter_map(|f| f[i]).collect();
+            Spread::of(&v)
+        };
+        let samples = runs.iter().map(|r| r.stats.as_ref().map(|s| s.count).or(r.reference.as_ref().map(|x| x.count)).unwrap_or(0)).sum();
+        let p50 = fig(4);
+        let figures = CellFigures {
+            runs: figs.len(),
+            samples,
+            lost: runs.iter().map(|r| r.lost).sum(),
+            min_us: fig(0),
+            mean_us: fig(1),
+            max_us: fig(2),
+            std_us: fig(3),
+            p50_us: p50,
+            p90_us: fig(5),
+            p99_us: fig(6),
+            p99_9_us: fig(7),
+            p50_spread: p50.and_then(|s| s.spread),
+            flagged: p50.is_some_and(|s| s.flagged()),
+        };
+        let first = &runs[0];
+        Cell { scenario: first.scenario.clone(), transport: first.transport.clone(), size: first.size, figures, runs }
+    }
+
+    /// Notes of reference tools (ddsperf's conversion), once per cell.
+    pub fn note(&self) -> Option<&str> {
+        self.runs.iter().find_map(|r| r.reference.as_ref().map(|x| x.note.as_str()))
+    }
+}
+
+/// Runs every transport × size cell `cfg.repeat` times and returns the cells by transport, then size. They
+/// run size by size (every transport at one size, then the next size), and at one size the transports are
+/// interleaved (every transport once, then every transport again), so the cells compared with each other at one
+/// size, such as the four paths of the hop table, are measured close together in time on a machine whose speed
+/// drifts, and alike.
 pub fn run_all(
     cfg: &RrConfig,
     launcher: &ServerLauncher,
     stop: &AtomicBool,
     mut on_result: impl FnMut(&ScenarioResult),
-) -> Result<Vec<ScenarioResult>, BenchError> {
+) -> Result<Vec<Cell>, BenchError> {
     let entries = cfg.validate()?;
     let mut results: Vec<(usize, usize, ScenarioResult)> = Vec::new();
     for (si, &size) in cfg.sizes.iter().enumerate() {
-        for (ei, e) in entries.iter().enumerate() {
-            let r = match *e {
-                Entry::Driver(t) => run_driver(t, size, cfg, launcher, stop)?,
-                Entry::Ddsperf(trigger) => crate::ddsperf::run(size, cfg, stop, trigger)?,
+        for (repeat, ei) in interleaved(entries.len(), cfg.repeat) {
+            let r = match entries[ei] {
+                Entry::Driver(t) => run_driver(t, size, repeat, cfg, launcher, stop)?,
+                Entry::Ddsperf(trigger) => crate::ddsperf::run(size, repeat, cfg, stop, trigger)?,
             };
             on_result(&r);
             results.push((ei, si, r));
         }
     }
+    // Stable: each cell's runs stay in the order they were made.
     results.sort_by_key(|(ei, si, _)| (*ei, *si));
-    Ok(results.into_iter().map(|(_, _, r)| r).collect())
+    let mut cells: Vec<Cell> = Vec::new();
+    let mut runs: Vec<ScenarioResult> = Vec::new();
+    let mut key = None;
+    for (ei, si, r) in results {
+        if key.is_some_and(|k| k != (ei, si)) {
+            cells.push(Cell::new(std::mem::take(&mut runs)));
+        }
+        key = Some((ei, si));
+        runs.push(r);
+    }
+    if !runs.is_empty() {
+        cells.push(Cell::new(runs));
+    }
+    Ok(cells)
 }
 
 #[cfg(test)]
@@ -566,8 +660,8 @@ pub(crate) mod tests {
             raw: false,
             out: PathBuf::from("/tmp"),
             timeout_ms: 1000,
-            fifo_priority: None,
-            cpu_dma_latency_us: None,
+            setup: Setup::Normal,
+            repeat: 1,
         }
     }
 
@@ -586,9 +680,10 @@ pub(crate) mod tests {
             (RrConfig { transports: vec![], ..cfg() }, |e| matches!(e, BenchError::NoTransport)),
             (RrConfig { timeout_ms: 0, ..cfg() }, |e| matches!(e, BenchError::BadTimeout)),
             (RrConfig { server_work_us: -1.0, ..cfg() }, |e| matches!(e, BenchError::BadServerWork(_))),
-            (RrConfig { fifo_priority: Some(0), ..cfg() }, |e| matches!(e, BenchError::BadPriority(0))),
-            (RrConfig { fifo_priority: Some(99), ..cfg() }, |e| matches!(e, BenchError::BadPriority(99))),
-            (RrConfig { fifo_priority: Some(50), busy_poll: true, ..cfg() }, |e| matches!(e, BenchError::BusyPollUnderFifo)),
+            (RrConfig { setup: Setup::Realtime { priority: 0, cpu_dma_latency_us: 0 }, ..cfg() }, |e| matches!(e, BenchError::BadPriority(0))),
+            (RrConfig { setup: Setup::Realtime { priority: 90, cpu_dma_latency_us: 0 }, ..cfg() }, |e| matches!(e, BenchError::BadPriority(90))),
+            (RrConfig { setup: Setup::default(), busy_poll: true, ..cfg() }, |e| matches!(e, BenchError::BusyPollUnderFifo)),
+            (RrConfig { repeat: 0, ..cfg() }, |e| matches!(e, BenchError::BadRepeat)),
         ];
         for (c, want) in cases {
             let e = c.validate().unwrap_err();

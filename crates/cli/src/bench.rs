@@ -6,7 +6,7 @@
 use clap::{Args, Subcommand};
 use partita_bench::report::{self, Report, Versions};
 use partita_bench::rr::{self, RrConfig, ServerConfig, ServerLauncher};
-use partita_bench::{machine, parse_size, BenchError};
+use partita_bench::{machine, parse_size, BenchError, Setup};
 use partita_os::signal::{install_stop_signals, stop_flag};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -34,6 +34,36 @@ enum BenchCommand {
     UdpRelay(UdpRelayArgs),
 }
 
+/// How every benchmark measures: the setup of the measured processes and the number of runs per cell.
+#[derive(Args)]
+pub struct MeasureArgs {
+    /// Measure under normal scheduling (SCHED_OTHER, memory not locked, idle states as the machine sets them)
+    /// instead of the real-time setup (SCHED_FIFO 50, memory locked, /dev/cpu_dma_latency held at 0 µs).
+    #[arg(long)]
+    pub normal_scheduling: bool,
+    /// The real-time setup's SCHED_FIFO priority for the measured processes (1..=89, below the plan
+    /// executors' 90) [default: 50].
+    #[arg(long, value_name = "PRIO")]
+    pub fifo: Option<u8>,
+    /// The real-time setup's wake-up latency bound held through /dev/cpu_dma_latency, µs (0 keeps the CPUs out
+    /// of idle states) [default: 0].
+    #[arg(long, value_name = "US")]
+    pub cpu_dma_latency: Option<u32>,
+    /// Runs of every cell, the compared cells interleaved (A B C A B C …); tables give the medians, the
+    /// min–max and the spread over the runs.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub repeat: u32,
+}
+
+impl MeasureArgs {
+    pub fn setup(&self) -> Result<Setup, BenchError> {
+        if self.repeat == 0 {
+            return Err(BenchError::BadRepeat);
+        }
+        Setup::from_options(self.normal_scheduling, self.fifo, self.cpu_dma_latency)
+    }
+}
+
 #[derive(Args)]
 struct RouterFloodArgs {
     /// Payload bytes per sample.
@@ -53,6 +83,8 @@ struct RouterFloodArgs {
     /// Write the results as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
+    #[command(flatten)]
+    measure: MeasureArgs,
 }
 
 #[derive(Args)]
@@ -72,10 +104,10 @@ struct RrArgs {
     /// Payload sizes, comma-separated: 64, 1k, 1KiB, 16KiB, 1M.
     #[arg(long, value_delimiter = ',', default_value = "64")]
     size: Vec<String>,
-    /// Measured operations per scenario.
+    /// Measured operations per run of a scenario.
     #[arg(long, default_value_t = 10_000)]
     count: u64,
-    /// Warm-up operations per scenario, discarded (and counted).
+    /// Warm-up operations per run of a scenario, discarded (and counted).
     #[arg(long, default_value_t = 1_000)]
     warmup: u64,
     /// Open loop: send requests at this fixed rate (per second); latency counts from the scheduled send time.
@@ -84,10 +116,11 @@ struct RrArgs {
     /// Busy work in the server before each reply, in µs (a calibrated loop).
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     server_work: f64,
-    /// Spin on non-blocking receives instead of blocking (keeps the CPU out of idle states).
+    /// Spin on non-blocking receives instead of blocking (keeps the CPU out of idle states); only with
+    /// --normal-scheduling (a spinning SCHED_FIFO client would keep the run's other processes off its CPU).
     #[arg(long)]
     busy_poll: bool,
-    /// Also write every sample (raw-<scenario>.csv and in results.json).
+    /// Also write every sample of every run (raw-<scenario>-r<repeat>.csv and in results.json).
     #[arg(long)]
     raw: bool,
     /// Folder for the result files (default results/rr-<timestamp>).
@@ -96,12 +129,8 @@ struct RrArgs {
     /// A reply later than this many milliseconds counts as lost.
     #[arg(long, default_value_t = 1_000)]
     timeout_ms: u64,
-    /// Run client, servers and forwarders under SCHED_FIFO at this priority (1..=98), as cyclictest runs.
-    #[arg(long)]
-    fifo: Option<u8>,
-    /// Hold /dev/cpu_dma_latency at this many µs while measuring (0 keeps the CPUs out of idle states).
-    #[arg(long)]
-    cpu_dma_latency: Option<u32>,
+    #[command(flatten)]
+    measure: MeasureArgs,
 }
 
 #[derive(Args)]
@@ -157,6 +186,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
 
 fn run_rr(a: RrArgs) -> Result<(), BenchError> {
     let sizes = a.size.iter().map(|s| parse_size(s)).collect::<Result<Vec<_>, _>>()?;
+    let setup = a.measure.setup()?;
     let out = a.out.unwrap_or_else(|| PathBuf::from(format!("results/rr-{}", machine::compact_now())));
     let cfg = RrConfig {
         transports: a.transport.iter().map(|t| t.trim().to_string()).collect(),
@@ -169,16 +199,13 @@ fn run_rr(a: RrArgs) -> Result<(), BenchError> {
         raw: a.raw,
         out: out.clone(),
         timeout_ms: a.timeout_ms,
-        fifo_priority: a.fifo,
-        cpu_dma_latency_us: a.cpu_dma_latency,
+        setup,
+        repeat: a.measure.repeat,
     };
     cfg.validate()?;
-    // Before any thread or process of the run exists, so that all of them inherit the policy.
-    if let Some(p) = cfg.fifo_priority {
-        partita_bench::realtime::enter_fifo(p)?;
-    }
-    let _idle_hold = cfg.cpu_dma_latency_us.map(partita_bench::realtime::hold_cpu_latency).transpose()?;
     report::prepare_dir(&out)?;
+    // Before any thread or process of the run exists, so that all of them inherit the scheduling class.
+    let _setup = cfg.setup.enter()?;
     // Client, server and ddsperf processes see only a loopback interface of their own: Cyclone binds its
     // receive sockets to the wildcard address, and nothing of the benchmark may touch the host's interfaces.
     // This must happen while the process is single-threaded; the servers inherit the namespace.
@@ -188,6 +215,7 @@ fn run_rr(a: RrArgs) -> Result<(), BenchError> {
     let launcher = ServerLauncher { program, args: vec!["bench".into(), "rr-server".into()] };
     install_stop_signals();
     let started = machine::now_rfc3339();
+    let repeat = cfg.repeat;
     let scenarios = rr::run_all(&cfg, &launcher, stop_flag(), |r| {
         let figure = r
             .stats
@@ -195,14 +223,22 @@ fn run_rr(a: RrArgs) -> Result<(), BenchError> {
             .map(|s| format!("p50 {:.3} µs, p99 {:.3} µs", s.p50_us, s.p99_us))
             .or(r.reference.as_ref().map(|s| format!("p50 {:.3} µs, p99 {:.3} µs (ddsperf ×2)", s.p50_us, s.p99_us)))
             .unwrap_or_else(|| "no reply".into());
-        eprintln!("{}: {figure}, {} lost", r.scenario, r.lost);
+        eprintln!("{}, run {} of {repeat}: {figure}, {} lost", r.scenario, r.repeat, r.lost);
     })?;
+    let applied = if cfg.setup.is_realtime() {
+        "entered by bench rr before it started any thread or process: client, servers and forwarders inherit \
+         SCHED_FIFO, partita's processes lock their own memory (ddsperf does not), the latency bound is held for \
+         the whole run"
+    } else {
+        "bench rr and every process it starts run under SCHED_OTHER without locking memory; no latency bound is held"
+    };
     let report = Report {
         benchmark: "rr".into(),
         unit: "round-trip time, µs".into(),
         clock: "CLOCK_MONOTONIC (std::time::Instant) in the client process".into(),
         machine: machine::Machine::probe(),
         versions: Versions::new(env!("CARGO_PKG_VERSION")),
+        setup: cfg.setup.record(applied),
         config: cfg,
         started,
         finished: machine::now_rfc3339(),
@@ -224,22 +260,23 @@ fn run_flood(a: RouterFloodArgs) -> Result<(), BenchError> {
     for d in &a.batch_delay {
         partita_bench::flood::check_batch_delay(d)?;
     }
+    let setup = a.measure.setup()?;
     let program = std::env::current_exe()
         .map_err(|e| BenchError::Server { transport: "router-flood".into(), reason: format!("finding this executable: {e}") })?;
+    // Writer and reader (this process) and the router inherit the scheduling class; before any thread exists.
+    let _setup = setup.enter()?;
     partita_dds::sandbox::enter_private_network().map_err(|e| BenchError::Sandbox(e.to_string()))?;
     install_stop_signals();
+    let repeat = a.measure.repeat;
     let mut runs = Vec::new();
-    for d in &a.batch_delay {
+    for (k, i) in partita_bench::repeat::interleaved(a.batch_delay.len(), repeat) {
+        let d = &a.batch_delay[i];
         let cfg = partita_bench::flood::FloodConfig { size, seconds: a.seconds, reliable: !a.best_effort, batch_delay: d.clone() };
-        let r = partita_bench::flood::run(&cfg, &program, stop_flag())?;
-        println!(
-            "router flood, {} B {} samples for {:.1} s, router batch_delay {}: written {:.0}/s, forwarded and received {:.0}/s \
+        let r = partita_bench::flood::run(&cfg, k, &program, stop_flag())?;
+        eprintln!(
+            "router flood, batch_delay {d}, run {k} of {repeat}: written {:.0}/s, forwarded and received {:.0}/s \
              ({} of {}); {:.1} samples per router batch; router CPU {:.1} µs per sample; router RSS {} KiB at start, \
              {} KiB max, {} KiB at end ({} readings)",
-            size,
-            if cfg.reliable { "reliable" } else { "best-effort" },
-            r.seconds,
-            d,
             r.written_per_s,
             r.received_per_s,
             r.received,
@@ -253,16 +290,16 @@ fn run_flood(a: RouterFloodArgs) -> Result<(), BenchError> {
         );
         runs.push(r);
     }
-    if let [first, .., last] = runs.as_slice() {
-        println!(
-            "received/s with batch_delay {} against {}: {:.2}x",
-            last.config.batch_delay,
-            first.config.batch_delay,
-            last.received_per_s / first.received_per_s.max(1.0)
-        );
-    }
+    let applied = if setup.is_realtime() {
+        "entered by bench router-flood before it started any thread or process: writer, reader and router run under \
+         SCHED_FIFO with their memory locked, the latency bound is held for the whole run"
+    } else {
+        "writer, reader and router run under SCHED_OTHER without locking memory; no latency bound is held"
+    };
+    let report = partita_bench::flood::FloodReport::new(setup.record(applied), repeat, &a.batch_delay, runs);
+    print!("{}", report.markdown(size, a.seconds, !a.best_effort));
     if let Some(p) = a.json {
-        let text = serde_json::to_string_pretty(&serde_json::json!({ "runs": runs })).expect("plain data serializes");
+        let text = serde_json::to_string_pretty(&report).expect("plain data serializes");
         std::fs::write(&p, text).map_err(|e| BenchError::Write { path: p.clone(), source: e })?;
     }
     Ok(())

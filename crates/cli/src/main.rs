@@ -18,6 +18,10 @@ struct Cli {
     /// `info,partita::router=debug` [default: RUST_LOG's filter, else info]
     #[arg(long, global = true, value_name = "LEVEL_OR_FILTER")]
     log: Option<String>,
+    /// Lock this process's memory (mlockall) before it starts: what a measured process of the benchmarks'
+    /// real-time setup does (needs root or CAP_IPC_LOCK)
+    #[arg(long, global = true)]
+    lock_memory: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -50,6 +54,12 @@ fn main() -> ExitCode {
     if let Err(e) = init_logging(cli.log.as_deref()) {
         eprintln!("error: {e}");
         return ExitCode::from(2);
+    }
+    if cli.lock_memory {
+        if let Err(e) = partita_os::sched::lock_all_memory() {
+            eprintln!("error: --lock-memory: mlockall: {e} (needs root or CAP_IPC_LOCK)");
+            return ExitCode::FAILURE;
+        }
     }
     match cli.command {
         Command::Demo(a) => paper::demo(a),

@@ -73,7 +73,7 @@ pub fn demo(a: DemoArgs) -> ExitCode {
 
 #[derive(Args)]
 pub struct PaperArgs {
-    /// Output folder: report.md, results.json, results.csv, fig5.svg, raw/*.json.
+    /// Output folder: report.md, results.json, results.csv, runs.csv, fig5.svg, raw/*.json.
     #[arg(long, default_value = "results/paper")]
     out: PathBuf,
     /// Scenarios, comma-separated: network, traditional, single, trad-routing, partitioned, multicore.
@@ -101,6 +101,9 @@ pub struct PaperArgs {
     /// CPU of the routing partition in the multicore scenario.
     #[arg(long, default_value_t = 1)]
     routing_cpu: usize,
+    /// The setup the scenarios' system files grant every partition and node, and the runs per table row.
+    #[command(flatten)]
+    measure: crate::bench::MeasureArgs,
 }
 
 pub fn paper(a: PaperArgs) -> ExitCode {
@@ -141,6 +144,13 @@ pub fn paper(a: PaperArgs) -> ExitCode {
         eprintln!("error: --count and --sweep-count: give at least 1 request");
         return ExitCode::from(2);
     }
+    let setup = match a.measure.setup() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     install_stop_signals();
     let cfg = BenchConfig {
         exe: exe(),
@@ -155,7 +165,10 @@ pub fn paper(a: PaperArgs) -> ExitCode {
         sweep_warmup: a.sweep_warmup,
         recorder_cpu: a.cpu,
         routing_cpu: a.routing_cpu,
+        repeat: a.measure.repeat,
+        setup,
     };
+    eprintln!("partita bench paper: {}; {}", setup.caption(), bench::granted(&setup));
     let res = match bench::run(&cfg, |l| eprintln!("{l}")) {
         Ok(r) => r,
         Err(e) => {
@@ -172,6 +185,6 @@ pub fn paper(a: PaperArgs) -> ExitCode {
         return ExitCode::FAILURE;
     }
     print!("{}", partita_paper::report::markdown(&res, &command));
-    eprintln!("wrote {}/report.md, results.json, results.csv, fig5.svg, raw/", a.out.display());
+    eprintln!("wrote {}/report.md, results.json, results.csv, runs.csv, fig5.svg, raw/", a.out.display());
     ExitCode::SUCCESS
 }

@@ -61,6 +61,7 @@ fn recording_goes_on_through_a_request_flood_and_a_killed_routing_partition_and_
         routing_cpu: 1,
         memory_bytes: 256 << 20,
         monitor_extra: ["--rate", "50", "--duration", "9", "--connect-timeout", "6"].map(String::from).to_vec(),
+        setup: partita_bench::Setup::default(),
     };
     // The paper's system (its routing table protects the recorder with a per-monitor request rate), with a
     // second native node that floods the recorder with requests through the routing partition all along.
@@ -221,32 +222,112 @@ fn bench_paper_writes_the_tables_the_prediction_and_the_sweep() {
     let dir = TempDir::new("paper");
     let out = Command::new(EXE)
         .args(["bench", "paper", "--scenarios", "network,trad-routing,partitioned,multicore", "--count", "200", "--warmup", "20"])
-        .args(["--sweep", "1KiB,64KiB", "--sweep-count", "30", "--sweep-warmup", "5", "--out", dir.0.to_str().unwrap()])
+        .args(["--repeat", "2", "--sweep", "1KiB,64KiB", "--sweep-count", "30", "--sweep-warmup", "5", "--out", dir.0.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench paper failed: {stdout}{stderr}");
+    // The rows are measured interleaved: every scenario once, then every scenario again.
+    let order: Vec<&str> = stderr.lines().filter(|l| l.contains(", run ") && l.ends_with("warm-up…")).map(|l| l.split(':').next().unwrap()).collect();
+    let titles = ["NETWORK", "TRADITIONAL DDS WITH ROUTING", "PARTITIONED DDS WITH ROUTING", "PARTITIONED DDS WITH ROUTING, ROUTING ON ITS OWN CPU"];
+    let want: Vec<String> = (1..=2).flat_map(|k| titles.iter().map(move |t| format!("{t}, run {k} of 2"))).collect();
+    assert_eq!(order, want, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.0.join("results.json")).unwrap()).unwrap();
+    // The default setup, granted by the system files.
+    let setup = &v["setup"];
+    assert_eq!((setup["name"].as_str(), setup["fifo_priority"].as_u64(), setup["cpu_dma_latency_us"].as_u64()), (Some("real-time"), Some(50), Some(0)), "{setup}");
+    assert!(setup["applied"].as_str().unwrap().starts_with("granted by each scenario's system file"), "{setup}");
+    assert_eq!(v["repeat"], 2);
+    let tables = v["tables"].as_array().unwrap();
+    assert_eq!(tables.len(), 4);
+    for row in tables {
+        let runs = row["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 2, "{row}");
+        assert_eq!(row["answered"], 440, "{row}");
+        for (k, run) in runs.iter().enumerate() {
+            assert_eq!(run["repeat"], k as u64 + 1);
+            assert_eq!(run["answered"], 220, "{run}");
+            let raw_path = run["raw"].as_str().unwrap();
+            assert!(raw_path.ends_with(&format!("-r{}.json", k + 1)), "{raw_path}");
+            let raw: Report = serde_json::from_str(&std::fs::read_to_string(dir.0.join(raw_path)).unwrap()).unwrap();
+            assert_eq!(raw.samples_ns.len(), 200);
+        }
+        // The row's figures are the medians of its runs', within their min and max.
+        let (lo, mid, hi) = (row["low"]["p50_us"].as_f64().unwrap(), row["summary"]["p50_us"].as_f64().unwrap(), row["high"]["p50_us"].as_f64().unwrap());
+        assert!(lo <= mid && mid <= hi && lo > 0.0, "{row}");
+        let spread = row["p50_spread"].as_f64().expect("two runs have a spread");
+        assert!((spread - (hi - lo) / mid).abs() < 1e-9, "{row}");
+        assert_eq!(row["flagged"], spread > 0.10);
+        assert!(row["summary"]["p99_us"].as_f64().unwrap() > 0.0);
+    }
+    // The sweep: one run per point, the 1 KiB point being the table's row.
+    let sweep = v["sweep"].as_array().unwrap();
+    assert_eq!(sweep.len(), 8);
+    assert!(sweep.iter().all(|r| r["runs"].as_array().unwrap().len() == if r["reply_size"] == 1024 { 2 } else { 1 }));
+    assert_eq!(v["prediction"]["window_delay"]["max_us"], 2200.0);
+    assert!(v["prediction"]["p99_within_bound"].is_boolean());
+    assert_eq!(v["prediction"]["runs"], 2);
+    assert!(v["multicore_penalty_removed"].is_array());
+    let ratios = v["ratios"].as_array().unwrap();
+    assert!(ratios.iter().any(|r| r["name"] == "partitioned/traditional with routing"), "{ratios:?}");
+    assert!(ratios.iter().all(|r| r["per_repeat"]["runs"] == 2), "{ratios:?}");
+    let svg = std::fs::read_to_string(dir.0.join("fig5.svg")).unwrap();
+    assert_eq!(svg.matches("<polyline").count(), 8, "max and p99 lines of four scenarios");
+    // The report: the setup, and every table row with its p50 range and spread.
+    let md = std::fs::read_to_string(dir.0.join("report.md")).unwrap();
+    assert!(md.contains("## Table 2: performance test") && md.contains("PARTITIONED DDS WITH ROUTING"));
+    assert!(md.contains("Setup: real-time setup: SCHED_FIFO 50, memory locked, /dev/cpu_dma_latency held at 0 µs; granted by each scenario's system file"), "{md}");
+    assert!(md.contains("| P50 | P50 min–max | P50 spread |"), "{md}");
+    for t in titles {
+        let row = md.lines().find(|l| l.starts_with(&format!("| {t} |"))).unwrap_or_else(|| panic!("no row {t}: {md}"));
+        let cols: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert!(cols[8].contains('–') && cols[9].contains('%'), "{row}");
+    }
+    for (file, lines) in [("results.csv", 1 + 4 + 4), ("runs.csv", 1 + 8 + 4)] {
+        let csv = std::fs::read_to_string(dir.0.join(file)).unwrap();
+        assert_eq!(csv.lines().count(), lines, "{file}: {csv}");
+        assert!(csv.lines().skip(1).all(|l| l.ends_with(",\"real-time setup: SCHED_FIFO 50, memory locked, /dev/cpu_dma_latency held at 0 µs\"")), "{file}: {csv}");
+    }
+    for s in ["network", "trad-routing", "partitioned", "multicore"] {
+        assert_nothing_left(&format!("paper-{s}"));
+    }
+}
+
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn bench_paper_under_normal_scheduling_says_so() {
+    let dir = TempDir::new("paper-normal");
+    let out = Command::new(EXE)
+        .args(["bench", "paper", "--scenarios", "network", "--count", "50", "--warmup", "5", "--sweep", "", "--repeat", "1"])
+        .args(["--normal-scheduling", "--out", dir.0.to_str().unwrap()])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "bench paper failed: {stdout}{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.0.join("results.json")).unwrap()).unwrap();
-    let tables = v["tables"].as_array().unwrap();
-    assert_eq!(tables.len(), 4);
-    for row in tables {
-        assert_eq!(row["answered"], 220, "{row}");
-        assert!(row["summary"]["p99_us"].as_f64().unwrap() > 0.0);
-        let raw: Report = serde_json::from_str(&std::fs::read_to_string(dir.0.join(row["raw"].as_str().unwrap())).unwrap()).unwrap();
-        assert_eq!(raw.samples_ns.len(), 200);
-    }
-    assert_eq!(v["sweep"].as_array().unwrap().len(), 8);
-    assert_eq!(v["prediction"]["window_delay"]["max_us"], 2200.0);
-    assert!(v["prediction"]["p99_within_bound"].is_boolean());
-    assert!(v["multicore_penalty_removed"].is_array());
-    let ratios: Vec<&str> = v["ratios"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
-    assert!(ratios.contains(&"partitioned/traditional with routing"), "{ratios:?}");
-    let svg = std::fs::read_to_string(dir.0.join("fig5.svg")).unwrap();
-    assert_eq!(svg.matches("<polyline").count(), 8, "max and p99 lines of four scenarios");
-    let md = std::fs::read_to_string(dir.0.join("report.md")).unwrap();
-    assert!(md.contains("## Table 2: performance test") && md.contains("PARTITIONED DDS WITH ROUTING"));
-    for s in ["network", "trad-routing", "partitioned", "multicore"] {
-        assert_nothing_left(&format!("paper-{s}"));
+    assert_eq!(v["setup"]["name"], "normal");
+    assert!(v["setup"]["applied"].as_str().unwrap().contains("cpu_dma_latency = \"off\""), "{}", v["setup"]);
+    assert_eq!(v["tables"][0]["runs"].as_array().unwrap().len(), 1);
+    assert!(v["tables"][0]["p50_spread"].is_null(), "one run has no spread");
+    assert!(stdout.contains("Setup: normal scheduling: SCHED_OTHER"), "{stdout}");
+    assert!(stdout.contains("measured once"), "{stdout}");
+    let row = stdout.lines().find(|l| l.starts_with("| NETWORK |")).unwrap();
+    assert_eq!(row.split('|').map(str::trim).nth(9), Some("—"), "{row}");
+    assert_nothing_left("paper-network");
+}
+
+#[test]
+fn bad_bench_paper_arguments_exit_with_status_2() {
+    for (args, needle) in [
+        (&["--repeat", "0"][..], "--repeat"),
+        (&["--normal-scheduling", "--cpu-dma-latency", "0"][..], "--cpu-dma-latency 0 with --normal-scheduling"),
+        (&["--fifo", "95"][..], "--fifo 95"),
+    ] {
+        let out = Command::new(EXE).args(["bench", "paper"]).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
     }
 }
 

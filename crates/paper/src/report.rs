@@ -1,6 +1,8 @@
-//! The paper bench's outputs: Markdown report, CSV, JSON, and the Fig. 5 plot as SVG.
+//! The paper bench's outputs: Markdown report, CSV (one line per row, and one per run), JSON, and the Fig. 5
+//! plot as SVG. Each says which measurement setup produced it.
 use crate::bench::{Results, Row};
 use crate::scenario::Scenario;
+use partita_bench::repeat::{flag_note, FLAG_SPREAD};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -14,19 +16,41 @@ fn size_label(b: usize) -> String {
     }
 }
 
+/// A CSV field: quoted when it holds a comma or a quote.
+fn field(text: &str) -> String {
+    if text.contains([',', '"', '\n']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
 fn table(out: &mut String, rows: &[&Row]) {
-    out.push_str("| scenario | MIN | AVG | MAX | STD | PER99 | paper MIN | AVG | MAX | STD | PER99 | timed out |\n");
-    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    out.push_str("| scenario | MIN | AVG | MAX | STD | PER99 | P50 | P50 min–max | P50 spread | paper MIN | AVG | MAX | STD | PER99 | timed out |\n");
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for r in rows {
         let s = &r.summary;
+        let p50 = r.p50();
         let paper = r.scenario.paper().map_or("| – | – | – | – | – ".to_string(), |p| {
             format!("| {:.0} | {:.0} | {:.0} | {:.0} | {:.0} ", p.min, p.avg, p.max, p.std, p.p99)
         });
         let _ = writeln!(
             out,
-            "| {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} {paper}| {} |",
-            r.title, s.min_us, s.mean_us, s.max_us, s.std_us, s.p99_us, r.timeouts
+            "| {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {} | {} {paper}| {} |",
+            r.title,
+            s.min_us,
+            s.mean_us,
+            s.max_us,
+            s.std_us,
+            s.p99_us,
+            s.p50_us,
+            p50.range_cell(0),
+            p50.spread_cell(),
+            r.timeouts
         );
+    }
+    if rows.iter().any(|r| r.flagged) {
+        let _ = writeln!(out, "\n{}", flag_note("The p50 of a row marked", "p50s"));
     }
 }
 
@@ -34,12 +58,31 @@ fn table(out: &mut String, rows: &[&Row]) {
 pub fn markdown(res: &Results, command: &str) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "# Paper 001 on this machine\n");
-    let _ = writeln!(o, "Command: `{command}`  \nMachine: {}  \n", res.machine);
+    let _ = writeln!(
+        o,
+        "Command: `{command}` ({:.1} minutes)  \nMachine: {}  \nSetup: {}; {}.\n",
+        res.elapsed_s / 60.0,
+        res.machine,
+        res.setup.caption,
+        res.setup.applied
+    );
+    let runs = if res.repeat > 1 {
+        format!(
+            "Every row was measured {} times, the scenarios interleaved (each scenario once, then each again): a \
+             figure is the median of its runs' figures; P50 min–max and P50 spread ((max − min) / median of the \
+             runs' p50s) show how far the runs agree, and a spread above {:.0} % is marked {}.",
+            res.repeat,
+            FLAG_SPREAD * 100.0,
+            partita_bench::repeat::FLAG
+        )
+    } else {
+        "Every row was measured once (no spread to report; the default is three runs).".to_string()
+    };
     let _ = writeln!(
         o,
         "Response time of one request/response (request a frame, receive the answer) in µs, {} requests after {} \
-         warm-up, answers of {}. Ours on the left, the paper's (2.8 GHz single-core nodes, Gigabit switch, XtratuM, \
-         RTI Connext) on the right.\n",
+         warm-up per run, answers of {}. {runs} Ours on the left, the paper's (2.8 GHz single-core nodes, Gigabit \
+         switch, XtratuM, RTI Connext) on the right.\n",
         res.count,
         res.warmup,
         size_label(res.table_size)
@@ -54,12 +97,13 @@ pub fn markdown(res: &Results, command: &str) -> String {
         o.push('\n');
     }
     if !res.ratios.is_empty() {
-        o.push_str("## Ratios of the mean response times\n\n| ratio | measured | paper |\n|---|---:|---:|\n");
+        o.push_str("## Ratios of the mean response times\n\n| ratio | measured | per repeat | paper |\n|---|---:|---:|---:|\n");
         for r in &res.ratios {
             let paper = r.paper.map_or("–".into(), |p| format!("{p:.2}"));
-            let _ = writeln!(o, "| {} | {:.2} | {paper} |", r.name, r.measured);
+            let per = r.per_repeat.map_or("–".into(), |s| s.range_cell(2));
+            let _ = writeln!(o, "| {} | {:.2} | {per} | {paper} |", r.name, r.measured);
         }
-        o.push('\n');
+        o.push_str("\n(measured: of the medians of the means; per repeat: the ratio of the k-th runs of both rows, lowest–highest.)\n\n");
     }
     if let Some(p) = &res.prediction {
         let _ = writeln!(
@@ -68,7 +112,7 @@ pub fn markdown(res: &Results, command: &str) -> String {
              again. With the 700/800 µs windows in the 1500 µs frame the windows alone delay it by {:.0} to {:.0} µs \
              (mean {:.0} µs over arrival instants); the worst case is a request arriving as the routing window closes. \
              Adding the unpartitioned response time (TRADITIONAL DDS WITH ROUTING, p99 {:.0} µs) gives the bound \
-             **{:.0} µs**. Measured p99: **{:.0} µs** ({}), max {:.0} µs.\n",
+             **{:.0} µs**. Measured p99: **{:.0} µs** ({}; within it in {} of {} runs), max {:.0} µs.\n",
             p.window_delay.min_us,
             p.window_delay.max_us,
             p.window_delay.mean_us,
@@ -76,6 +120,8 @@ pub fn markdown(res: &Results, command: &str) -> String {
             p.bound_us,
             p.measured_p99_us,
             if p.p99_within_bound { "within the bound" } else { "OVER the bound" },
+            p.runs_within_bound,
+            p.runs,
             p.measured_max_us
         );
     }
@@ -90,13 +136,15 @@ pub fn markdown(res: &Results, command: &str) -> String {
     }
     if !res.sweep.is_empty() {
         o.push_str("## Fig. 5: response time against image size\n\n![Fig. 5](fig5.svg)\n\n");
-        o.push_str("| scenario | size | measured | timed out | mean µs | p99 µs | max µs |\n|---|---:|---:|---:|---:|---:|---:|\n");
+        o.push_str("One run per point; the table size's point is the table's row (medians over its runs).\n\n");
+        o.push_str("| scenario | size | runs | measured | timed out | mean µs | p99 µs | max µs |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
         for r in &res.sweep {
             let _ = writeln!(
                 o,
-                "| {} | {} | {} | {} | {:.0} | {:.0} | {:.0} |",
+                "| {} | {} | {} | {} | {} | {:.0} | {:.0} | {:.0} |",
                 r.title,
                 size_label(r.reply_size),
+                r.runs.len(),
                 r.summary.count,
                 r.timeouts,
                 r.summary.mean_us,
@@ -106,26 +154,65 @@ pub fn markdown(res: &Results, command: &str) -> String {
         }
         o.push('\n');
     }
-    o.push_str("Raw response times of every run: `raw/<scenario>-<size>.json` (`samples_ns`, in order).\n");
+    o.push_str("Raw response times of every run: `raw/<scenario>-<size>-r<run>.json` (`samples_ns`, in order); one line per run in `runs.csv`.\n");
     o
 }
 
-/// One line per run (tables first, then the sweep's other sizes).
+/// One line per row (tables first, then the sweep's other sizes): the medians over its runs, the p50's range
+/// and spread, and the setup.
 pub fn csv(res: &Results) -> String {
-    let mut o = String::from("part,scenario,reply_size,reply_bytes,requests,answered,timeouts,min_us,mean_us,std_us,p50_us,p90_us,p99_us,max_us,raw\n");
+    let mut o = String::from(
+        "part,scenario,reply_size,reply_bytes,runs,requests,answered,timeouts,min_us,mean_us,std_us,p50_us,p90_us,p99_us,max_us,p50_min_us,p50_max_us,p50_spread,flagged,setup\n",
+    );
+    let setup = field(&res.setup.caption);
     let mut line = |part: &str, r: &Row| {
         let s = &r.summary;
         let _ = writeln!(
             o,
-            "{part},{},{},{},{},{},{},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{}",
-            r.key, r.reply_size, r.reply_bytes, r.requests, r.answered, r.timeouts, s.min_us, s.mean_us, s.std_us, s.p50_us, s.p90_us, s.p99_us, s.max_us, r.raw
+            "{part},{},{},{},{},{},{},{},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{},{},{setup}",
+            r.key,
+            r.reply_size,
+            r.reply_bytes,
+            r.runs.len(),
+            r.requests,
+            r.answered,
+            r.timeouts,
+            s.min_us,
+            s.mean_us,
+            s.std_us,
+            s.p50_us,
+            s.p90_us,
+            s.p99_us,
+            s.max_us,
+            r.low.p50_us,
+            r.high.p50_us,
+            r.p50_spread.map(|x| format!("{x:.4}")).unwrap_or_default(),
+            r.flagged
         );
     };
     for r in &res.tables {
         line("table", r);
     }
-    for r in &res.sweep {
+    for r in res.sweep.iter().filter(|r| r.reply_size != res.table_size) {
         line("sweep", r);
+    }
+    o
+}
+
+/// One line per run, in the order of the rows, then of their runs.
+pub fn runs_csv(res: &Results) -> String {
+    let mut o = String::from("part,scenario,reply_size,repeat,reply_bytes,requests,answered,timeouts,min_us,mean_us,std_us,p50_us,p90_us,p99_us,max_us,raw,setup\n");
+    let setup = field(&res.setup.caption);
+    let rows = res.tables.iter().map(|r| ("table", r)).chain(res.sweep.iter().filter(|r| r.reply_size != res.table_size).map(|r| ("sweep", r)));
+    for (part, r) in rows {
+        for run in &r.runs {
+            let s = &run.summary;
+            let _ = writeln!(
+                o,
+                "{part},{},{},{},{},{},{},{},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{},{setup}",
+                r.key, r.reply_size, run.repeat, run.reply_bytes, run.requests, run.answered, run.timeouts, s.min_us, s.mean_us, s.std_us, s.p50_us, s.p90_us, s.p99_us, s.max_us, run.raw
+            );
+        }
     }
     o
 }
@@ -201,12 +288,13 @@ fn fmt_us(v: f64) -> String {
     }
 }
 
-/// Writes report.md, results.json, results.csv and fig5.svg into `out`.
+/// Writes report.md, results.json, results.csv, runs.csv and fig5.svg into `out`.
 pub fn write_all(res: &Results, out: &Path, command: &str) -> std::io::Result<()> {
     std::fs::create_dir_all(out)?;
     std::fs::write(out.join("report.md"), markdown(res, command))?;
     std::fs::write(out.join("results.json"), serde_json::to_string_pretty(res).map_err(std::io::Error::other)?)?;
     std::fs::write(out.join("results.csv"), csv(res))?;
+    std::fs::write(out.join("runs.csv"), runs_csv(res))?;
     std::fs::write(out.join("fig5.svg"), svg(res))?;
     Ok(())
 }

@@ -18,6 +18,8 @@ pub enum RunError {
     File { path: PathBuf, message: String },
     #[error("interrupted (Ctrl-C or SIGTERM); the system was torn down")]
     Interrupted,
+    #[error("measurement setup: {0}")]
+    Setup(String),
 }
 
 /// A finished run.

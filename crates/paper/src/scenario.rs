@@ -10,6 +10,7 @@
 //! | TRADITIONAL DDS WITH ROUTING | a native machine (a module without a plan): the recorder on its local domain, the routing service between it and the network domain |
 //! | PARTITIONED DDS WITH ROUTING | the paper's plan: recorder 700 µs, routing 800 µs, one 1500 µs frame on one CPU (examples/video-surveillance.toml) |
 //! | MULTICORE | the paper's future work: the same two partitions, each with its own CPU and a whole-frame window (examples/video-surveillance-multicore.toml) |
+use partita_bench::setup::{Setup, LOCK_MEMORY_FLAG};
 use partita_system::{ByteSize, Errors, Host, System};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -111,17 +112,20 @@ impl Scenario {
         }
     }
 
-    /// The scenario's system file with `p`'s commands, CPUs and limits filled in. The monitor (node
-    /// [`MONITOR`]) writes its report to `p.monitor_json` and exits.
+    /// The scenario's system file with `p`'s commands, CPUs, limits and measurement setup filled in. The
+    /// monitor (node [`MONITOR`]) writes its report to `p.monitor_json` and exits.
     pub fn toml(self, p: &Params) -> String {
         let strings = |v: Vec<String>| toml::Value::Array(v.into_iter().map(toml::Value::String).collect()).to_string();
         let string = |s: &str| toml::Value::String(s.to_string()).to_string();
         let mut text = self.template().to_string();
         for (key, value) in [
             ("@SYSTEM@", string(&format!("paper-{}", self.key()))),
+            ("@CPU_DMA_LATENCY@", string(&p.cpu_dma_latency())),
+            ("@SCHEDULING@", p.scheduling()),
             ("@RECORDER@", strings(p.recorder_command(self))),
             ("@MONITOR@", strings(p.monitor_command(self))),
-            ("@UDP_ECHO@", strings(["partita", "app", "udp-echo", "--bind", &udp_server()].map(String::from).to_vec())),
+            ("@ROUTER@", strings(p.router_command())),
+            ("@UDP_ECHO@", strings(p.udp_echo_command())),
             ("@UDP_ADDRESS@", string(UDP_ADDRESS)),
             ("@RECORDER_CPU@", p.recorder_cpu.to_string()),
             ("@ROUTING_CPU@", p.routing_cpu.to_string()),
@@ -169,6 +173,9 @@ pub struct Params {
     pub memory_bytes: u64,
     /// More arguments for the monitor (e.g. `--rate 50 --duration 8` with `count` 0).
     pub monitor_extra: Vec<String>,
+    /// The measurement setup the system file grants every partition and node: their scheduling class, their
+    /// memory locked (`--lock-memory` on their commands) and the system's `cpu_dma_latency`.
+    pub setup: Setup,
 }
 
 /// Where the NETWORK scenario's answerer listens.
@@ -177,10 +184,46 @@ fn udp_server() -> String {
 }
 
 impl Params {
+    /// `partita` and its subcommand, then the setup's memory lock.
+    fn partita(&self, role: &[&str]) -> Vec<String> {
+        let mut c = vec!["partita".to_string()];
+        c.extend(role.iter().map(|s| s.to_string()));
+        if self.setup.locks_memory() {
+            c.push(LOCK_MEMORY_FLAG.into());
+        }
+        c
+    }
+
+    /// The `scheduling` of every partition and node (an inline TOML table).
+    pub fn scheduling(&self) -> String {
+        match self.setup.fifo_priority() {
+            Some(p) => format!("{{ policy = \"fifo\", priority = {p} }}"),
+            None => "{ policy = \"normal\" }".into(),
+        }
+    }
+
+    /// The system's `cpu_dma_latency`: the setup's bound, or `off`.
+    pub fn cpu_dma_latency(&self) -> String {
+        match self.setup.cpu_dma_latency_us() {
+            Some(us) => format!("{us}us"),
+            None => "off".into(),
+        }
+    }
+
+    pub fn router_command(&self) -> Vec<String> {
+        self.partita(&["route"])
+    }
+
+    pub fn udp_echo_command(&self) -> Vec<String> {
+        let mut c = self.partita(&["app", "udp-echo"]);
+        c.extend(["--bind".into(), udp_server()]);
+        c
+    }
+
     /// The recorder's command: a native recorder node records into `ring`; a recorder partition into its own
     /// state directory (it cannot write the host's files).
     pub fn recorder_command(&self, s: Scenario) -> Vec<String> {
-        let mut c: Vec<String> = ["partita", "app", "recorder"].map(String::from).to_vec();
+        let mut c = self.partita(&["app", "recorder"]);
         if s == Scenario::Traditional {
             c.extend(["--ring".to_string(), self.ring.display().to_string()]);
         }
@@ -190,7 +233,8 @@ impl Params {
     }
 
     pub fn monitor_command(&self, s: Scenario) -> Vec<String> {
-        let mut c: Vec<String> = ["partita", "app", "monitor", "--quiet"].map(String::from).to_vec();
+        let mut c = self.partita(&["app", "monitor"]);
+        c.push("--quiet".into());
         c.extend(["--count".into(), self.count.to_string(), "--warmup".into(), self.warmup.to_string()]);
         c.extend(["--timeout-ms".into(), self.timeout_ms.to_string(), "--json".into(), self.monitor_json.display().to_string()]);
         if s == Scenario::Network {
@@ -223,6 +267,7 @@ mod tests {
             routing_cpu: 1,
             memory_bytes: 512 << 20,
             monitor_extra: Vec::new(),
+            setup: Setup::default(),
         }
     }
 
@@ -243,6 +288,33 @@ mod tests {
             let recorder = sys.partitions().map(|(_, p)| &p.tree).chain(sys.node("recorder").map(|n| &n.tree));
             assert_eq!(recorder.filter(|t| t.command.get(2).is_some_and(|c| c == "recorder" || c == "udp-echo")).count(), 1, "{}", s.key());
         }
+    }
+
+    #[test]
+    fn the_system_files_grant_the_measurement_setup_to_every_partition_and_node() {
+        use partita_system::{Duration, Scheduling};
+        let normal = Params { setup: Setup::Normal, ..params() };
+        for s in Scenario::ALL {
+            let trees = |sys: &System| -> Vec<(String, partita_system::ProcessTree)> {
+                sys.partitions().map(|(_, p)| (p.name.clone(), p.tree.clone())).chain(sys.nodes.iter().map(|n| (n.name.clone(), n.tree.clone()))).collect()
+            };
+            let rt = parse(s);
+            assert_eq!(rt.cpu_dma_latency, Some(Duration::ZERO), "{}", s.key());
+            for (name, t) in trees(&rt) {
+                assert_eq!(t.scheduling, Scheduling::Fifo { priority: 50 }, "{} {name}", s.key());
+                assert_eq!(t.command.iter().filter(|a| *a == LOCK_MEMORY_FLAG).count(), 1, "{} {name}: {:?}", s.key(), t.command);
+            }
+            let sys = partita_system::parse(&s.toml(&normal), s.key(), &Host::with_cpus(2)).unwrap();
+            assert_eq!(sys.cpu_dma_latency, None, "{}: the idle states are left alone", s.key());
+            for (name, t) in trees(&sys) {
+                assert_eq!(t.scheduling, Scheduling::Normal, "{} {name}", s.key());
+                assert!(!t.command.iter().any(|a| a == LOCK_MEMORY_FLAG), "{} {name}", s.key());
+            }
+        }
+        let other = Params { setup: Setup::Realtime { priority: 30, cpu_dma_latency_us: 10 }, ..params() };
+        let sys = partita_system::parse(&Scenario::PartitionedRouting.toml(&other), "p", &Host::with_cpus(2)).unwrap();
+        assert_eq!(sys.cpu_dma_latency, Some(Duration::from_micros(10)));
+        assert_eq!(sys.node(MONITOR).unwrap().tree.scheduling, Scheduling::Fifo { priority: 30 });
     }
 
     #[test]
