@@ -175,7 +175,7 @@ fn sighup_and_sigquit_tear_the_system_down_like_sigterm() {
     for signal in [libc::SIGHUP, libc::SIGQUIT] {
         let name = format!("hup{}x{signal}", std::process::id() % 100_000);
         let file = write_system(&name, SYSTEM);
-        let mut up = Command::new(env!("CARGO_BIN_EXE_partita")).args(["up", file.to_str().unwrap()]).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        let up = Command::new(env!("CARGO_BIN_EXE_partita")).args(["up", file.to_str().unwrap()]).stderr(std::process::Stdio::piped()).spawn().unwrap();
         let state = std::path::Path::new("/run/partita").join(&name).join("state.json");
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         while !state.exists() && std::time::Instant::now() < deadline {

@@ -203,7 +203,9 @@ pub fn granted(setup: &Setup) -> String {
     match setup {
         Setup::Realtime { priority, cpu_dma_latency_us } => format!(
             "granted by each scenario's system file: every partition and node has scheduling = {{ policy = \"fifo\", \
-             priority = {priority} }} and runs with --lock-memory, and [system] cpu_dma_latency = \"{cpu_dma_latency_us}us\" \
+             priority = {priority} }}, every native node runs with --lock-memory (a partition may lock no more than \
+             RLIMIT_MEMLOCK, which the supervisor cannot raise without CAP_SYS_RESOURCE), and [system] \
+             cpu_dma_latency = \"{cpu_dma_latency_us}us\" \
              (the supervisor holds it while the system is up); bench paper also holds /dev/cpu_dma_latency at \
              {cpu_dma_latency_us} µs for the whole run"
         ),

@@ -216,7 +216,9 @@ impl Supervisor {
             let confine = match &tree.confinement {
                 Some(c) => {
                     s._state_dirs.0.push(c.state_dir.clone());
-                    Some(confine(c, &state_path.join(format!("{}.root", member.name)), &xml_path)?)
+                    let mut confine = confine(c, &state_path.join(format!("{}.root", member.name)), &xml_path)?;
+                    confine.memory = tree.memory.map(|m| m.0);
+                    Some(confine)
                 }
                 None => None,
             };
@@ -396,7 +398,7 @@ fn confine(c: &partita_system::Confinement, root: &Path, dds_config: &Path) -> R
     std::os::unix::fs::chown(&c.state_dir, Some(c.uid), Some(c.uid)).map_err(path_err("chown", &c.state_dir))?;
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&c.state_dir, std::fs::Permissions::from_mode(0o700)).map_err(path_err("chmod", &c.state_dir))?;
-    Ok(Confine { granted: c.clone(), dds_config: Some(dds_config.to_path_buf()), root: root.to_path_buf() })
+    Ok(Confine { granted: c.clone(), dds_config: Some(dds_config.to_path_buf()), root: root.to_path_buf(), memory: None })
 }
 
 /// A partition or native node, as the build loop sees it.

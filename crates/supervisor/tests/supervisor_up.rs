@@ -191,3 +191,30 @@ fn a_partition_kept_frozen_or_thawed_against_the_plan_is_reported() {
     assert!(found("routing", "ran_outside_window").is_some(), "a partition kept running outside its windows was not reported: {log:?}");
     assert_nothing_left(&name, Some(&link_prefix(&name)));
 }
+
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn a_partition_granted_lock_memory_may_lock_up_to_its_memory_limit_or_up_says_why_not() {
+    let name = system_name("ml");
+    let root = tempdir("state");
+    let sys = system(&format!(
+        "[system]\nname = \"{name}\"\n[[module]]\nname = \"m\"\ncpus = [1]\n[[module.partition]]\nname = \"p\"\ncommand = [\"sh\", \"-c\", \"ulimit -l; sleep 30\"]\nmemory = \"48MiB\"\nlock_memory = true\n\
+         [[module.plan]]\ncpu = 1\nmajor_frame = \"2ms\"\nwindow = [{{ partition = \"p\", start = \"0us\", duration = \"1ms\" }}]\n"
+    ));
+    // Raising a hard limit needs CAP_SYS_RESOURCE (capability 24), which some machines' root lacks.
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let eff = u64::from_str_radix(status.lines().find_map(|l| l.strip_prefix("CapEff:")).unwrap().trim(), 16).unwrap();
+    match Supervisor::up(&sys, &options(&root)) {
+        Ok(sup) => {
+            assert!(eff & (1 << 24) != 0, "the limit was raised without CAP_SYS_RESOURCE?");
+            sup.run(Some(Duration::from_millis(400)), None).unwrap();
+            let log = std::fs::read_to_string(root.0.join(&name).join("p.log")).unwrap();
+            assert_eq!(log.trim(), (48 * 1024).to_string(), "ulimit -l shows the memory limit in KiB");
+        }
+        Err(e) => {
+            assert!(eff & (1 << 24) == 0, "up failed although the supervisor holds CAP_SYS_RESOURCE: {e}");
+            assert!(e.to_string().contains("lock_memory") && e.to_string().contains("CAP_SYS_RESOURCE"), "{e}");
+        }
+    }
+    assert_nothing_left(&name, Some(&link_prefix(&name)));
+}

@@ -28,6 +28,9 @@ pub struct Confinement {
     pub seccomp_allow: Vec<String>,
     /// The partition's private writable directory on the host, and inside it.
     pub state_dir: PathBuf,
+    /// It may lock its memory (`mlockall`), up to its memory limit (RLIMIT_MEMLOCK): what a real-time program
+    /// does so that page faults do not delay it. Locked memory is charged to its own cgroup.
+    pub lock_memory: bool,
 }
 
 /// System calls (or, for the names with a `/`, a system call with certain arguments) that a partition has no

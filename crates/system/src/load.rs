@@ -217,6 +217,7 @@ struct RawPartition {
     health: Option<RawHealth>,
     scheduling: Option<RawScheduling>,
     uid: Option<S<u64>>,
+    lock_memory: Option<bool>,
     capabilities: Option<S<Vec<String>>>,
     seccomp: Option<RawSeccomp>,
     #[serde(default)]
@@ -891,7 +892,7 @@ impl Cx<'_> {
                 }
             }
         }
-        Confinement { uid, capabilities, seccomp_allow, state_dir: PathBuf::new() }
+        Confinement { uid, capabilities, seccomp_allow, state_dir: PathBuf::new(), lock_memory: p.lock_memory.unwrap_or(false) }
     }
 
     /// A partition's kind, and for a VM partition its guest.

@@ -28,10 +28,11 @@ pub enum Stage {
     WaitForIdMaps,
     BecomeRoot,
     ParentDeathSignal,
+    AllowMemoryLock,
 }
 
 impl Stage {
-    pub const ALL: [Stage; 16] = [
+    pub const ALL: [Stage; 17] = [
         Stage::ResetSignals,
         Stage::NewSession,
         Stage::JoinNetwork,
@@ -48,6 +49,7 @@ impl Stage {
         Stage::WaitForIdMaps,
         Stage::BecomeRoot,
         Stage::ParentDeathSignal,
+        Stage::AllowMemoryLock,
     ];
 
     pub fn from_u32(n: u32) -> Option<Stage> {
@@ -72,6 +74,7 @@ impl Stage {
             Stage::WaitForIdMaps => "wait for its id maps",
             Stage::BecomeRoot => "become root of its user namespace",
             Stage::ParentDeathSignal => "set the parent-death signal",
+            Stage::AllowMemoryLock => "raise RLIMIT_MEMLOCK to its memory limit for lock_memory (the supervisor needs CAP_SYS_RESOURCE)",
         }
     }
 }
@@ -88,6 +91,8 @@ pub const EXIT_CONFINE: i32 = 125;
 
 /// The confinement applied after the cgroups are joined, inside the partition's user namespace.
 pub struct Confined<'a> {
+    /// RLIMIT_MEMLOCK, when the partition may lock its memory.
+    pub memlock: Option<u64>,
     /// Capabilities kept (bit n = capability n); every other one up to `last_cap` is dropped.
     pub keep: u64,
     pub last_cap: u32,
@@ -289,6 +294,12 @@ unsafe fn run(p: &Plan) -> ! {
     let param = libc::sched_param { sched_priority: priority };
     if libc::sched_setscheduler(0, policy, &param) != 0 {
         fail(report, Stage::SetScheduling);
+    }
+    if let Some(bytes) = p.confined.as_ref().and_then(|c| c.memlock) {
+        let limit = libc::rlimit { rlim_cur: bytes, rlim_max: bytes };
+        if libc::setrlimit(libc::RLIMIT_MEMLOCK, &limit) != 0 {
+            fail(report, Stage::AllowMemoryLock);
+        }
     }
     if p.confined.is_some() {
         // No way to raise the real-time priority or the nice value later (raising a limit needs a capability

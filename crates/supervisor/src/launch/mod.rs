@@ -74,6 +74,8 @@ pub struct Confine {
     pub dds_config: Option<PathBuf>,
     /// An empty directory on the host its view of the file system is assembled in.
     pub root: PathBuf,
+    /// Its memory limit: how much it may lock when its file lets it (`lock_memory`).
+    pub memory: Option<u64>,
 }
 
 /// Variables of the supervisor's environment a confined partition gets (beside its own and the file's):
@@ -194,6 +196,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
         mounts: &mounts,
         fifo_priority: spec.fifo_priority.map(libc::c_int::from),
         confined: spec.confine.as_ref().map(|c| Confined {
+            memlock: c.granted.lock_memory.then(|| c.memory.unwrap_or(libc::RLIM_INFINITY)),
             keep: c.granted.capabilities.iter().fold(0u64, |m, n| m | (1u64 << n)),
             last_cap: last_capability(),
             notify: notify.as_ref(),
