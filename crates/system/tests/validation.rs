@@ -579,7 +579,10 @@ fn a_router_that_is_not_a_table_and_a_plan_of_too_many_windows_are_refused_plain
 
 #[test]
 fn a_partition_may_be_a_virtual_machine() {
-    let text = GOOD.replacen("command = [\"prog\"]", "command = [\"partita\", \"app\", \"recorder\"]\nkind = \"vm\"\nvm = { memory = \"192MiB\", accel = \"tcg\", append = [\"quiet\"] }", 1);
+    let text = GOOD
+        .replacen("command = [\"prog\"]", "command = [\"no-such-program-here\"]\nkind = \"vm\"\nvm = { memory = \"192MiB\", accel = \"tcg\", append = [\"quiet\"] }", 1)
+        .replacen("command = [\"prog\", \"-x\"]", "command = [\"/bin/sh\"]", 1)
+        .replacen("command = [\"mon\"]", "command = [\"/bin/sh\"]", 1);
     let machine = Host { cpus: vec![0, 1], path: Some(vec![]) };
     let s = parse(&text, "sys.toml", &machine).expect("a guest's command is not looked up on the host");
     let a = &s.modules[0].partitions[0];
