@@ -3,7 +3,7 @@
 //! archives this way, without a temporary file that a crash would leave behind).
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 /// Whether descriptor number `fd` is open in this process.
 pub fn is_open(fd: RawFd) -> bool {
@@ -12,8 +12,10 @@ pub fn is_open(fd: RawFd) -> bool {
 }
 
 /// Whether `fd` is passed on to programs this process executes (close-on-exec off).
-pub fn is_inheritable(fd: BorrowedFd<'_>) -> io::Result<bool> {
-    // SAFETY: F_GETFD reads the flags of a descriptor the caller holds.
+/// (Descriptors are taken by number, as for any inherited one: asking about or flagging a number this process
+/// does not hold fails with EBADF and touches no memory.)
+pub fn is_inheritable(fd: impl AsRawFd) -> io::Result<bool> {
+    // SAFETY: F_GETFD reads the flags of a descriptor; any number is safe to ask about.
     let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFD) };
     if flags < 0 {
         return Err(io::Error::last_os_error());
@@ -22,8 +24,8 @@ pub fn is_inheritable(fd: BorrowedFd<'_>) -> io::Result<bool> {
 }
 
 /// Turns close-on-exec off (`inheritable`) or on for `fd`.
-pub fn set_inheritable(fd: BorrowedFd<'_>, inheritable: bool) -> io::Result<()> {
-    // SAFETY: F_GETFD/F_SETFD change only the close-on-exec flag of a descriptor the caller holds.
+pub fn set_inheritable(fd: impl AsRawFd, inheritable: bool) -> io::Result<()> {
+    // SAFETY: F_GETFD/F_SETFD read and change only a descriptor's close-on-exec flag; no memory is passed.
     unsafe {
         let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFD);
         if flags < 0 {
@@ -53,20 +55,19 @@ pub fn memfd(name: &str) -> io::Result<std::fs::File> {
 mod tests {
     use super::*;
     use std::io::{Read, Seek, Write};
-    use std::os::fd::AsFd;
-
+    
     #[test]
     fn close_on_exec_is_read_and_changed() {
         let mut f = memfd("partita-os-test").unwrap();
-        assert!(!is_inheritable(f.as_fd()).unwrap(), "made close-on-exec");
-        set_inheritable(f.as_fd(), true).unwrap();
-        assert!(is_inheritable(f.as_fd()).unwrap());
+        assert!(!is_inheritable(f.as_raw_fd()).unwrap(), "made close-on-exec");
+        set_inheritable(f.as_raw_fd(), true).unwrap();
+        assert!(is_inheritable(f.as_raw_fd()).unwrap());
         assert!(is_open(f.as_raw_fd()));
         f.write_all(b"archive").unwrap();
         // A child opening /proc/self/fd/N of an inherited memfd reads the same bytes.
         let out = std::process::Command::new("cat").arg(format!("/proc/self/fd/{}", f.as_raw_fd())).output().unwrap();
         assert_eq!(out.stdout, b"archive");
-        set_inheritable(f.as_fd(), false).unwrap();
+        set_inheritable(f.as_raw_fd(), false).unwrap();
         let out = std::process::Command::new("cat").arg(format!("/proc/self/fd/{}", f.as_raw_fd())).output().unwrap();
         assert!(!out.status.success(), "not inherited once close-on-exec again");
         f.rewind().unwrap();

@@ -7,7 +7,7 @@
 //! attaches it to a bridge with iproute2 (`ip link set NAME master BRIDGE up`) while it holds the descriptor.
 use std::ffi::CStr;
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 const TUN_DEVICE: &CStr = c"/dev/net/tun";
 // From <linux/if_tun.h>: _IOW('T', 202, int) and _IOR('T', 210, unsigned int); libc does not export them.
@@ -51,10 +51,10 @@ pub fn create(name: &str) -> io::Result<OwnedFd> {
 }
 
 /// The interface name of the tap (or tun) device behind `fd`; EBADFD or EINVAL for any other descriptor.
-pub fn name_of(fd: BorrowedFd<'_>) -> io::Result<String> {
+pub fn name_of(fd: impl AsRawFd) -> io::Result<String> {
     // SAFETY: `ifreq` is plain old data, valid when zeroed.
     let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
-    // SAFETY: TUNGETIFF writes one `ifreq`, which lives for the call.
+    // SAFETY: TUNGETIFF writes one `ifreq`, which lives for the call (another descriptor fails, EBADFD or EINVAL).
     if unsafe { libc::ioctl(fd.as_raw_fd(), TUNGETIFF, &mut req) } != 0 {
         return Err(io::Error::last_os_error());
     }
@@ -65,7 +65,6 @@ pub fn name_of(fd: BorrowedFd<'_>) -> io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::fd::AsFd;
 
     #[test]
     fn interface_names_are_checked() {
@@ -91,7 +90,7 @@ mod tests {
             }
             let fd = create("pt9f00v7")?;
             let while_open = index_of("pt9f00v7");
-            let name = name_of(fd.as_fd())?;
+            let name = name_of(fd.as_raw_fd())?;
             let busy = create("pt9f00v7").map(drop).unwrap_err().raw_os_error();
             drop(fd);
             Ok((while_open, name, busy, index_of("pt9f00v7")))
@@ -108,6 +107,6 @@ mod tests {
             Err(e) => assert_eq!(e.raw_os_error(), Some(libc::EPERM), "only a missing privilege may stop this test: {e}"),
         }
         let plain = std::fs::File::open("/dev/null").unwrap();
-        assert!(name_of(plain.as_fd()).is_err());
+        assert!(name_of(plain.as_raw_fd()).is_err());
     }
 }
