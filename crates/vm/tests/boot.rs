@@ -191,3 +191,33 @@ fn a_guest_on_a_tap_answers_udp_from_a_namespace_on_the_same_bridge() {
     assert!(console.contains("<NetworkInterface name=\"vnic0\"") && console.contains("<Peer address=\"198.18.7.1\"/>"), "{console}");
     drop(tap);
 }
+
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn the_acceleration_probe_boots_under_kvm_once_and_then_answers_from_its_cache() {
+    let dir = std::env::temp_dir().join(format!("partita-vm-test-probe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let guest = Guest::new(&command(&["true"]), "probe");
+    let (kernel, base) = (guest.config.kernel.clone(), guest.config.initrds[0].clone());
+    let probe = |fresh| partita_vm::probe::probe(&kernel, &base, &dir, Duration::from_secs(4), fresh).unwrap();
+    // The first probe boots (4 s at most: where KVM hangs, as under kvm_pvm, that is its cost).
+    let started = Instant::now();
+    let first = probe(true);
+    assert!(!first.cached && !first.reason.is_empty(), "{first:?}");
+    // A verdict stored for this very host is taken as it is, without a boot.
+    let seeded = partita_vm::probe::Verdict { accel: Accel::Kvm, reason: "seeded by the test".into(), ..first.clone() };
+    std::fs::write(dir.join(partita_vm::probe::CACHE_FILE), serde_json::to_vec(&seeded).unwrap()).unwrap();
+    let cached = probe(false);
+    assert!(cached.cached && cached.reason == "seeded by the test" && cached.accel == Accel::Kvm, "{cached:?}");
+    // A fresh probe boots again and writes what it found.
+    let again = probe(true);
+    assert_eq!((again.accel, again.cached), (first.accel, false), "{again:?}");
+    let stored: partita_vm::probe::Verdict = serde_json::from_slice(&std::fs::read(dir.join(partita_vm::probe::CACHE_FILE)).unwrap()).unwrap();
+    assert_eq!(stored.reason, again.reason);
+    match first.accel {
+        Accel::Kvm => assert!(first.kvm_boot_s.is_some_and(|s| s < 4.0), "{first:?}"),
+        Accel::Tcg => assert!(first.reason.contains("KVM") || first.reason.contains("/dev/kvm"), "the reason names what failed: {first:?}"),
+    }
+    assert!(started.elapsed() < Duration::from_secs(30));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
