@@ -59,7 +59,7 @@ fn parse_net_fd(s: &str) -> Result<(i32, Option<MacAddr>), String> {
 
 #[derive(Args)]
 pub struct VmAppArgs {
-    /// The guest kernel (vmlinuz-VERSION in the VM cache).
+    /// The guest kernel (vmlinux-VERSION, else vmlinuz-VERSION, in the VM cache).
     #[arg(long)]
     kernel: PathBuf,
     /// Initramfs archives, concatenated in this order: the base image, then the per-launch archive.

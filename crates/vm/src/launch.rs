@@ -78,7 +78,8 @@ pub struct GuestNic {
     pub mac: MacAddr,
     pub address: Ipv4Addr,
     pub prefix: u8,
-    /// The DDS domain on this NIC, and its unicast discovery peers (the other members of its network).
+    /// The DDS domain on this NIC, and its unicast discovery peers (the other members of its network; none:
+    /// the NIC's own address, so participants inside the guest still find each other).
     pub domain: u32,
     pub peers: Vec<Ipv4Addr>,
 }
@@ -113,7 +114,7 @@ impl LaunchSpec {
         }
         let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CycloneDDS xmlns=\"https://cdds.io/config\">\n");
         for n in &self.nics {
-            let peers = n.peers.iter().map(|p| p.to_string()).collect();
+            let peers = if n.peers.is_empty() { vec![n.address.to_string()] } else { n.peers.iter().map(|p| p.to_string()).collect() };
             let config = partita_dds::DomainConfig::on_interface(n.domain, partita_dds::Interface::Named(n.name.clone()), peers);
             let settings = config.settings().expect("a configuration built from settings has them");
             x.push_str(&settings.domain_xml(&n.domain.to_string()).map_err(|e| LaunchError::Invalid(format!("NIC {}: {e}", n.name)))?);
@@ -273,5 +274,14 @@ mod tests {
         refuse(&|s| s.nics[0].prefix = 33, "prefix");
         refuse(&|s| s.nics.push(nic()), "share");
         refuse(&|s| s.nics[0].name = "no spaces allowed".into(), "interface name");
+    }
+
+    #[test]
+    fn a_nic_without_peers_discovers_on_its_own_address() {
+        let mut n = nic();
+        n.peers.clear();
+        let spec = LaunchSpec { env: env(), extra_env: vec![], nics: vec![n], argv: vec!["true".into()] };
+        let xml = spec.dds_xml().unwrap().unwrap();
+        assert!(xml.contains("<Peer address=\"198.18.0.2\"/>"), "{xml}");
     }
 }

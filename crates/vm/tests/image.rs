@@ -16,7 +16,7 @@ impl TempCache {
         let dir = std::env::temp_dir().join(format!("partita-vm-test-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("modules")).unwrap();
-        std::os::unix::fs::symlink(&real.image, dir.join(format!("vmlinuz-{}", real.version))).unwrap();
+        std::os::unix::fs::symlink(&real.compressed, dir.join(format!("vmlinuz-{}", real.version))).unwrap();
         std::os::unix::fs::symlink(&real.modules, dir.join("modules").join(&real.version)).unwrap();
         TempCache(dir)
     }
