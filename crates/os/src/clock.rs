@@ -66,7 +66,7 @@ pub fn tsc_khz(window: std::time::Duration) -> Option<u64> {
             }
             let khz = (t1.wrapping_sub(t0) as u128 * 1_000_000 / elapsed as u128) as u64;
             let width = (a1 - a0) + (b1 - b0);
-            if best.map_or(true, |(w, _)| width < w) {
+            if !matches!(best, Some((w, _)) if w <= width) {
                 best = Some((width, khz));
             }
         }

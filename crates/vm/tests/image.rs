@@ -117,7 +117,8 @@ fn the_cache_is_reused_and_a_damaged_archive_is_built_again() {
     assert_eq!(std::fs::metadata(&again.path).unwrap().modified().unwrap(), built_at, "not rewritten");
 
     let good = std::fs::read(&first.path).unwrap();
-    let damages: [(&str, Box<dyn Fn(&mut Vec<u8>)>); 4] = [
+    type Damage<'a> = Box<dyn Fn(&mut Vec<u8>) + 'a>;
+    let damages: [(&str, Damage); 4] = [
         ("cut in half (a partial file)", Box::new(|b: &mut Vec<u8>| b.truncate(b.len() / 2))),
         ("empty", Box::new(|b: &mut Vec<u8>| b.clear())),
         ("a header damaged", Box::new(|b: &mut Vec<u8>| b[0] = b'X')),
