@@ -7,9 +7,12 @@ cd "$(dirname "$0")/.."
 # cmake + libclang-dev: cyclors builds the vendored Cyclone DDS 11.0.1 with CMake and binds it with bindgen.
 # cyclonedds-tools: ddsperf, the independent DDS program of the interoperability tests and benchmarks.
 # python3-venv: the Python Cyclone DDS binding used by the interoperability tests lives in a venv.
-# rt-tests, stress-ng, iproute2, libfastrtps-dev, qemu-system-x86: supervisor, paper benchmarks, later backends.
+# rt-tests, stress-ng, iproute2: supervisor and paper benchmarks.
+# qemu-system-x86, busybox-static: VM partitions (crates/vm): QEMU runs the guest, busybox is the guest's
+# userland in the initramfs partita builds; kmod's depmod indexes the guest kernel's modules, lz4 unpacks the
+# kernel for direct (PVH) boot (below).
 PACKAGES=(cmake libclang-dev build-essential pkg-config iproute2 cyclonedds-tools rt-tests stress-ng
-          python3-venv tcpdump)
+          python3-venv tcpdump qemu-system-x86 busybox-static kmod lz4)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -20,6 +23,51 @@ if ((${#missing[@]})); then
   if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; else SUDO=; fi
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# The guest kernel of VM partitions: Debian's current cloud kernel (what the linux-image-cloud-amd64
+# meta-package depends on), downloaded and unpacked into partita's cache, never installed on the host:
+#   $VM_CACHE/vmlinuz-VERSION          the kernel
+#   $VM_CACHE/modules/VERSION/...      its modules, with the modules.dep that depmod writes (the package has none)
+#   $VM_CACHE/vmlinux-VERSION          the kernel unpacked (an ELF with a PVH entry): QEMU starts it directly,
+#                                      without firmware boot code or decompression, about 0.3 s sooner under TCG
+# vmlinuz is moved in after the modules, so its presence means they are complete; a second run skips.
+VM_CACHE=${PARTITA_VM_CACHE:-/var/cache/partita/vm}
+vm_kernel=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-/ {print $2; exit}')
+if [[ -z $vm_kernel ]]; then
+  [[ $(id -u) -ne 0 ]] && SUDO=sudo || SUDO=
+  $SUDO apt-get update -qq
+  vm_kernel=$(apt-cache depends linux-image-cloud-amd64 | awk '$1 == "Depends:" && $2 ~ /^linux-image-/ {print $2; exit}')
+fi
+vm_version=${vm_kernel#linux-image-}
+if [[ ! -f $VM_CACHE/vmlinuz-$vm_version ]]; then
+  echo "setup: fetching the VM guest kernel $vm_kernel into $VM_CACHE" >&2
+  [[ $(id -u) -ne 0 ]] && SUDO=sudo || SUDO=
+  $SUDO mkdir -p "$VM_CACHE"
+  work=$($SUDO mktemp -d "$VM_CACHE/.unpack.XXXXXX")
+  # apt's download sandbox user cannot write root's directories: download in a directory it may write.
+  $SUDO chmod 755 "$work"
+  (cd "$work" && $SUDO apt-get download -qq "$vm_kernel" 2>/dev/null || $SUDO apt-get download "$vm_kernel")
+  $SUDO dpkg-deb -x "$work"/"$vm_kernel"_*.deb "$work/root"
+  $SUDO depmod -b "$work/root" "$vm_version"
+  $SUDO mkdir -p "$VM_CACHE/modules"
+  $SUDO rm -rf "$VM_CACHE/modules/$vm_version"
+  $SUDO mv "$work/root/lib/modules/$vm_version" "$VM_CACHE/modules/$vm_version"
+  $SUDO mv "$work/root/boot/vmlinuz-$vm_version" "$VM_CACHE/vmlinuz-$vm_version"
+  $SUDO rm -rf "$work"
+fi
+# The bzImage's payload is LZ4 (legacy frame, magic 02 21 4c 18) in Debian's cloud kernel; without that magic or
+# an ELF result partita boots vmlinuz, which works too.
+if [[ -f $VM_CACHE/vmlinuz-$vm_version && ! -f $VM_CACHE/vmlinux-$vm_version ]]; then
+  [[ $(id -u) -ne 0 ]] && SUDO=sudo || SUDO=
+  offset=$(LC_ALL=C grep -obUaP '\x02\x21\x4c\x18' "$VM_CACHE/vmlinuz-$vm_version" | head -1 | cut -d: -f1 || true)
+  if [[ -n $offset ]]; then
+    tail -c +$((offset + 1)) "$VM_CACHE/vmlinuz-$vm_version" | lz4 -dc 2>/dev/null | $SUDO tee "$VM_CACHE/.vmlinux.tmp" >/dev/null || true
+    if [[ $(head -c 4 "$VM_CACHE/.vmlinux.tmp" | od -An -tx1 | tr -d ' ') == 7f454c46 ]]; then
+      $SUDO mv "$VM_CACHE/.vmlinux.tmp" "$VM_CACHE/vmlinux-$vm_version"
+    fi
+    $SUDO rm -f "$VM_CACHE/.vmlinux.tmp"
+  fi
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then

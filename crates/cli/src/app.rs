@@ -1,4 +1,4 @@
-//! `partita app …`: the applications that run inside partitions (recorder, monitor, udp-echo, probe).
+//! `partita app …`: the applications that run inside partitions (recorder, monitor, udp-echo, probe, vm).
 use clap::{Args, Subcommand, ValueEnum};
 use partita_apps::monitor::{self, LoopConfig, MonitorConfig, Progress, Report};
 use partita_apps::recorder::{Recorder, RecorderConfig};
@@ -36,6 +36,10 @@ enum App {
         #[arg(long, default_value_t = 20)]
         gap_us: u64,
     },
+    /// A VM partition's program: runs QEMU on inherited tap descriptors, copies the guest's console to stdout,
+    /// exits with the guest command's status (193 kernel panic, 194 QEMU failed, 195 boot timeout, 196 guest
+    /// set-up failed, 143 stopped by a signal).
+    Vm(crate::vm::VmAppArgs),
 }
 
 /// Which of a partition's domains an application joins.
@@ -184,6 +188,7 @@ pub fn run(a: AppArgs) -> ExitCode {
                 Err(e) => fail("udp-echo", &format!("{bind}: {e}")),
             }
         }
+        App::Vm(v) => crate::vm::run_app(v),
         App::Probe { output, duration_ms, gap_us } => {
             let runs = partita_supervisor::probe::spin(duration_ms * 1_000_000, gap_us * 1000, 10_000_000);
             match partita_supervisor::probe::write_intervals(&output, &runs) {

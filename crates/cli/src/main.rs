@@ -10,6 +10,7 @@ mod check;
 mod paper;
 mod route;
 mod supervise;
+mod vm;
 
 #[derive(Parser)]
 #[command(name = "partita", version, about = "Time-and-space partitioned DDS for mixed-criticality Linux machines")]
@@ -42,8 +43,11 @@ enum Command {
     Down(supervise::DownArgs),
     /// Show the systems that are up (state under /run/partita) and partita's leftovers.
     Status(supervise::StatusArgs),
-    /// The applications that run inside partitions: recorder, monitor, udp-echo, probe.
+    /// The applications that run inside partitions: recorder, monitor, udp-echo, probe, and vm (the runner of
+    /// a VM partition).
     App(app::AppArgs),
+    /// VM partitions: build the guest image, probe the acceleration, boot a guest by hand.
+    Vm(vm::VmArgs),
     /// Measure freezing backends and the reference frame (supervisor benchmarks).
     #[command(hide = true)]
     IsolationBench(supervise::IsolationBenchArgs),
@@ -70,6 +74,7 @@ fn main() -> ExitCode {
         Command::Down(a) => supervise::down(a),
         Command::Status(a) => supervise::status(a),
         Command::App(a) => app::run(a),
+        Command::Vm(a) => vm::run(a),
         Command::IsolationBench(a) => supervise::isolation_bench(a),
     }
 }

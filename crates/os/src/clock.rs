@@ -38,9 +38,59 @@ pub fn unix_ns() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
 }
 
+/// The rate of this CPU's time-stamp counter in kHz, measured against CLOCK_MONOTONIC_RAW over `window`
+/// (the best of three tries, so a preemption between two readings does not skew it); `None` off x86-64.
+///
+/// A QEMU guest under TCG reads the host's TSC, and a guest kernel without HPET or ACPI PM timer (QEMU's
+/// `microvm`) can only calibrate it against the PIT, which fails on a busy host and then hangs the boot: the
+/// VM runner hands the guest this figure instead (`tsc_early_khz=`).
+pub fn tsc_khz(window: std::time::Duration) -> Option<u64> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let raw_ns = || {
+            let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+            // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC_RAW exists on every supported kernel.
+            unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_RAW, &mut ts) };
+            ts.tv_sec as u64 * NS_PER_S + ts.tv_nsec as u64
+        };
+        // SAFETY: RDTSC reads a counter; every x86-64 CPU has it.
+        let tsc = || unsafe { core::arch::x86_64::_rdtsc() };
+        let mut best: Option<(u64, u64)> = None; // (bracket width in ns, kHz)
+        for _ in 0..3 {
+            let (a0, t0, a1) = (raw_ns(), tsc(), raw_ns());
+            std::thread::sleep(window);
+            let (b0, t1, b1) = (raw_ns(), tsc(), raw_ns());
+            let elapsed = ((b0 + b1) / 2).checked_sub((a0 + a1) / 2)?;
+            if elapsed == 0 {
+                continue;
+            }
+            let khz = (t1.wrapping_sub(t0) as u128 * 1_000_000 / elapsed as u128) as u64;
+            let width = (a1 - a0) + (b1 - b0);
+            if !matches!(best, Some((w, _)) if w <= width) {
+                best = Some((width, khz));
+            }
+        }
+        best.map(|(_, khz)| khz)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = window;
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_tsc_rate_is_plausible_and_repeatable() {
+        let a = tsc_khz(std::time::Duration::from_millis(20)).unwrap();
+        let b = tsc_khz(std::time::Duration::from_millis(20)).unwrap();
+        assert!((100_000..10_000_000).contains(&a), "{a} kHz");
+        assert!(a.abs_diff(b) * 100 < a, "{a} vs {b} kHz: more than 1 % apart");
+    }
 
     #[test]
     fn monotonic_clock_never_goes_back_and_advances_over_a_sleep() {

@@ -8,14 +8,18 @@
 //! The wrappers sit directly on `libc`: every one is a few lines, and a second binding crate would add a
 //! dependency (and a second set of types) without removing any of the `unsafe` blocks below.
 //!
+//! `tap` and `fd` serve VM partitions: a tap device per guest NIC, descriptors QEMU inherits.
+//!
 //! Everything here acts on the calling thread or process unless a name says otherwise: scheduling, timer
 //! slack and network namespaces are per thread on Linux.
 pub mod clock;
 pub mod cpu_latency;
+pub mod fd;
 pub mod netns;
 pub mod process;
 pub mod sched;
 pub mod seccomp_notify;
 pub mod signal;
 pub mod socket;
+pub mod tap;
 pub mod timer_slack;
