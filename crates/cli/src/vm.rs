@@ -276,7 +276,7 @@ pub fn run(a: VmArgs) -> ExitCode {
                 Ok(e) => e,
                 Err(kv) => return fail("extra", &format!("--env {kv:?}: give NAME=VALUE")),
             };
-            let spec = LaunchSpec { env: plain_env(&partition), extra_env, nics: Vec::new(), argv: command };
+            let spec = LaunchSpec { env: plain_env(&partition), extra_env, nics: Vec::new(), argv: command, programs: Vec::new() };
             match spec.write_archive(&out) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => fail("extra", &e.to_string()),
@@ -364,7 +364,7 @@ fn run_guest(r: RunArgs) -> ExitCode {
     }
     let mut env = plain_env("vm");
     env.domain = r.domain;
-    let spec = LaunchSpec { env, extra_env: Vec::new(), nics, argv: r.command };
+    let spec = LaunchSpec { env, extra_env: Vec::new(), nics, argv: r.command, programs: Vec::new() };
     let extra = std::env::temp_dir().join(format!("partita-vm-run-{}.cpio", std::process::id()));
     if let Err(e) = spec.write_archive(&extra) {
         return fail("run", &e.to_string());

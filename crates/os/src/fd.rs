@@ -39,6 +39,17 @@ pub fn set_inheritable(fd: impl AsRawFd, inheritable: bool) -> io::Result<()> {
     Ok(())
 }
 
+/// A close-on-exec duplicate of `fd` numbered at least `min` (out of the way of a child's low numbers).
+pub fn dup_above(fd: impl AsRawFd, min: RawFd) -> io::Result<OwnedFd> {
+    // SAFETY: F_DUPFD_CLOEXEC duplicates a descriptor; the result is checked, then owned by nobody else.
+    let new = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, min) };
+    if new < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `new` was just created and is owned by nothing else.
+    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+}
+
 /// An anonymous file in memory (memfd_create), close-on-exec; `name` shows in `/proc/PID/fd` only.
 pub fn memfd(name: &str) -> io::Result<std::fs::File> {
     let c = CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a memfd name has no NUL byte"))?;

@@ -44,6 +44,7 @@ fn spinner_spec(partition: &str, cg: &PartitionCgroup, program: &str, args: Vec<
         output: None,
         fifo_priority: None,
         confine: None,
+        pass_fds: Vec::new(),
     }
 }
 

@@ -8,6 +8,7 @@ pub mod clock;
 pub mod command;
 pub mod error;
 pub mod freeze;
+pub mod guest;
 pub mod launch;
 
 pub use error::{Result, SupervisorError};

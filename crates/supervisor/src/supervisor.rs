@@ -7,6 +7,7 @@ use crate::dds_config::CycloneConfig;
 use crate::error::{path_err, Result, SupervisorError};
 use crate::executor::{Executor, ExecutorConfig, ExecutorLog, Schedule, Window};
 use crate::freeze::{FreezeBackend, Freezer};
+use crate::guest::{GuestPlace, Guests, KvmNode, Tap};
 use crate::health::{EventLog, HealthMonitor};
 use crate::launch::{launch, rootfs, Confine, LaunchSpec};
 use crate::health::Action;
@@ -84,6 +85,9 @@ pub struct Supervisor {
     monitor: HealthMonitor,
     cgroups: Vec<Arc<PartitionCgroup>>,
     nics: Vec<VirtualNic>,
+    /// VM partitions' V-NICs, and their KVM device nodes (under hardware virtualization).
+    taps: Vec<Tap>,
+    kvm_nodes: Vec<KvmNode>,
     namespaces: Vec<NetNamespace>,
     bridges: Vec<Bridge>,
     state_dir: StateDir,
@@ -148,6 +152,8 @@ impl Supervisor {
             monitor: HealthMonitor::new(EventLog::new(Some(Box::new(events)))),
             cgroups: Vec::new(),
             nics: Vec::new(),
+            taps: Vec::new(),
+            kvm_nodes: Vec::new(),
             namespaces: Vec::new(),
             bridges: Vec::new(),
             state_dir: StateDir { path: state_path.clone(), came_up: false },
@@ -190,6 +196,7 @@ impl Supervisor {
         // 2. Per partition and node: cgroup, namespace, V-NICs, DDS configuration; then launch (frozen when
         //    planned). Freezers go to the plan executors, by module and plan.
         let mut freezers: Vec<Option<Freezer>> = Vec::new();
+        let mut guests = Guests::default();
         let members = system
             .partitions()
             .map(|(m, p)| Member { name: &p.name, module: Some(m), partition: Some(p), tree: &p.tree })
@@ -201,8 +208,10 @@ impl Supervisor {
             let cg = Arc::new(PartitionCgroup::create(&layout, &tree.cgroup, &limits)?);
             s.cgroups.push(cg.clone());
             let ns = NetNamespace::create(&tree.netns)?;
+            // A VM partition's V-NICs are taps (made below with its guest); its namespace stays empty.
+            let vm = member.partition.and_then(|p| p.vm.as_ref());
             let mut domains = Vec::new();
-            for nic in &tree.nics {
+            for nic in tree.nics.iter().filter(|_| vm.is_none()) {
                 let (net, bridge) = bridges
                     .iter()
                     .find(|(id, _)| *id == nic.network)
@@ -212,11 +221,14 @@ impl Supervisor {
                 domains.push(CycloneConfig::new(&nic.name, nic.domain.get(), system.addresses_on(nic.network)));
             }
             let xml_path = state_path.join(format!("{}.xml", member.name));
-            let uri = CycloneConfig::write_all(&domains, &xml_path)?;
+            let uri = match vm {
+                Some(_) => String::new(),
+                None => CycloneConfig::write_all(&domains, &xml_path)?,
+            };
             let confine = match &tree.confinement {
                 Some(c) => {
                     s._state_dirs.0.push(c.state_dir.clone());
-                    let mut confine = confine(c, &state_path.join(format!("{}.root", member.name)), &xml_path)?;
+                    let mut confine = confine(c, &state_path.join(format!("{}.root", member.name)), vm.is_none().then_some(xml_path.as_path()))?;
                     confine.memory = tree.memory.map(|m| m.0);
                     Some(confine)
                 }
@@ -247,7 +259,7 @@ impl Supervisor {
                 cyclonedds_uri: uri,
                 state_dir: tree.confinement.as_ref().map(|c| c.state_dir.display().to_string()),
             };
-            let spec = LaunchSpec {
+            let mut spec = LaunchSpec {
                 partition: member.name.to_string(),
                 program,
                 args: args.to_vec(),
@@ -261,7 +273,37 @@ impl Supervisor {
                     Scheduling::Normal => None,
                 },
                 confine,
+                pass_fds: Vec::new(),
             };
+            if let Some(vm) = vm {
+                // The partition's program is the runner, QEMU its child; the guest gets the command, its file's
+                // environment and the supervisor's variables.
+                let (Some(granted), Some(confine)) = (&tree.confinement, spec.confine.as_mut()) else {
+                    return Err(SupervisorError::Invalid(format!("VM partition {} is not confined", member.name)));
+                };
+                let environment = spec.environment.take().expect("a partition's environment");
+                let bridge_of = |id: NetworkId| bridges.iter().find(|(i, _)| *i == id).map(|(_, b)| &s.bridges[*b]);
+                let place = GuestPlace {
+                    partition: member.name,
+                    vm,
+                    tree,
+                    env: environment.clone(),
+                    partita: &partita,
+                    state_path: &state_path,
+                    uid: granted.uid,
+                    state_dir: &granted.state_dir,
+                };
+                let guest = guests.prepare(system, place, bridge_of)?;
+                spec.program = partita.display().to_string();
+                spec.args = guest.args.clone();
+                spec.env.clear();
+                spec.pass_fds = guest.pass_fds();
+                confine.kvm = guest.kvm_node();
+                confine.guest_archive = Some(guest.archive.clone());
+                spec.environment = Some(environment);
+                s.taps.extend(guest.taps);
+                s.kvm_nodes.extend(guest.kvm);
+            }
             s.namespaces.push(ns);
             let address = |id: fn(&NetworkId) -> bool| tree.nics.iter().find(|n| id(&n.network)).map(|n| n.address);
             s.state.partitions.push(PartitionState {
@@ -393,12 +435,12 @@ fn favor_dynamic_cgroup_changes() {
 
 /// What the launcher needs of a partition's confinement; creates its state directory (owned by its host uid,
 /// kept across runs) on the way.
-fn confine(c: &partita_system::Confinement, root: &Path, dds_config: &Path) -> Result<Confine> {
+fn confine(c: &partita_system::Confinement, root: &Path, dds_config: Option<&Path>) -> Result<Confine> {
     std::fs::create_dir_all(&c.state_dir).map_err(path_err("mkdir", &c.state_dir))?;
     std::os::unix::fs::chown(&c.state_dir, Some(c.uid), Some(c.uid)).map_err(path_err("chown", &c.state_dir))?;
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&c.state_dir, std::fs::Permissions::from_mode(0o700)).map_err(path_err("chmod", &c.state_dir))?;
-    Ok(Confine { granted: c.clone(), dds_config: Some(dds_config.to_path_buf()), root: root.to_path_buf(), memory: None })
+    Ok(Confine { granted: c.clone(), dds_config: dds_config.map(Path::to_path_buf), root: root.to_path_buf(), memory: None, kvm: None, guest_archive: None })
 }
 
 /// A partition or native node, as the build loop sees it.

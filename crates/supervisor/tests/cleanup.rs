@@ -32,6 +32,7 @@ fn leftovers_of_a_crashed_supervisor_are_removed() {
         output: None,
         fifo_priority: None,
         confine: None,
+        pass_fds: Vec::new(),
     };
     let pid = launch(&spec).unwrap().pid;
     // Frozen, as a partition outside its window would be when the supervisor dies.

@@ -22,6 +22,7 @@ fn spinner(partition: &str, cg: &PartitionCgroup) -> i32 {
         output: None,
         fifo_priority: None,
         confine: None,
+        pass_fds: Vec::new(),
     };
     launch(&spec).unwrap().pid
 }
@@ -157,6 +158,7 @@ fn a_partition_started_while_frozen_runs_nothing_until_thawed() {
             output: None,
             fifo_priority: None,
             confine: None,
+            pass_fds: Vec::new(),
         };
         let pid = launch(&spec).unwrap().pid;
         // The process exists (in the cgroup) but has not executed the program.

@@ -30,6 +30,7 @@ fn spec(system: &str, partition: &str, cg: &PartitionCgroup, netns: Option<&NetN
         output: None,
         fifo_priority: None,
         confine: None,
+        pass_fds: Vec::new(),
     }
 }
 

@@ -99,6 +99,7 @@ pub const SECCOMP_ERRNO: &[&str] = &[
     "io_uring_register",
     "io_uring_setup",
     "ioctl/TIOCSTI",
+    "ioctl/tun-admin",
     "keyctl",
     "perf_event_open",
     "request_key",

@@ -934,12 +934,12 @@ impl Cx<'_> {
                 }
             },
         };
-        let kernel = raw.and_then(|v| v.kernel.as_ref()).and_then(|k| {
+        let kernel = raw.and_then(|v| v.kernel.as_ref()).map(|k| {
             let p = PathBuf::from(k.get_ref());
             if self.host.path.is_some() && !p.is_file() {
                 self.err(&k.span(), &format!("{path}.kernel"), Problem::BadValue(format!("{:?} is not a file on this machine; give a guest kernel image, or leave `kernel` out for partita's", k.get_ref())));
             }
-            Some(p)
+            p
         });
         let mut append = Vec::new();
         for a in raw.map(|v| v.append.as_slice()).unwrap_or_default() {

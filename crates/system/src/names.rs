@@ -109,10 +109,6 @@ pub const MODULE_NIC: &str = "vnic0";
 /// The V-NIC inside an I/O partition or node on the inter-module network.
 pub const INTER_MODULE_NIC: &str = "vnic1";
 
-/// A VM partition's NICs inside its guest.
-pub const GUEST_MODULE_NIC: &str = "eth0";
-pub const GUEST_INTER_MODULE_NIC: &str = "eth1";
-
 /// Gives every network its bridge and every partition and node its namespace, cgroup and V-NICs: the names
 /// and addresses `partita up` creates, derived once, here.
 pub(crate) fn place(system: &mut System) {
@@ -127,10 +123,9 @@ pub(crate) fn place(system: &mut System) {
             if let Some(c) = &mut p.tree.confinement {
                 c.state_dir = names.state_dir(&p.name);
             }
-            // A guest's NICs are its eth0 and eth1; on the host they are taps on the bridges.
-            let (module_nic, network_nic) = if p.vm.is_some() { (GUEST_MODULE_NIC, GUEST_INTER_MODULE_NIC) } else { (MODULE_NIC, INTER_MODULE_NIC) };
+            // A guest's NICs carry the same names (its /init renames them by MAC); on the host they are taps.
             p.tree.nics = vec![Nic {
-                name: module_nic.into(),
+                name: MODULE_NIC.into(),
                 host_name: names.vnic(mi, pi),
                 network: NetworkId::Module(mi),
                 address: p.address,
@@ -138,7 +133,7 @@ pub(crate) fn place(system: &mut System) {
             }];
             if let Some(a) = p.external_address {
                 p.tree.nics.push(Nic {
-                    name: network_nic.into(),
+                    name: INTER_MODULE_NIC.into(),
                     host_name: names.external_vnic(mi, pi),
                     network: NetworkId::InterModule,
                     address: a,

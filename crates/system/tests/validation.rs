@@ -589,7 +589,7 @@ fn a_partition_may_be_a_virtual_machine() {
     let vm = a.vm.clone().expect("a VM partition");
     assert_eq!((vm.memory, vm.vcpus, vm.accel, vm.append.clone()), (ByteSize(192 << 20), 1, Accel::Tcg, vec!["quiet".to_string()]));
     assert_eq!(a.tree.memory, Some(ByteSize((192 + 256) << 20)), "its cgroup holds the guest and QEMU");
-    assert_eq!(a.tree.nics[0].name, "eth0", "a guest's NIC is its eth0");
+    assert_eq!(a.tree.nics[0].name, "vnic0", "a guest names its NICs as a process partition does");
     assert!(a.tree.confinement.is_some(), "QEMU runs confined like any partition");
     assert!(s.modules[0].partitions[1].vm.is_none());
     for (bad, path) in [

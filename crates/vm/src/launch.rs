@@ -100,6 +100,27 @@ pub struct LaunchSpec {
     pub nics: Vec<GuestNic>,
     /// The command and its arguments.
     pub argv: Vec<String>,
+    /// Programs of the host put in the guest at the same path, with the shared libraries they need (a
+    /// command that neither busybox nor partita provides, such as Cyclone DDS's `ddsperf`).
+    pub programs: Vec<std::path::PathBuf>,
+}
+
+/// Where an absolute path of the host goes in the archive: relative to `/`, `.` and `..` resolved by name
+/// (a library found through `$ORIGIN/../lib` lands where the loader will look for it); `None` for a relative
+/// path or one that climbs above `/`.
+fn guest_path(host: &str) -> Option<String> {
+    let rest = host.strip_prefix('/')?;
+    let mut parts: Vec<&str> = Vec::new();
+    for c in rest.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            c => parts.push(c),
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("/"))
 }
 
 /// The guest's `CYCLONEDDS_URI`.
@@ -192,6 +213,27 @@ impl LaunchSpec {
         let command = format!("set -- {}\n", argv.iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" "));
         w.file(init::COMMAND_FILE, 0o644, command.as_bytes()).map_err(io)?;
 
+        let mut copied = std::collections::BTreeSet::new();
+        for program in &self.programs {
+            let libs = crate::image::shared_libraries(program).map_err(|e| LaunchError::Invalid(format!("program {}: {e}", program.display())))?;
+            for file in std::iter::once(program.clone()).chain(libs) {
+                let Some(rel) = file.to_str().and_then(guest_path) else {
+                    return Err(LaunchError::Invalid(format!("{}: not an absolute UTF-8 path inside /", file.display())));
+                };
+                if !copied.insert(rel.clone()) {
+                    continue;
+                }
+                let mut at = String::new();
+                for part in rel.split('/').take(rel.split('/').count() - 1) {
+                    at = if at.is_empty() { part.to_string() } else { format!("{at}/{part}") };
+                    if copied.insert(at.clone()) {
+                        w.dir(&at, 0o755).map_err(io)?;
+                    }
+                }
+                let data = std::fs::read(&file).map_err(|e| LaunchError::Invalid(format!("reading {}: {e}", file.display())))?;
+                w.file(&rel, 0o755, &data).map_err(io)?;
+            }
+        }
         if let Some(state) = &self.env.state_dir {
             let rel = state.trim_start_matches('/');
             if !rel.is_empty() && !rel.split('/').any(|c| c.is_empty() || c == "..") {
@@ -241,7 +283,7 @@ mod tests {
 
     #[test]
     fn the_archive_carries_env_network_dds_and_command() {
-        let spec = LaunchSpec { env: env(), extra_env: vec![("RUST_LOG".into(), "debug".into())], nics: vec![nic()], argv: vec!["/opt/x/partita".into(), "app".into(), "it's a test".into()] };
+        let spec = LaunchSpec { env: env(), extra_env: vec![("RUST_LOG".into(), "debug".into())], nics: vec![nic()], argv: vec!["/opt/x/partita".into(), "app".into(), "it's a test".into()], programs: Vec::new() };
         let a = spec.archive().unwrap();
         let entries = cpio::entries(&a).unwrap();
         let get = |name: &str| {
@@ -259,8 +301,32 @@ mod tests {
     }
 
     #[test]
+    fn a_host_program_comes_with_the_libraries_it_links() {
+        let program = std::path::PathBuf::from("/usr/bin/ddsperf");
+        let spec = LaunchSpec { env: env(), extra_env: vec![], nics: vec![], argv: vec![program.display().to_string()], programs: vec![program.clone()] };
+        let a = spec.archive().unwrap();
+        let entries = cpio::entries(&a).unwrap();
+        let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+        let libs = crate::image::shared_libraries(&program).unwrap();
+        assert!(libs.iter().any(|l| l.to_string_lossy().contains("libddsc")), "{libs:?}");
+        for f in std::iter::once(&program).chain(&libs) {
+            let name = guest_path(f.to_str().unwrap()).unwrap();
+            let name = name.as_str();
+            let e = entries.iter().find(|e| e.name == name).unwrap_or_else(|| panic!("{name} in {names:?}"));
+            assert_eq!(e.size as u64, std::fs::metadata(f).unwrap().len(), "{name} whole");
+            let parent = name.rsplit_once('/').unwrap().0;
+            assert!(entries.iter().any(|e| e.name == parent && e.mode & cpio::S_IFMT == cpio::S_IFDIR), "{parent} before {name}");
+        }
+        assert_eq!(names.len(), names.iter().collect::<std::collections::BTreeSet<_>>().len(), "each entry once");
+        assert_eq!(guest_path("/usr/bin/../lib/x/libddsc.so").as_deref(), Some("usr/lib/x/libddsc.so"));
+        assert_eq!((guest_path("/a/../../etc"), guest_path("lib/x"), guest_path("/")), (None, None, None));
+        let missing = LaunchSpec { programs: vec!["/no/such/program".into()], ..spec };
+        assert!(missing.archive().unwrap_err().to_string().contains("/no/such/program"));
+    }
+
+    #[test]
     fn mistakes_are_refused_with_what_to_fix() {
-        let base = LaunchSpec { env: env(), extra_env: vec![], nics: vec![nic()], argv: vec!["true".into()] };
+        let base = LaunchSpec { env: env(), extra_env: vec![], nics: vec![nic()], argv: vec!["true".into()], programs: Vec::new() };
         let refuse = |f: &dyn Fn(&mut LaunchSpec), what: &str| {
             let mut s = base.clone();
             f(&mut s);
@@ -280,7 +346,7 @@ mod tests {
     fn a_nic_without_peers_discovers_on_its_own_address() {
         let mut n = nic();
         n.peers.clear();
-        let spec = LaunchSpec { env: env(), extra_env: vec![], nics: vec![n], argv: vec!["true".into()] };
+        let spec = LaunchSpec { env: env(), extra_env: vec![], nics: vec![n], argv: vec!["true".into()], programs: Vec::new() };
         let xml = spec.dds_xml().unwrap().unwrap();
         assert!(xml.contains("<Peer address=\"198.18.0.2\"/>"), "{xml}");
     }

@@ -81,9 +81,8 @@ impl RunConfig {
             a.extend(["--append".into(), x.clone()]);
         }
         a.extend(["--boot-timeout".into(), format!("{}ms", self.boot_timeout.as_millis())]);
-        if self.qemu != qemu::qemu_program() {
-            a.extend(["--qemu".into(), self.qemu.display().to_string()]);
-        }
+        // Always given: the runner may run where the caller's PARTITA_QEMU is not set (a partition's environment).
+        a.extend(["--qemu".into(), self.qemu.display().to_string()]);
         a
     }
 }

@@ -123,6 +123,8 @@ pub struct Plan<'a> {
     pub report: RawFd,
     /// Read end of the pipe the parent answers `NEED_MAPS` on.
     pub maps_written: RawFd,
+    /// Descriptors the program gets as 3, 4, …, in order (a VM partition's taps).
+    pub pass_fds: &'a [RawFd],
 }
 
 /// Clones the partition's first process, the root of new PID, mount, UTS and IPC namespaces and a direct
@@ -361,8 +363,14 @@ unsafe fn run(p: &Plan) -> ! {
             }
         }
     }
-    // No descriptor of the supervisor's survives into the partition's program.
-    libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC);
+    // The descriptors handed over go to 3, 4, … (dup2 clears their close-on-exec); no other descriptor of the
+    // supervisor's survives into the partition's program.
+    for (i, fd) in p.pass_fds.iter().enumerate() {
+        if libc::dup2(*fd, 3 + i as libc::c_int) < 0 {
+            libc::_exit(EXIT_CONFINE);
+        }
+    }
+    libc::syscall(libc::SYS_close_range, 3u32 + p.pass_fds.len() as u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC);
     libc::execve(p.program.as_ptr(), p.argv.as_ptr(), p.envp.as_ptr());
     libc::_exit(EXIT_EXEC);
 }

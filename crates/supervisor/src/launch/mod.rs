@@ -32,7 +32,8 @@ use partita_os::process::is_executable;
 use std::ffi::CString;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::sync::Arc;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
@@ -61,6 +62,8 @@ pub struct LaunchSpec {
     pub fifo_priority: Option<u8>,
     /// How a partition is confined; `None`: its namespaces and cgroups only (native nodes, mechanism tests).
     pub confine: Option<Confine>,
+    /// Descriptors the program gets as 3, 4, … (a VM partition's taps, which QEMU uses as its NICs).
+    pub pass_fds: Vec<Arc<OwnedFd>>,
 }
 
 /// The confinement of a partition, as its launcher needs it: what its system file grants, and where on the
@@ -76,6 +79,10 @@ pub struct Confine {
     pub root: PathBuf,
     /// Its memory limit: how much it may lock when its file lets it (`lock_memory`).
     pub memory: Option<u64>,
+    /// A VM partition's guest: the KVM device node made for it (bound at `/dev/kvm`, under KVM) and its
+    /// per-launch archive (bound read-only at [`rootfs::GUEST_ARCHIVE`]).
+    pub kvm: Option<PathBuf>,
+    pub guest_archive: Option<PathBuf>,
 }
 
 /// Variables of the supervisor's environment a confined partition gets (beside its own and the file's):
@@ -161,7 +168,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
     let mounts = match &spec.confine {
         Some(c) => {
             std::fs::create_dir_all(&c.root).map_err(path_err("mkdir", &c.root))?;
-            rootfs::steps(&rootfs::View { root: &c.root, uid: c.granted.uid, state_dir: &c.granted.state_dir, dds_config: c.dds_config.as_deref() })
+            rootfs::steps(&rootfs::View { root: &c.root, uid: c.granted.uid, state_dir: &c.granted.state_dir, dds_config: c.dds_config.as_deref(), kvm: c.kvm.as_deref(), guest_archive: c.guest_archive.as_deref() })
         }
         None => vec![
             rootfs::Step::Mount { source: None, target: c"/".into(), fstype: None, flags: libc::MS_REC | libc::MS_PRIVATE, data: None, optional: false },
@@ -183,6 +190,10 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
     let fprogs: Vec<libc::sock_fprog> = filters.others.iter().map(fprog).collect();
     let notify = filters.notify.as_ref().map(fprog);
     let (notify_theirs, notify_ours) = partita_os::seccomp_notify::socket_pair().map_err(sys_failed("socketpair", "seccomp listener"))?;
+    // Above every number the child uses until it hands them over at 3, 4, …
+    let passed: Vec<OwnedFd> =
+        spec.pass_fds.iter().map(|f| partita_os::fd::dup_above(f.as_fd(), 100)).collect::<std::io::Result<_>>().map_err(sys_failed("fcntl", "descriptors for the partition"))?;
+    let passed_fds: Vec<i32> = passed.iter().map(|f| f.as_raw_fd()).collect();
     let (err_read, err_write) = cloexec_pipe()?;
     let (maps_read, maps_write) = cloexec_pipe()?;
     let plan = Plan {
@@ -205,6 +216,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
         }),
         report: err_write.as_raw_fd(),
         maps_written: maps_read.as_raw_fd(),
+        pass_fds: &passed_fds,
     };
     let pid = child::spawn(&plan).map_err(|e| SupervisorError::Sys { call: "clone", context: format!("partition {}", spec.partition), source: e })?;
     drop(err_write);

@@ -56,6 +56,8 @@ pub const READ_ONLY: [&str; 5] = ["/proc/bus", "/proc/fs", "/proc/irq", "/proc/s
 
 /// Where the partition finds its DDS configuration.
 pub const DDS_CONFIG: &str = "/run/partita/dds.xml";
+/// Where a VM partition's runner finds its guest's per-launch archive.
+pub const GUEST_ARCHIVE: &str = "/run/partita/guest.cpio";
 
 /// What the view is built from.
 #[derive(Debug, Clone)]
@@ -68,6 +70,11 @@ pub struct View<'a> {
     pub state_dir: &'a Path,
     /// Its DDS configuration on the host, bound at [`DDS_CONFIG`].
     pub dds_config: Option<&'a Path>,
+    /// A device node for KVM owned by the partition's uid, bound at `/dev/kvm` (a VM partition under hardware
+    /// virtualization; the host's own node is root's alone).
+    pub kvm: Option<&'a Path>,
+    /// A VM partition's per-launch guest archive on the host, bound read-only at [`GUEST_ARCHIVE`].
+    pub guest_archive: Option<&'a Path>,
 }
 
 fn c(p: impl AsRef<Path>) -> CString {
@@ -111,6 +118,10 @@ pub fn steps(v: &View) -> Vec<Step> {
         out.push(Step::Touch { path: at(&node) });
         out.push(mount(Some(s(&node)), at(&node), None, libc::MS_BIND, None));
     }
+    if let Some(kvm) = v.kvm {
+        out.push(Step::Touch { path: at("/dev/kvm") });
+        out.push(mount(Some(c(kvm)), at("/dev/kvm"), None, libc::MS_BIND, None));
+    }
     for (link, target) in [("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")] {
         out.push(Step::Symlink { target: s(target), link: at(&format!("/dev/{link}")) });
     }
@@ -124,6 +135,12 @@ pub fn steps(v: &View) -> Vec<Step> {
         out.push(Step::Touch { path: at(DDS_CONFIG) });
         out.push(mount(Some(c(config)), at(DDS_CONFIG), None, libc::MS_BIND, None));
         out.push(mount(None, at(DDS_CONFIG), None, libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | nosuid_nodev | libc::MS_NOEXEC, None));
+    }
+    if let Some(archive) = v.guest_archive {
+        out.push(Step::Mkdir { path: at("/run/partita"), mode: 0o755 });
+        out.push(Step::Touch { path: at(GUEST_ARCHIVE) });
+        out.push(mount(Some(c(archive)), at(GUEST_ARCHIVE), None, libc::MS_BIND, None));
+        out.push(mount(None, at(GUEST_ARCHIVE), None, libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | nosuid_nodev | libc::MS_NOEXEC, None));
     }
     // /var/lib/partita: only this partition's state directory, writable.
     let state_root = Path::new(partita_system::confinement::STATE_ROOT);
@@ -168,7 +185,7 @@ mod tests {
 
     #[test]
     fn the_view_is_read_only_first_then_private_writable_places_then_the_pivot() {
-        let v = View { root: Path::new("/run/x/p.root"), uid: 7, state_dir: Path::new("/var/lib/partita/s/p"), dds_config: Some(Path::new("/run/x/p.xml")) };
+        let v = View { root: Path::new("/run/x/p.root"), uid: 7, state_dir: Path::new("/var/lib/partita/s/p"), dds_config: Some(Path::new("/run/x/p.xml")), kvm: None, guest_archive: None };
         let steps = steps(&v);
         assert!(matches!(steps.last(), Some(Step::PivotRoot { new_root }) if new_root.to_str() == Ok("/run/x/p.root")));
         let ro = steps.iter().position(|s| matches!(s, Step::SetAttr { set, .. } if set & libc::MOUNT_ATTR_RDONLY != 0)).expect("the host view is read-only");

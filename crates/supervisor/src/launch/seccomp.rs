@@ -23,6 +23,25 @@ const NAMESPACE_FLAGS: [libc::c_int; 8] = [
     0x80, // CLONE_NEWTIME
 ];
 
+/// The requests on a tap descriptor that change the interface rather than use it: a VM partition's QEMU
+/// holds its taps (to read and write frames, and set their offloads), and the kernel checks no capability for
+/// these: without the filter it could make its tap outlive the system (persist), hand it to another owner,
+/// change its link type, index or MAC address (a tap descriptor answers `SIOCSIFHWADDR` too), or attach
+/// programs to it. QEMU, given its taps as descriptors, makes none of these requests.
+const TUN_ADMIN: [u64; 11] = [
+    0x4004_54ca, // TUNSETIFF
+    0x4004_54cb, // TUNSETPERSIST
+    0x4004_54cc, // TUNSETOWNER
+    0x4004_54cd, // TUNSETLINK
+    0x4004_54ce, // TUNSETGROUP
+    0x4010_54d5, // TUNATTACHFILTER
+    0x4004_54d9, // TUNSETQUEUE
+    0x4004_54da, // TUNSETIFINDEX
+    0x8004_54e0, // TUNSETSTEERINGEBPF
+    0x8004_54e1, // TUNSETFILTEREBPF
+    0x8924,      // SIOCSIFHWADDR
+];
+
 /// What a profile entry matches: a system call, possibly only with some arguments.
 fn matcher(name: &str) -> Option<(i64, Vec<SeccompRule>)> {
     let any = Vec::new;
@@ -37,6 +56,7 @@ fn matcher(name: &str) -> Option<(i64, Vec<SeccompRule>)> {
         "mknod/device" => (libc::SYS_mknod, device(1)),
         "mknodat/device" => (libc::SYS_mknodat, device(2)),
         "ioctl/TIOCSTI" => (libc::SYS_ioctl, vec![rule(vec![arg_masked(1, 0xffff_ffff, libc::TIOCSTI)])]),
+        "ioctl/tun-admin" => (libc::SYS_ioctl, TUN_ADMIN.iter().map(|r| rule(vec![arg_masked(1, 0xffff_ffff, *r)])).collect()),
         _ => (number(name)?, any()),
     })
 }

@@ -66,3 +66,12 @@ pub fn link_prefix(system: &str) -> String {
 pub fn options(root: &TempDir) -> partita_supervisor::UpOptions {
     partita_supervisor::UpOptions::new(&root.0)
 }
+
+/// The workspace's `partita` binary beside the test binary (`target/<profile>/partita`): what a VM partition's
+/// runner is. scripts/test.sh builds it before the tests.
+pub fn partita_binary() -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let p = exe.parent().and_then(|d| d.parent()).map(|d| d.join("partita")).unwrap();
+    assert!(p.is_file(), "{} is missing: build it first (cargo build --release -p partita-cli)", p.display());
+    p
+}

@@ -1,0 +1,202 @@
+//! VM partitions (`kind = "vm"`) under the supervisor: a QEMU guest beside process partitions, on the same
+//! V-NETWORK, frozen by the same plan and restarted by the same health monitor (needs root, the guest kernel
+//! that scripts/setup.sh fetches, and QEMU). The guests run under TCG here (`accel = "tcg"`): this machine's
+//! KVM does not boot a stock guest (docs/vm.md).
+mod common;
+use common::*;
+use partita_supervisor::health::ExitKind;
+use partita_supervisor::Supervisor;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Options whose `partita` is the workspace's binary (the runner and the guest's copy), not the test.
+fn vm_options(root: &TempDir) -> partita_supervisor::UpOptions {
+    let mut o = options(root);
+    o.partita = Some(partita_binary());
+    o
+}
+
+/// Runs `sys` until `done` says so (checked every 50 ms) or `limit` passes; returns the event log.
+fn run_until(sys: &partita_system::System, root: &TempDir, limit: Duration, done: impl Fn(&partita_supervisor::health::EventLog) -> bool + Send + 'static) -> partita_supervisor::health::EventLog {
+    let sup = Supervisor::up(sys, &vm_options(root)).unwrap();
+    let events = sup.events().clone();
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (events, stop) = (events.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + limit;
+            while !done(&events) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            stop.store(true, Ordering::SeqCst);
+        })
+    };
+    sup.run(Some(limit + Duration::from_secs(5)), Some(stop)).unwrap();
+    watcher.join().unwrap();
+    events
+}
+
+fn exits(events: &partita_supervisor::health::EventLog, partition: &str) -> Vec<ExitKind> {
+    events.events().into_iter().filter(|e| e.event == "exit" && e.partition == partition).filter_map(|e| e.exit).collect()
+}
+
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn ddsperf_ping_in_a_vm_partition_meets_pong_in_a_process_partition_over_the_v_network() {
+    let system = system_name("vmdds");
+    let root = tempdir("state");
+    // `ddsperf` is not in the guest's busybox: partita copies the host's, with its libraries, into the guest.
+    let sys = common::system(&format!(
+        r#"
+[system]
+name = "{system}"
+[[module]]
+name = "m"
+cpus = [1]
+domain = 6
+[[module.partition]]
+name = "ping"
+kind = "vm"
+vm = {{ memory = "192MiB", accel = "tcg", boot_timeout = "90s" }}
+command = ["ddsperf", "-i", "6", "-D", "10", "-Qroundtrips:5", "ping"]
+pids = 64
+health = {{ action = "stop" }}
+[[module.partition]]
+name = "pong"
+command = ["sh", "-c", "exec ddsperf -i $PARTITA_DOMAIN pong"]
+memory = "256MiB"
+pids = 64
+health = {{ action = "stop" }}
+[[module.plan]]
+cpu = 1
+major_frame = "10ms"
+window = [{{ partition = "ping", start = "0ms", duration = "6ms" }}, {{ partition = "pong", start = "6ms", duration = "4ms" }}]
+"#
+    ));
+    let events = run_until(&sys, &root, Duration::from_secs(120), |ev| ev.events().iter().any(|e| e.event == "exit" && e.partition == "ping"));
+    let log = std::fs::read_to_string(root.0.join(&system).join("ping.log")).unwrap_or_default();
+    assert_eq!(exits(&events, "ping").first(), Some(&ExitKind::Exited { code: 0 }), "ping in the guest failed:\n{log}");
+    assert!(log.contains("PARTITA-VM start uptime="), "the guest never started its command:\n{log}");
+    assert!(log.contains("participant pong:1: new"), "ping in the guest never discovered the pong partition:\n{log}");
+    let round_trips: u64 = log.lines().filter_map(|l| l.split(" cnt ").nth(1)).filter_map(|c| c.split_whitespace().next()?.parse::<u64>().ok()).sum();
+    assert!(round_trips > 0, "no round trip was measured:\n{log}");
+    assert_nothing_left(&system, Some(&link_prefix(&system)));
+}
+
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn vm_partitions_whose_guest_exits_non_zero_or_panics_are_restarted_by_the_health_monitor() {
+    let system = system_name("vmhm");
+    let root = tempdir("state");
+    // Each partition alone on its CPU (a plan of one window spanning the frame), so both boot at full speed.
+    let sys = common::system(&format!(
+        r#"
+[system]
+name = "{system}"
+[[module]]
+name = "m"
+cpus = [0, 1]
+[[module.partition]]
+name = "fails"
+kind = "vm"
+vm = {{ memory = "128MiB", accel = "tcg", boot_timeout = "60s" }}
+command = ["sh", "-c", "exit 7"]
+pids = 64
+health = {{ action = "restart", max_restarts = 1, window = "120s", backoff = "100ms" }}
+[[module.partition]]
+name = "panics"
+kind = "vm"
+vm = {{ memory = "128MiB", accel = "tcg", boot_timeout = "60s" }}
+command = ["sh", "-c", "echo c > /proc/sysrq-trigger"]
+pids = 64
+health = {{ action = "restart", max_restarts = 1, window = "120s", backoff = "100ms" }}
+[[module.plan]]
+cpu = 0
+major_frame = "10ms"
+window = [{{ partition = "fails", start = "0ms", duration = "10ms" }}]
+[[module.plan]]
+cpu = 1
+major_frame = "10ms"
+window = [{{ partition = "panics", start = "0ms", duration = "10ms" }}]
+"#
+    ));
+    let done = |ev: &partita_supervisor::health::EventLog| ["fails", "panics"].iter().all(|p| ev.events().iter().any(|e| e.event == "restart_limit" && e.partition == *p));
+    let events = run_until(&sys, &root, Duration::from_secs(150), done);
+    let log = |p: &str| std::fs::read_to_string(root.0.join(&system).join(format!("{p}.log"))).unwrap_or_default();
+    assert_eq!(exits(&events, "fails"), vec![ExitKind::Exited { code: 7 }; 2], "the guest's exit status is the partition's, and it was restarted once:\n{}", log("fails"));
+    let panic_code = partita_vm::exit_code::PANIC as i32;
+    assert_eq!(exits(&events, "panics"), vec![ExitKind::Exited { code: panic_code }; 2], "a kernel panic ends the partition with its code:\n{}", log("panics"));
+    for p in ["fails", "panics"] {
+        let restarts = events.events().iter().filter(|e| e.event == "restart" && e.partition == p).count();
+        assert_eq!(restarts, 1, "{p} restarted once, then its limit:\n{}", log(p));
+    }
+    assert!(log("panics").contains("Kernel panic - not syncing"), "the console is the partition's log:\n{}", log("panics"));
+    assert_nothing_left(&system, Some(&link_prefix(&system)));
+}
+
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn a_vm_partition_is_frozen_outside_its_windows() {
+    let system = system_name("vmfz");
+    let root = tempdir("state");
+    // A 2 s frame: the guest runs in the first second, a process partition in the second. The guest prints a
+    // tick every 50 ms; watched from the host, its log stops growing for most of every second second.
+    let sys = common::system(&format!(
+        r#"
+[system]
+name = "{system}"
+[[module]]
+name = "m"
+cpus = [1]
+[[module.partition]]
+name = "guest"
+kind = "vm"
+vm = {{ memory = "128MiB", accel = "tcg", boot_timeout = "120s" }}
+command = ["sh", "-c", "i=0; while :; do i=$((i+1)); echo tick $i; usleep 50000; done"]
+pids = 64
+health = {{ action = "stop" }}
+[[module.partition]]
+name = "other"
+command = ["sleep", "1000"]
+memory = "32MiB"
+pids = 8
+health = {{ action = "stop" }}
+[[module.plan]]
+cpu = 1
+major_frame = "2s"
+window = [{{ partition = "guest", start = "0ms", duration = "1s" }}, {{ partition = "other", start = "1s", duration = "1s" }}]
+"#
+    ));
+    let path = root.0.join(&system).join("guest.log");
+    let sup = Supervisor::up(&sys, &vm_options(&root)).unwrap();
+    let ticks = |text: &str| text.lines().filter(|l| l.starts_with("tick ")).count();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while ticks(&std::fs::read_to_string(&path).unwrap_or_default()) < 3 {
+        assert!(Instant::now() < deadline, "the guest never ticked:\n{}", std::fs::read_to_string(&path).unwrap_or_default());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Sample the tick count every 20 ms for 8 s (four frames).
+    let mut samples = Vec::new();
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(8) {
+        samples.push((t0.elapsed(), ticks(&std::fs::read_to_string(&path).unwrap_or_default())));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    sup.down().unwrap();
+    // The longest stretches without a new tick: one per frozen second, each most of a second long.
+    let mut stalls = Vec::new();
+    let mut since = samples[0];
+    for &(t, n) in &samples[1..] {
+        if n != since.1 {
+            stalls.push(t - since.0);
+            since = (t, n);
+        }
+    }
+    stalls.push(samples.last().unwrap().0 - since.0);
+    let long = stalls.iter().filter(|s| **s >= Duration::from_millis(800)).count();
+    let advancing = samples.windows(2).filter(|w| w[1].1 > w[0].1).count();
+    assert!(long >= 3, "the guest kept ticking outside its windows: stretches without a tick {stalls:?}");
+    assert!(advancing >= 20, "the guest ticked in its windows ({advancing} samples saw a new tick)");
+    assert_nothing_left(&system, Some(&link_prefix(&system)));
+}
