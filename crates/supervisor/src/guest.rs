@@ -46,6 +46,14 @@ impl Tap {
     }
 }
 
+impl Drop for Tap {
+    /// Deleted by name as well: a tap made persistent (by a partition granted the tap requests) would
+    /// otherwise outlive its descriptors.
+    fn drop(&mut self) {
+        let _ = ip(&["link", "del", &self.name]);
+    }
+}
+
 /// A character device node for `/dev/kvm`, owned by one partition's host uid and readable by it alone (the
 /// host's own node is root's); bound at `/dev/kvm` in that partition's view. Removed on drop.
 #[derive(Debug)]
