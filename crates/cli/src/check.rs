@@ -116,7 +116,12 @@ pub fn render(s: &System) -> String {
     out.push_str(&format!("  {:<22} {:<14} {:>6}  {:<16} {:<16} {}\n", "partition/node", "kind", "domain", "V-NIC", "inter-module", "namespace"));
     for m in &s.modules {
         for p in &m.partitions {
-            let kind = if p.io { "I/O partition" } else { "partition" };
+            let kind = match (p.io, p.vm.is_some()) {
+                (true, true) => "VM I/O partition",
+                (true, false) => "I/O partition",
+                (false, true) => "VM partition",
+                (false, false) => "partition",
+            };
             let ext = p.external_address.map(|a| a.to_string()).unwrap_or_else(|| "-".into());
             out.push_str(&format!(
                 "  {:<22} {:<14} {:>6}  {:<16} {:<16} {}\n",
@@ -140,7 +145,53 @@ pub fn render(s: &System) -> String {
             n.tree.netns
         ));
     }
+    out.push_str(&render_vms(s));
     out.push_str(&render_host_objects(&s.host_objects()));
+    out
+}
+
+/// The VM partitions: their guest, and which acceleration `up` will use on this machine and why.
+fn render_vms(s: &System) -> String {
+    let vms: Vec<(&str, &partita_system::Vm)> = s.partitions().filter_map(|(_, p)| Some((p.name.as_str(), p.vm.as_ref()?))).collect();
+    if vms.is_empty() {
+        return String::new();
+    }
+    let cache = partita_vm::image::cache_dir();
+    let default_kernel = partita_vm::Kernel::find(&cache);
+    let mut out = String::from("
+virtual machines
+");
+    out.push_str(&format!("  {:<22} {:>8} {:>5}  {:<20} {}
+", "partition", "memory", "vCPUs", "kernel", "acceleration on this machine"));
+    for (name, vm) in vms {
+        let kernel = match (&vm.kernel, &default_kernel) {
+            (Some(k), _) => Ok(k.clone()),
+            (None, Ok(k)) => Ok(k.image.clone()),
+            (None, Err(e)) => Err(e.to_string()),
+        };
+        let kernel_name = match &kernel {
+            Ok(k) => k.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            Err(_) => "missing".into(),
+        };
+        let accel = match (vm.accel, &kernel) {
+            (partita_system::Accel::Tcg, _) => "tcg (the file says so)".to_string(),
+            (partita_system::Accel::Kvm, _) => "kvm (the file says so; `up` fails if KVM cannot run the guest)".to_string(),
+            (partita_system::Accel::Auto, Err(_)) => "auto: unknown until the guest kernel is there".to_string(),
+            (partita_system::Accel::Auto, Ok(k)) => match partita_vm::probe::cached(k, &cache) {
+                Some(v) => format!("{} (auto: {})", v.accel, v.reason),
+                None if !std::path::Path::new("/dev/kvm").exists() => "tcg (auto: this machine has no /dev/kvm)".to_string(),
+                None => "auto: not probed yet; `up` boots the guest under KVM once (at most 10 s) and keeps the verdict".to_string(),
+            },
+        };
+        out.push_str(&format!("  {:<22} {:>8} {:>5}  {:<20} {}
+", name, vm.memory.to_string(), vm.vcpus, kernel_name, accel));
+        if let Err(e) = &kernel {
+            out.push_str(&format!("    {e}
+"));
+        }
+    }
+    out.push_str("  (under tcg a guest's timings are QEMU's emulation, not virtualization)
+");
     out
 }
 
@@ -150,9 +201,11 @@ pub const HOST_OBJECTS_HEADING: &str = "on the host (what `partita up` creates, 
 /// Every bridge, veth, namespace and cgroup of the system, one kind per line.
 fn render_host_objects(o: &HostObjects) -> String {
     let mut out = format!("\n{HOST_OBJECTS_HEADING}\n");
-    for (kind, names) in [("bridges", &o.bridges), ("veths", &o.veths), ("namespaces", &o.namespaces), ("cgroups", &o.cgroups)] {
-        out.push_str(&format!("  {kind:<11} {}\n", names.join(" ")));
+    for (kind, names) in [("bridges", &o.bridges), ("veths", &o.veths), ("taps", &o.taps), ("namespaces", &o.namespaces), ("cgroups", &o.cgroups)] {
+        if kind != "taps" || !names.is_empty() {
+            out.push_str(&format!("  {kind:<11} {}\n", names.join(" ")));
+        }
     }
-    out.push_str("  (veths: the host ends of the V-NICs; cgroups: below each cgroup hierarchy's root)\n");
+    out.push_str("  (veths: the host ends of the V-NICs; taps: VM partitions' V-NICs; cgroups: below each cgroup hierarchy's root)\n");
     out
 }

@@ -1,5 +1,6 @@
-//! `partita check` prints every bridge, veth, namespace and cgroup of a system; `partita up` of the same file
-//! creates exactly those and nothing else of the system (root).
+//! `partita check` prints every bridge, veth, tap, namespace and cgroup of a system; `partita up` of the same
+//! file creates exactly those and nothing else of the system (root). For the paper's system, and for its
+//! variant with the recorder as a VM partition (whose monitor must get frames from the guest).
 use partita_supervisor::cgroup::Layout;
 use partita_system::HostNames;
 use std::collections::BTreeSet;
@@ -13,10 +14,12 @@ fn partita() -> Command {
     Command::new(env!("CARGO_BIN_EXE_partita"))
 }
 
-/// The paper's system under a name of this test's own.
-fn system_file(name: &str) -> PathBuf {
-    let example = format!("{}/../../examples/video-surveillance.toml", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(example).unwrap().replacen("name = \"video-surveillance\"", &format!("name = {name:?}"), 1);
+/// An example system under a name of this test's own.
+fn system_file(example: &str, name: &str) -> PathBuf {
+    let example = format!("{}/../../examples/{example}.toml", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&example).unwrap();
+    let original = text.lines().find(|l| l.starts_with("name = ")).unwrap().to_string();
+    let text = text.replacen(&original, &format!("name = {name:?}"), 1);
     assert!(text.contains(name));
     let p = std::env::temp_dir().join(format!("{name}.toml"));
     std::fs::write(&p, text).unwrap();
@@ -24,13 +27,14 @@ fn system_file(name: &str) -> PathBuf {
 }
 
 /// The objects `check` lists under its host-objects heading, by kind.
-fn printed(check_output: &str) -> [BTreeSet<String>; 4] {
+fn printed(check_output: &str) -> [BTreeSet<String>; 5] {
     let section = check_output.split(HEADING).nth(1).expect("check prints the host objects");
     let kind = |k: &str| -> BTreeSet<String> {
         let line = section.lines().find(|l| l.trim_start().starts_with(k)).unwrap_or_else(|| panic!("no {k} line:\n{section}"));
         line.split_whitespace().skip(1).map(String::from).collect()
     };
-    [kind("bridges"), kind("veths"), kind("namespaces"), kind("cgroups")]
+    let taps = if section.contains("\n  taps ") { kind("taps") } else { BTreeSet::new() };
+    [kind("bridges"), kind("veths"), taps, kind("namespaces"), kind("cgroups")]
 }
 
 fn netns_with_prefix(prefix: &str) -> BTreeSet<String> {
@@ -56,19 +60,37 @@ fn cgroups_in(root: &Path, system: &str) -> BTreeSet<String> {
 }
 
 #[test]
-
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn up_creates_exactly_the_host_objects_check_printed() {
     let name = format!("ho{}", std::process::id());
-    let file = system_file(&name);
+    let monitor_log = check_then_up("video-surveillance", &name, 8, (4, 0));
+    assert!(monitor_log.contains("content matches the test pattern"), "{monitor_log}");
+}
+
+/// The recorder as a VM partition (TCG here, or KVM where a stock guest boots under it): its V-NIC is a
+/// tap, and the monitor gets frames whose content is checked from the recorder in the guest.
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn with_the_recorder_as_a_vm_up_creates_what_check_printed_and_the_monitor_gets_frames() {
+    let name = format!("hv{}", std::process::id());
+    let monitor_log = check_then_up("video-surveillance-vm", &name, 30, (3, 1));
+    assert!(monitor_log.contains("content matches the test pattern"), "the monitor got no checked frame from the guest:\n{monitor_log}");
+}
+
+/// Runs `check` and then `up` for `seconds` on `example` renamed `name`; compares what each says and
+/// finds; returns the monitor's log.
+fn check_then_up(example: &str, name: &str, seconds: u32, (n_veths, n_taps): (usize, usize)) -> String {
+    let name = name.to_string();
+    let file = system_file(example, &name);
     let check = partita().arg("check").arg(&file).output().unwrap();
     assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
-    let [bridges, veths, namespaces, cgroups] = printed(&String::from_utf8_lossy(&check.stdout));
-    assert_eq!((bridges.len(), veths.len(), namespaces.len(), cgroups.len()), (2, 4, 3, 3), "the paper's system: two networks, three members");
+    let [bridges, veths, taps, namespaces, cgroups] = printed(&String::from_utf8_lossy(&check.stdout));
+    assert_eq!((bridges.len(), veths.len(), taps.len(), namespaces.len(), cgroups.len()), (2, n_veths, n_taps, 3, 3), "two networks, three members");
 
-    let mut up = partita().args(["up", file.to_str().unwrap(), "--duration", "8"]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut up = partita().args(["up", file.to_str().unwrap(), "--duration", &seconds.to_string()]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
     let state = Path::new("/run/partita").join(&name).join("state.json");
-    let deadline = Instant::now() + Duration::from_secs(20);
+    // A VM partition's first `up` on a machine may build the guest image and probe KVM first.
+    let deadline = Instant::now() + Duration::from_secs(60);
     while !state.exists() && Instant::now() < deadline && up.try_wait().unwrap().is_none() {
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -80,11 +102,12 @@ fn up_creates_exactly_the_host_objects_check_printed() {
     let _ = std::fs::remove_file(&file);
     assert!(state.parent().unwrap().exists(), "the system never came up: {}", String::from_utf8_lossy(&up_ok.stderr));
     assert!(up_ok.status.success(), "{}", String::from_utf8_lossy(&up_ok.stderr));
+    let monitor_log = std::fs::read_to_string(state.parent().unwrap().join("monitor.log")).unwrap_or_default();
     let _ = std::fs::remove_dir_all(state.parent().unwrap());
     // The recorder partition's state directory (its ring) stays across runs by design: this test's goes.
     let _ = std::fs::remove_dir_all(std::path::Path::new("/var/lib/partita").join(&name));
 
-    let printed_links: BTreeSet<String> = bridges.union(&veths).cloned().collect();
+    let printed_links: BTreeSet<String> = bridges.iter().chain(&veths).chain(&taps).cloned().collect();
     assert_eq!(found_links, printed_links, "interfaces up created vs. what check printed");
     assert_eq!(found_netns, namespaces, "namespaces up created vs. what check printed");
     let mut used = 0;
@@ -100,4 +123,5 @@ fn up_creates_exactly_the_host_objects_check_printed() {
     assert!(links_with_prefix(&HostNames::new(&name).link_prefix()).is_empty());
     assert!(netns_with_prefix(&format!("partita-{name}-")).is_empty());
     assert!(layout.roots().iter().all(|r| cgroups_in(r, &name).is_empty()));
+    monitor_log
 }

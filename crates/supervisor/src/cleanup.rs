@@ -100,7 +100,7 @@ pub fn down(force: bool) -> Result<Down> {
     let mut kept_systems = BTreeSet::new();
     for o in &live {
         kept_netns.extend(o.objects.namespaces.iter().cloned());
-        kept_links.extend(o.objects.bridges.iter().chain(&o.objects.veths).cloned());
+        kept_links.extend(o.objects.bridges.iter().chain(&o.objects.veths).chain(&o.objects.taps).cloned());
         kept_systems.insert(o.system.clone());
     }
     let layout = Layout::detect()?;

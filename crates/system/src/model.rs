@@ -545,6 +545,11 @@ impl System {
             o.cgroups.push(t.cgroup.clone());
             o.veths.extend(t.nics.iter().map(|n| n.host_name.clone()));
         }
+        // A VM partition's V-NICs are taps, not veths.
+        for (_, p) in self.partitions().filter(|(_, p)| p.vm.is_some()) {
+            o.veths.retain(|v| !p.tree.nics.iter().any(|n| &n.host_name == v));
+            o.taps.extend(p.tree.nics.iter().map(|n| n.host_name.clone()));
+        }
         o
     }
 }
@@ -555,6 +560,9 @@ impl System {
 pub struct HostObjects {
     pub bridges: Vec<String>,
     pub veths: Vec<String>,
+    /// VM partitions' V-NICs (taps on the bridges).
+    #[serde(default)]
+    pub taps: Vec<String>,
     pub namespaces: Vec<String>,
     /// Relative to each cgroup hierarchy's root.
     pub cgroups: Vec<String>,

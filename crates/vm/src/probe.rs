@@ -53,6 +53,17 @@ fn host_kernel() -> String {
     std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default()
 }
 
+/// The cached verdict for `kernel` on this host (kernel release and KVM module as they are now), without
+/// booting anything; `None` when there is none yet.
+pub fn cached(kernel: &Path, cache_dir: &Path) -> Option<Verdict> {
+    let guest_kernel = kernel.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut v = std::fs::read(cache_dir.join(CACHE_FILE)).ok().and_then(|b| serde_json::from_slice::<Verdict>(&b).ok())?;
+    (v.guest_kernel == guest_kernel && v.host_kernel == host_kernel() && v.kvm_module == kvm_module()).then(|| {
+        v.cached = true;
+        v
+    })
+}
+
 /// The verdict for booting `kernel` with `base`: from `cache_dir/accel-probe.json` when it holds one for this
 /// guest kernel, host kernel and KVM module (and `fresh` is false), else by booting under KVM now.
 pub fn probe(kernel: &Path, base: &Path, cache_dir: &Path, timeout: Duration, fresh: bool) -> Result<Verdict, ProbeError> {
@@ -60,11 +71,8 @@ pub fn probe(kernel: &Path, base: &Path, cache_dir: &Path, timeout: Duration, fr
     let (host, module) = (host_kernel(), kvm_module());
     let cache = cache_dir.join(CACHE_FILE);
     if !fresh {
-        if let Some(mut v) = std::fs::read(&cache).ok().and_then(|b| serde_json::from_slice::<Verdict>(&b).ok()) {
-            if v.guest_kernel == guest_kernel && v.host_kernel == host && v.kvm_module == module {
-                v.cached = true;
-                return Ok(v);
-            }
+        if let Some(v) = cached(kernel, cache_dir) {
+            return Ok(v);
         }
     }
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
