@@ -23,6 +23,9 @@ enum BenchCommand {
     Rr(RrArgs),
     /// Paper 001's experiments: Tables 1 and 2, the Fig. 5 sweep, the plan's prediction, the multicore variant.
     Paper(crate::paper::PaperArgs),
+    /// The paper's recorder as a VM partition against a process partition and native: response times, window
+    /// lateness, freeze/thaw cost, boot time.
+    Vm(crate::paper::VmBenchArgs),
     /// The server side of `bench rr` (started by `bench rr` itself).
     #[command(name = "rr-server", hide = true)]
     RrServer(RrServerArgs),
@@ -157,6 +160,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
             Err(e) => fail(e),
         },
         BenchCommand::Paper(a) => crate::paper::paper(a),
+        BenchCommand::Vm(a) => crate::paper::vm(a),
         BenchCommand::RouterFlood(a) => match run_flood(a) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(e),

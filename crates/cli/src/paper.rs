@@ -1,4 +1,4 @@
-//! `partita demo` (the README's run command) and `partita bench paper` (paper 001's experiments).
+//! `partita demo` (the README's run command), `partita bench paper` (paper 001's experiments) and `partita bench vm`.
 use clap::Args;
 use partita_paper::bench::{self, BenchConfig};
 use partita_paper::demo::{self, DemoConfig};
@@ -187,4 +187,101 @@ pub fn paper(a: PaperArgs) -> ExitCode {
     print!("{}", partita_paper::report::markdown(&res, &command));
     eprintln!("wrote {}/report.md, results.json, results.csv, runs.csv, fig5.svg, raw/", a.out.display());
     ExitCode::SUCCESS
+}
+
+#[derive(Args)]
+pub struct VmBenchArgs {
+    /// Output folder: vm.md, vm.json, raw/ (monitor reports, the guests' consoles).
+    #[arg(long, default_value = "results/vm")]
+    out: PathBuf,
+    /// Measured requests per run.
+    #[arg(long, default_value_t = 2_000)]
+    count: u64,
+    #[arg(long, default_value_t = 200)]
+    warmup: u64,
+    /// Answer size.
+    #[arg(long, default_value = "1KiB")]
+    size: String,
+    /// CPU of the recorder and of the plan.
+    #[arg(long, default_value_t = 1)]
+    cpu: usize,
+    /// The VM rows' acceleration: auto (KVM when a stock guest boots under it here, else TCG), kvm or tcg.
+    #[arg(long, default_value = "auto")]
+    accel: String,
+    #[command(flatten)]
+    measure: crate::bench::MeasureArgs,
+}
+
+pub fn vm(a: VmBenchArgs) -> ExitCode {
+    let usage = |m: String| {
+        eprintln!("error: {m}");
+        ExitCode::from(2)
+    };
+    let size = match partita_bench::parse_size(&a.size) {
+        Ok(s) => s,
+        Err(e) => return usage(format!("--size: {e}")),
+    };
+    if a.count == 0 {
+        return usage("--count: give at least 1 measured request".into());
+    }
+    if !["auto", "kvm", "tcg"].contains(&a.accel.as_str()) {
+        return usage(format!("--accel: {:?} is not auto, kvm or tcg", a.accel));
+    }
+    let cpus = partita_os::sched::current_thread_cpus().unwrap_or_default();
+    if !cpus.contains(&a.cpu) {
+        return usage(format!("--cpu: CPU {} is not one of this machine's {cpus:?}", a.cpu));
+    }
+    let setup = match a.measure.setup() {
+        Ok(s) => s,
+        Err(e) => return usage(e.to_string()),
+    };
+    let accel = match vm_accel(&a.accel) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("partita bench vm: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    install_stop_signals();
+    let cfg = partita_paper::vm_bench::VmBenchConfig {
+        exe: exe(),
+        out: a.out.clone(),
+        state_root: STATE_DIR.into(),
+        reply_size: size,
+        count: a.count,
+        warmup: a.warmup,
+        repeat: a.measure.repeat,
+        recorder_cpu: a.cpu,
+        accel: accel.0.clone(),
+        setup,
+    };
+    eprintln!("partita bench vm: VM rows under {} ({}); {}", accel.0, accel.1, setup.caption());
+    let res = match partita_paper::vm_bench::run(&cfg, accel, |l| eprintln!("{l}")) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("partita bench vm: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let command = std::iter::once("partita".to_string()).chain(std::env::args().skip(1)).collect::<Vec<_>>().join(" ");
+    if let Err(e) = partita_paper::vm_bench::write_all(&res, &a.out, &command) {
+        eprintln!("partita bench vm: writing {}: {e}", a.out.display());
+        return ExitCode::FAILURE;
+    }
+    print!("{}", partita_paper::vm_bench::markdown(&res, &command));
+    ExitCode::SUCCESS
+}
+
+/// The acceleration the VM rows will run under and why: what was asked, or for `auto` the probe's verdict
+/// (from its cache, or by booting the guest under KVM once).
+fn vm_accel(asked: &str) -> Result<(String, String), String> {
+    if asked != "auto" {
+        return Ok((asked.to_string(), "asked for with --accel".into()));
+    }
+    let cache = partita_vm::image::cache_dir();
+    let mut spec = partita_vm::BaseSpec::new(&cache).map_err(|e| e.to_string())?;
+    spec.partita = std::env::current_exe().map_err(|e| e.to_string())?;
+    let base = partita_vm::prepare_base(&spec).map_err(|e| e.to_string())?;
+    let v = partita_vm::probe::probe(&base.kernel.image, &base.path, &cache, partita_vm::probe::DEFAULT_TIMEOUT, false).map_err(|e| e.to_string())?;
+    Ok((v.accel.to_string(), v.reason))
 }

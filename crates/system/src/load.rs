@@ -639,6 +639,12 @@ impl Cx<'_> {
                 };
                 let health = self.health(p.health.as_ref(), &format!("{ppath}.health"), DEFAULT_HEALTH);
                 let scheduling = self.scheduling(p.scheduling.as_ref(), &format!("{ppath}.scheduling"));
+                if let (Some(_), Scheduling::Fifo { .. }, Some(s)) = (&vm, scheduling, &p.scheduling) {
+                    // QEMU's vCPU thread never blocks under emulation: at one SCHED_FIFO priority with its I/O thread
+                    // on one CPU it starves that thread, and the guest hangs in its boot (measured under TCG).
+                    self.err(&s.policy.span(), &format!("{ppath}.scheduling"), Problem::BadValue(
+                        "a VM partition runs under policy = \"normal\": QEMU's vCPU thread would starve its own I/O thread at one SCHED_FIFO priority; remove `scheduling` (the guest schedules its own work)".into()));
+                }
                 if p.io {
                     if let Some(first) = &io_first {
                         let first = first.clone();

@@ -598,6 +598,7 @@ fn a_partition_may_be_a_virtual_machine() {
         ("kind = \"vm\"\nvm = { vcpus = 0 }", "module[m].partition[a].vm.vcpus"),
         ("kind = \"vm\"\nvm = { accel = \"xen\" }", "module[m].partition[a].vm.accel"),
         ("kind = \"vm\"\nvm = { boot_timeout = \"1ms\" }", "module[m].partition[a].vm.boot_timeout"),
+        ("kind = \"vm\"\nscheduling = { policy = \"fifo\", priority = 10 }", "module[m].partition[a].scheduling"),
         ("kind = \"vm\"\nvm = { append = [\"partita.ip=1\"] }", "module[m].partition[a].vm.append"),
         ("kind = \"vm\"\nvm = { memory = \"512MiB\" }\nmemory = \"520MiB\"", "module[m].partition[a].memory"),
     ] {
