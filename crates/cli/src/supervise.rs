@@ -101,6 +101,10 @@ enum BenchWhat {
     Freeze {
         #[arg(default_value_t = 2000)]
         iterations: u32,
+        /// Also freeze a VM partition: a QEMU guest (under this acceleration: tcg or kvm) running a shell loop,
+        /// with the cgroup v2 freezer, after the process rows.
+        #[arg(long, value_name = "ACCEL")]
+        vm: Option<String>,
     },
     /// Window-start lateness while a neighbour partition is idle, and while it is in a crash loop (phases
     /// alternate); the ratio of the p99s.
@@ -134,31 +138,57 @@ fn us(ns: u64) -> String {
 
 pub fn isolation_bench(a: IsolationBenchArgs) -> ExitCode {
     match a.what {
-        BenchWhat::Freeze { iterations } => match bench::freeze_backends(iterations, 0, 1) {
-            Ok(results) => {
-                for r in results {
-                    println!(
-                        "{:<11} n={}  freeze call p50/p99/max {}/{}/{} µs  freeze→stopped {}/{}/{} µs  thaw call {}/{}/{} µs",
-                        r.backend,
-                        r.iterations,
-                        us(r.freeze_call.p50_ns),
-                        us(r.freeze_call.p99_ns),
-                        us(r.freeze_call.max_ns),
-                        us(r.freeze_to_stopped.p50_ns),
-                        us(r.freeze_to_stopped.p99_ns),
-                        us(r.freeze_to_stopped.max_ns),
-                        us(r.thaw_call.p50_ns),
-                        us(r.thaw_call.p99_ns),
-                        us(r.thaw_call.max_ns),
-                    );
+        BenchWhat::Freeze { iterations, vm } => {
+            let accel = match vm.as_deref() {
+                None => None,
+                Some("tcg") => Some(partita_vm::Accel::Tcg),
+                Some("kvm") => Some(partita_vm::Accel::Kvm),
+                Some(other) => {
+                    eprintln!("error: --vm {other:?}: give tcg or kvm");
+                    return ExitCode::from(2);
                 }
-                ExitCode::SUCCESS
+            };
+            let mut results = bench::freeze_backends(iterations, 0, 1);
+            if let (Ok(r), Some(accel)) = (&mut results, accel) {
+                let exe = std::env::current_exe().unwrap_or_else(|_| "partita".into());
+                let work = std::path::Path::new(STATE_DIR).join(format!(".freeze-vm-{}", std::process::id()));
+                let vm = bench::freeze_vm(iterations, 0, 1, &exe, accel, &work);
+                let _ = std::fs::remove_dir_all(&work);
+                match vm {
+                    Ok(v) => r.extend(v),
+                    Err(e) => {
+                        eprintln!("partita isolation-bench freeze --vm: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                }
             }
-            Err(e) => {
-                eprintln!("partita isolation-bench freeze: {e}");
-                ExitCode::FAILURE
+            match results {
+                Ok(results) => {
+                    for r in results {
+                        println!(
+                            "{:<11} {:<14} n={}  freeze call p50/p99/max {}/{}/{} µs  freeze→stopped {}/{}/{} µs  thaw call {}/{}/{} µs",
+                            r.backend,
+                            r.spinning,
+                            r.iterations,
+                            us(r.freeze_call.p50_ns),
+                            us(r.freeze_call.p99_ns),
+                            us(r.freeze_call.max_ns),
+                            us(r.freeze_to_stopped.p50_ns),
+                            us(r.freeze_to_stopped.p99_ns),
+                            us(r.freeze_to_stopped.max_ns),
+                            us(r.thaw_call.p50_ns),
+                            us(r.thaw_call.p99_ns),
+                            us(r.thaw_call.max_ns),
+                        );
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("partita isolation-bench freeze: {e}");
+                    ExitCode::FAILURE
+                }
             }
-        },
+        }
         BenchWhat::CrashLoop { cpu, seconds, rounds, backend } => {
             if !(seconds > 0.0 && seconds.is_finite()) || rounds == 0 {
                 eprintln!("error: --seconds must be a positive number and --rounds at least 1");

@@ -42,3 +42,18 @@ fn bad_bench_vm_arguments_exit_with_status_2() {
         assert!(String::from_utf8_lossy(&o.stderr).contains("error"), "{args:?}");
     }
 }
+
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn the_freezing_benchmark_freezes_a_qemu_guest_beside_the_process_rows() {
+    let o = partita().args(["isolation-bench", "freeze", "50", "--vm", "tcg"]).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{text}{}", String::from_utf8_lossy(&o.stderr));
+    let vm: Vec<&str> = text.lines().filter(|l| l.starts_with("cgroup-v2") && l.contains("a QEMU guest")).collect();
+    assert_eq!(vm.len(), 1, "{text}");
+    // freeze→stopped p50 of the guest: a number of µs
+    let stopped = vm[0].split("freeze→stopped ").nth(1).and_then(|r| r.split('/').next()).and_then(|p| p.parse::<f64>().ok());
+    assert!(stopped.is_some_and(|s| s > 0.0), "{text}");
+    let bad = partita().args(["isolation-bench", "freeze", "5", "--vm", "xen"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}

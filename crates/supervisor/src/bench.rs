@@ -15,6 +15,8 @@ use std::time::Duration;
 #[derive(Debug, Clone, Serialize)]
 pub struct FreezeBenchResult {
     pub backend: &'static str,
+    /// What was frozen: a shell loop, or a QEMU guest running one.
+    pub spinning: &'static str,
     pub iterations: u32,
     /// Time to issue the freeze (the write, or the signals).
     pub freeze_call: Summary,
@@ -52,12 +54,48 @@ fn spinner_spec(partition: &str, cg: &PartitionCgroup, program: &str, args: Vec<
 /// SCHED_FIFO on `control_cpu`, the spinner on `partition_cpu` (another CPU, so "stopped" is observed, not
 /// implied by preemption).
 pub fn freeze_backends(iterations: u32, control_cpu: usize, partition_cpu: usize) -> Result<Vec<FreezeBenchResult>> {
+    let spinner = Spinner { what: "a shell loop", program: "sh".into(), args: vec!["-c".into(), "while :; do :; done".into()], ready: None };
+    freeze_spinning(iterations, control_cpu, partition_cpu, &FreezeBackend::ALL, spinner)
+}
+
+/// What spins in the partition a freezing benchmark freezes.
+pub struct Spinner {
+    pub what: &'static str,
+    pub program: String,
+    pub args: Vec<String>,
+    /// Wait until this file holds this text (a guest's start marker) before measuring.
+    pub ready: Option<(std::path::PathBuf, String)>,
+}
+
+/// [`freeze_backends`] for the cgroup v2 freezer with a QEMU guest (under `accel`) spinning a shell loop:
+/// how long a VM partition's threads take to stop once frozen. `partita` is the binary whose runner starts QEMU.
+pub fn freeze_vm(iterations: u32, control_cpu: usize, partition_cpu: usize, partita: &std::path::Path, accel: partita_vm::Accel, workdir: &std::path::Path) -> Result<Vec<FreezeBenchResult>> {
+    let invalid = |e: &dyn std::fmt::Display| SupervisorError::Invalid(format!("the guest: {e}"));
+    let cache = partita_vm::image::cache_dir();
+    let mut spec = partita_vm::BaseSpec::new(&cache).map_err(|e| invalid(&e))?;
+    spec.partita = partita.to_path_buf();
+    let base = partita_vm::prepare_base(&spec).map_err(|e| invalid(&e))?;
+    let env = partita_env::PartitionEnv { partition: "spin".into(), module: "bench".into(), domain: 0, external_domain: None, router_toml: None, cyclonedds_uri: String::new(), state_dir: None };
+    let launch_spec = partita_vm::LaunchSpec { env, extra_env: Vec::new(), nics: Vec::new(), argv: vec!["sh".into(), "-c".into(), "while :; do :; done".into()], programs: Vec::new() };
+    std::fs::create_dir_all(workdir).map_err(crate::error::path_err("mkdir", workdir))?;
+    let archive = workdir.join("spin.cpio");
+    launch_spec.write_archive(&archive).map_err(|e| invalid(&e))?;
+    let mut run = partita_vm::RunConfig::new(base.kernel.image.clone(), vec![base.path.clone(), archive]);
+    run.hardware = partita_vm::Hardware { accel, memory_mib: 128, ..partita_vm::Hardware::default() };
+    let console = workdir.join("spin.console");
+    let _ = std::fs::remove_file(&console);
+    let spinner = Spinner { what: "a QEMU guest", program: partita.display().to_string(), args: run.runner_args(), ready: Some((console, partita_vm::init::START_MARKER.into())) };
+    freeze_spinning(iterations, control_cpu, partition_cpu, &[FreezeBackend::CgroupV2], spinner)
+}
+
+fn freeze_spinning(iterations: u32, control_cpu: usize, partition_cpu: usize, backends: &[FreezeBackend], spinner: Spinner) -> Result<Vec<FreezeBenchResult>> {
     let layout = Layout::detect()?;
     let system = format!("bench{}", std::process::id());
+    let backends = backends.to_vec();
     let handle = std::thread::spawn(move || -> Result<Vec<FreezeBenchResult>> {
         let mut results = Vec::new();
         pin_and_fifo(control_cpu, 80)?;
-        for backend in FreezeBackend::ALL {
+        for backend in backends {
             let cg = PartitionCgroup::create(&layout, &HostNames::new(&system).cgroup("spin"), &Limits { cpus: Some(partition_cpu.to_string()), ..Limits::default() })?;
             let freezer = match Freezer::new(&cg, backend) {
                 Ok(f) => f,
@@ -66,8 +104,22 @@ pub fn freeze_backends(iterations: u32, control_cpu: usize, partition_cpu: usize
                     continue;
                 }
             };
-            let pid = launch(&spinner_spec("spin", &cg, "sh", vec!["-c".into(), "while :; do :; done".into()]))?.pid;
+            let mut spec = spinner_spec("spin", &cg, &spinner.program, spinner.args.clone());
+            spec.output = spinner.ready.as_ref().map(|(f, _)| f.clone());
+            let pid = launch(&spec)?.pid;
             std::thread::sleep(Duration::from_millis(50));
+            if let Some((file, text)) = &spinner.ready {
+                let deadline = std::time::Instant::now() + Duration::from_secs(120);
+                while !std::fs::read_to_string(file).unwrap_or_default().contains(text.as_str()) {
+                    if std::time::Instant::now() > deadline || try_wait(pid)?.is_some() {
+                        cg.kill_all()?;
+                        return Err(SupervisorError::Invalid(format!("{} never became ready: see {}", spinner.what, file.display())));
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                // Let the guest settle into its loop.
+                std::thread::sleep(Duration::from_millis(500));
+            }
             let (mut call, mut stopped, mut thaw) = (Vec::new(), Vec::new(), Vec::new());
             for _ in 0..iterations {
                 let t0 = monotonic_ns();
@@ -87,6 +139,7 @@ pub fn freeze_backends(iterations: u32, control_cpu: usize, partition_cpu: usize
             drop(cg);
             results.push(FreezeBenchResult {
                 backend: backend.name(),
+                spinning: spinner.what,
                 iterations,
                 freeze_call: Summary::of(&mut call),
                 freeze_to_stopped: Summary::of(&mut stopped),
