@@ -7,6 +7,7 @@
 //! benchmark ([`ddsperf`]).
 #![forbid(unsafe_code)]
 pub mod dds;
+pub mod cyclictest;
 pub mod ddsperf;
 pub mod driver;
 pub mod error;

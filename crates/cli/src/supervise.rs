@@ -276,6 +276,11 @@ pub struct UpArgs {
     /// frames beside it (same name, .svg).
     #[arg(long)]
     pub timeline: Option<PathBuf>,
+    /// After the system is down, run cyclictest (SCHED_FIFO at the executors' priority, 1 ms interval) on each
+    /// plan's CPU for as long as the run lasted (at most 60 s, at least 5 s), and print its wake-up latency
+    /// beside the executor's window-start lateness: how far the executor is from the machine's own floor.
+    #[arg(long)]
+    pub compare_cyclictest: bool,
 }
 
 /// Builds the system, runs it until the duration, Ctrl-C or SIGTERM, then tears everything down.
@@ -311,6 +316,7 @@ pub fn up(a: UpArgs) -> ExitCode {
         system.modules.len(),
         system.nodes.len()
     );
+    let ran = std::time::Instant::now();
     let logs = match sup.run(a.duration.map(std::time::Duration::from_secs_f64), None) {
         Ok(l) => l,
         Err(e) => {
@@ -318,6 +324,7 @@ pub fn up(a: UpArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let cpus: Vec<usize> = system.modules.iter().flat_map(|m| m.plans.iter().map(|p| p.cpu)).collect();
     for (i, log) in logs.iter().enumerate() {
         let mut late: Vec<u64> = log.starts.iter().map(|s| s.lateness_ns()).collect();
         late.sort_unstable();
@@ -330,6 +337,31 @@ pub fn up(a: UpArgs) -> ExitCode {
                 p99 as f64 / 1e3,
                 *max as f64 / 1e3
             );
+            if a.compare_cyclictest && !partita_supervisor::supervisor::stop_requested() {
+                let Some(&cpu) = cpus.get(i) else { continue };
+                let cfg = partita_bench::cyclictest::CyclicConfig {
+                    cpu,
+                    priority: partita_system::EXECUTOR_PRIORITY,
+                    interval_us: 1000,
+                    duration: ran.elapsed().clamp(std::time::Duration::from_secs(5), std::time::Duration::from_secs(60)),
+                };
+                eprintln!("plan {i}: cyclictest on CPU {cpu} for {} s…", cfg.duration.as_secs());
+                match partita_bench::cyclictest::run(&cfg) {
+                    Ok(c) => eprintln!(
+                        "plan {i}: cyclictest on CPU {cpu} (SCHED_FIFO {}, 1 ms interval, after the run): {} wake-ups, latency p50/p99/max {:.1}/{:.1}/{:.1} µs; executor p99 / cyclictest p99 = {:.2}",
+                        cfg.priority,
+                        c.samples,
+                        c.p50_us,
+                        c.p99_us,
+                        c.max_us,
+                        p99 as f64 / 1e3 / c.p99_us.max(1.0)
+                    ),
+                    Err(e) => {
+                        eprintln!("partita up: --compare-cyclictest: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
         }
     }
     if let Some(t) = &a.timeline {
