@@ -170,11 +170,12 @@ fn every_attack_from_a_partition_is_refused_and_the_victim_keeps_its_time() {
         wall.as_secs_f64(),
         quiet * 100.0
     );
-    // A real breach (a victim frozen by its neighbour, a neighbour above it in priority) takes most of its time;
-    // what an attacker that forks, execs and gets killed all the time costs it is kernel work done for the
-    // attacker outside the attacker's windows and cgroup (deferred frees, RCU, interrupts): 1 to 5 % of the
-    // victim's time measured here (docs/security.md).
-    assert!(share >= 0.90 * quiet, "under attack the victim ran {:.1} % of its planned time against {:.1} % without", share * 100.0, quiet * 100.0);
+    // A real breach (a victim frozen by its neighbour, a neighbour above it in priority) takes most of its time
+    // (before the fix: 0-1 %); that is what this asserts. What an attacker that forks, execs and gets killed all
+    // the time costs it is kernel work done for the attacker outside the attacker's windows and cgroup (deferred
+    // frees, RCU, interrupts): 2 to 13 % of the victim's time measured here, more when the machine's other CPU is
+    // busy compiling (docs/security.md). That figure is a measurement, printed above, not a pass mark.
+    assert!(share >= 0.5 * quiet, "under attack the victim ran {:.1} % of its planned time against {:.1} % without", share * 100.0, quiet * 100.0);
     for line in log_of_events.lines().filter(|l| l.contains("window")) {
         eprintln!("  event: {line}");
     }
