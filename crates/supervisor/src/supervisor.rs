@@ -281,13 +281,12 @@ impl Supervisor {
                 let (Some(granted), Some(confine)) = (&tree.confinement, spec.confine.as_mut()) else {
                     return Err(SupervisorError::Invalid(format!("VM partition {} is not confined", member.name)));
                 };
-                let environment = spec.environment.take().expect("a partition's environment");
                 let bridge_of = |id: NetworkId| bridges.iter().find(|(i, _)| *i == id).map(|(_, b)| &s.bridges[*b]);
                 let place = GuestPlace {
                     partition: member.name,
                     vm,
                     tree,
-                    env: environment.clone(),
+                    env: spec.environment.clone().ok_or_else(|| SupervisorError::Invalid(format!("VM partition {} has no environment", member.name)))?,
                     partita: &partita,
                     state_path: &state_path,
                     uid: granted.uid,
@@ -300,7 +299,6 @@ impl Supervisor {
                 spec.pass_fds = guest.pass_fds();
                 confine.kvm = guest.kvm_node();
                 confine.guest_archive = Some(guest.archive.clone());
-                spec.environment = Some(environment);
                 s.taps.extend(guest.taps);
                 s.kvm_nodes.extend(guest.kvm);
             }
