@@ -9,6 +9,7 @@ mod bench;
 mod check;
 mod paper;
 mod route;
+mod soak;
 mod supervise;
 mod vm;
 
@@ -48,6 +49,8 @@ enum Command {
     App(app::AppArgs),
     /// VM partitions: build the guest image, probe the acceleration, boot a guest by hand.
     Vm(vm::VmArgs),
+    /// Run a system for a long time and report, per interval, its temporal isolation against cyclictest's floor.
+    Soak(soak::SoakArgs),
     /// Measure freezing backends and the reference frame (supervisor benchmarks).
     #[command(hide = true)]
     IsolationBench(supervise::IsolationBenchArgs),
@@ -76,6 +79,7 @@ fn main() -> ExitCode {
         Command::App(a) => app::run(a),
         Command::Vm(a) => vm::run(a),
         Command::IsolationBench(a) => supervise::isolation_bench(a),
+        Command::Soak(a) => soak::run(a),
     }
 }
 

@@ -217,6 +217,8 @@ pub struct Executor {
     stop: Arc<AtomicBool>,
     /// Last frame's snapshot for status readers (updated with try_lock, never blocking the executor).
     pub progress: Arc<Mutex<Progress>>,
+    /// Every window start's lateness (readers snapshot it while the plan runs).
+    pub lateness: Arc<crate::histogram::LatencyHistogram>,
     /// CLOCK_MONOTONIC ns of the start of frame 0 (0 until the executor has chosen it).
     origin_ns: Arc<AtomicU64>,
 }
@@ -238,7 +240,8 @@ impl Executor {
         let stop = Arc::new(AtomicBool::new(false));
         let progress = Arc::new(Mutex::new(Progress::default()));
         let origin_ns = Arc::new(AtomicU64::new(0));
-        let (stop2, progress2, origin2) = (stop.clone(), progress.clone(), origin_ns.clone());
+        let lateness = Arc::new(crate::histogram::LatencyHistogram::default());
+        let (stop2, progress2, origin2, lateness2) = (stop.clone(), progress.clone(), origin_ns.clone(), lateness.clone());
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let handle = std::thread::Builder::new()
             .name("partita-plan".into())
@@ -248,12 +251,12 @@ impl Executor {
                 let failed = setup.as_ref().err().map(|e| e.to_string());
                 let _ = ready_tx.send(failed);
                 setup?;
-                run(&schedule, &freezers, &config, &stop2, &progress2, &origin2, &mut log);
+                run(&schedule, &freezers, &config, &Shared { stop: &stop2, progress: &progress2, origin: &origin2, lateness: &lateness2 }, &mut log);
                 Ok(log)
             })
             .map_err(|e| SupervisorError::Sys { call: "pthread_create", context: "plan executor".into(), source: e })?;
         match ready_rx.recv() {
-            Ok(None) => Ok(Executor { handle: Some(handle), stop, progress, origin_ns }),
+            Ok(None) => Ok(Executor { handle: Some(handle), stop, progress, lateness, origin_ns }),
             _ => match handle.join() {
                 Ok(Err(e)) => Err(e),
                 _ => Err(SupervisorError::Invalid("plan executor thread failed to start".into())),
@@ -327,15 +330,16 @@ fn prepare_thread(config: &ExecutorConfig, log: &mut ExecutorLog) -> Result<()> 
     Ok(())
 }
 
-fn run(
-    schedule: &Schedule,
-    freezers: &[Freezer],
-    config: &ExecutorConfig,
-    stop: &AtomicBool,
-    progress: &Mutex<Progress>,
-    origin_cell: &AtomicU64,
-    log: &mut ExecutorLog,
-) {
+/// What the executor thread shares with its readers.
+struct Shared<'a> {
+    stop: &'a AtomicBool,
+    progress: &'a Mutex<Progress>,
+    origin: &'a AtomicU64,
+    lateness: &'a crate::histogram::LatencyHistogram,
+}
+
+fn run(schedule: &Schedule, freezers: &[Freezer], config: &ExecutorConfig, shared: &Shared, log: &mut ExecutorLog) {
+    let Shared { stop, progress, origin: origin_cell, lateness: histogram } = *shared;
     let boundaries = schedule.boundaries();
     let frame_ns = schedule.major_frame.as_nanos() as u64;
     for f in freezers {
@@ -390,6 +394,7 @@ fn run(
                     log.starts.push_back(WindowStart { frame, window, partition, planned_ns: planned, woke_ns: woke, switched_ns: switched });
                     log.windows_started += 1;
                     log.max_lateness_ns = log.max_lateness_ns.max(lateness);
+                    histogram.record(lateness);
                     log.max_switch_ns = log.max_switch_ns.max(cost);
                 }
                 None => {

@@ -354,6 +354,16 @@ impl Supervisor {
         &self.state_dir.path
     }
 
+    /// Each plan's window-start lateness histogram, in the order of the executors' logs.
+    pub fn lateness(&self) -> Vec<Arc<crate::histogram::LatencyHistogram>> {
+        self.executors.iter().map(|e| e.lateness.clone()).collect()
+    }
+
+    /// The cgroups of every partition and node, in the order of `state.json`'s partitions.
+    pub fn cgroups(&self) -> Vec<Arc<PartitionCgroup>> {
+        self.cgroups.clone()
+    }
+
     fn write_state(&mut self) -> Result<()> {
         let pids = self.monitor.pids();
         for (st, (_, pid)) in self.state.partitions.iter_mut().zip(pids) {

@@ -1,0 +1,108 @@
+//! `partita soak [SYSTEM.toml] --duration D`: a system run for a long time, measured per interval
+//! (`partita_paper::soak`; docs/soak.md).
+use clap::Args;
+use partita_paper::soak::{self, parse_duration, Limits, SoakConfig};
+use partita_supervisor::supervisor::{install_stop_signals, STATE_DIR};
+use partita_supervisor::UpOptions;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Args)]
+pub struct SoakArgs {
+    /// The system file; without it, the paper's system with its monitor asking open-loop at --rate.
+    pub system: Option<PathBuf>,
+    /// How long to run: 90s, 10m, 1h, 8h.
+    #[arg(long, default_value = "10m")]
+    duration: String,
+    /// Length of each measured interval.
+    #[arg(long, default_value = "60s")]
+    interval: String,
+    /// cyclictest on each plan's CPU before the system starts, for this long ("0": none).
+    #[arg(long, default_value = "60s")]
+    floor: String,
+    /// The built-in system's monitor: requests per second, open loop.
+    #[arg(long, default_value_t = 200.0)]
+    rate: f64,
+    /// Verdict: an interval's executor lateness p99 may be at most this many times cyclictest's p99.
+    #[arg(long, default_value_t = 1.5)]
+    lateness_vs_floor: f64,
+    /// Verdict: the monitors' worst per-second p99 response time in an interval, µs (default: no limit).
+    #[arg(long)]
+    max_response_us: Option<f64>,
+    /// Output folder: report.md, soak.svg, soak.json, intervals.jsonl.
+    #[arg(long, default_value = "results/soak")]
+    out: PathBuf,
+}
+
+fn usage(m: String) -> ExitCode {
+    eprintln!("error: {m}");
+    ExitCode::from(2)
+}
+
+pub fn run(a: SoakArgs) -> ExitCode {
+    let Some(duration) = parse_duration(&a.duration) else { return usage(format!("--duration {:?}: give a length such as 90s, 10m or 1h", a.duration)) };
+    let Some(interval) = parse_duration(&a.interval) else { return usage(format!("--interval {:?}: give a length such as 60s", a.interval)) };
+    if interval > duration {
+        return usage(format!("--interval {:?} is longer than --duration {:?}", a.interval, a.duration));
+    }
+    let floor = match a.floor.as_str() {
+        "0" | "0s" | "none" => None,
+        f => match parse_duration(f) {
+            Some(d) if d.as_secs() >= 1 => Some(d),
+            _ => return usage(format!("--floor {f:?}: give at least 1s, or 0 for none")),
+        },
+    };
+    if !(a.rate > 0.0 && a.rate.is_finite()) {
+        return usage(format!("--rate {}: give a positive number of requests per second", a.rate));
+    }
+    if !(a.lateness_vs_floor >= 1.0 && a.lateness_vs_floor.is_finite()) {
+        return usage(format!("--lateness-vs-floor {}: give a ratio of at least 1", a.lateness_vs_floor));
+    }
+    if a.max_response_us.is_some_and(|m| !(m > 0.0 && m.is_finite())) {
+        return usage("--max-response-us: give a positive number of µs".into());
+    }
+    let builtin = a.system.is_none();
+    let mut system = match &a.system {
+        Some(p) => partita_system::load(p),
+        None => partita_system::builtin_default(),
+    }
+    .map_err(|e| e.to_string());
+    if let (Ok(s), true) = (&mut system, builtin) {
+        // The paper's monitor asks open-loop for the whole soak (and a minute more, so the system ends first).
+        let secs = (duration.as_secs_f64() + 60.0).to_string();
+        for n in s.nodes.iter_mut().filter(|n| n.tree.command.iter().any(|c| c == "monitor")) {
+            n.tree.command.extend(["--count", "0", "--rate", &a.rate.to_string(), "--duration", &secs].map(String::from));
+        }
+    }
+    let system = match system {
+        Ok(s) => s,
+        Err(e) => {
+            eprint!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    install_stop_signals();
+    let cfg = SoakConfig {
+        system,
+        options: UpOptions::new(STATE_DIR),
+        duration,
+        interval,
+        out: a.out.clone(),
+        floor,
+        limits: Limits { lateness_vs_floor: a.lateness_vs_floor, response_p99_us: a.max_response_us },
+    };
+    let report = match soak::run(&cfg, |l| eprintln!("{l}")) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("partita soak: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let command = std::iter::once("partita".to_string()).chain(std::env::args().skip(1)).collect::<Vec<_>>().join(" ");
+    if let Err(e) = soak::write_all(&report, &a.out, &command) {
+        eprintln!("partita soak: writing {}: {e}", a.out.display());
+        return ExitCode::FAILURE;
+    }
+    eprintln!("partita soak: wrote {}", a.out.join("report.md").display());
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,47 @@
+//! `partita soak` runs the paper's system for a few seconds end to end and its report parses; bad arguments
+//! exit 2 (root for the run).
+use std::process::Command;
+
+fn partita() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_partita"))
+}
+
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn a_short_soak_of_the_papers_system_reports_every_interval_against_the_floor() {
+    let out = std::env::temp_dir().join(format!("partita-soak-{}", std::process::id()));
+    let o = partita().args(["soak", "--duration", "6s", "--interval", "2s", "--floor", "1s", "--max-response-us", "100000", "--out"]).arg(&out).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("soak.json")).unwrap()).unwrap();
+    let intervals = r["intervals"].as_array().unwrap();
+    assert_eq!(intervals.len(), 3, "{err}");
+    assert_eq!(r["floor"].as_array().unwrap().len(), 1, "one plan, one cyclictest");
+    assert!(r["floor"][0][1]["samples"].as_u64().unwrap() >= 900, "{}", r["floor"]);
+    for i in intervals {
+        // 2 s of a 1500 µs frame with two windows: about 2,666 window starts
+        let windows = i["plans"][0]["windows"].as_u64().unwrap();
+        assert!((2000..=2800).contains(&windows), "{i}");
+        assert!(i["plans"][0]["lateness_p99_us"].as_f64().unwrap() > 0.0);
+        let names: Vec<&str> = i["partitions"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["recorder", "routing", "monitor"]);
+        assert!(i["partitions"][0]["rss_kib"].as_u64().unwrap() > 0, "{i}");
+    }
+    let last = &intervals[2];
+    assert!(last["monitors"][0]["answered"].as_u64().unwrap() >= 300, "200/s open loop: {last}");
+    assert_eq!(last["response_ok"], true, "{last}");
+    let jsonl = std::fs::read_to_string(out.join("intervals.jsonl")).unwrap();
+    assert_eq!(jsonl.lines().count(), 3);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("## Verdict") && md.contains("of 3 intervals"), "{md}");
+    assert!(std::fs::read_to_string(out.join("soak.svg")).unwrap().contains("<polyline"));
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
+fn bad_soak_arguments_exit_with_status_2() {
+    for args in [&["--duration", "0"][..], &["--duration", "10s", "--interval", "1m"], &["--floor", "x"], &["--rate", "-1"], &["--lateness-vs-floor", "0.5"], &["--duration", "1y"]] {
+        let o = partita().arg("soak").args(args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+}
