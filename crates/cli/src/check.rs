@@ -175,7 +175,7 @@ virtual machines
         };
         let accel = match (vm.accel, &kernel) {
             (partita_system::Accel::Tcg, _) => "tcg (the file says so)".to_string(),
-            (partita_system::Accel::Kvm, _) => "kvm (the file says so; `up` fails if KVM cannot run the guest)".to_string(),
+            (partita_system::Accel::Kvm, _) => "kvm (the file says so; a guest KVM cannot run ends with QEMU's failure or the boot timeout)".to_string(),
             (partita_system::Accel::Auto, Err(_)) => "auto: unknown until the guest kernel is there".to_string(),
             (partita_system::Accel::Auto, Ok(k)) => match partita_vm::probe::cached(k, &cache) {
                 Some(v) => format!("{} (auto: {})", v.accel, v.reason),

@@ -269,7 +269,7 @@ fn shares(system: &System) -> Vec<(String, f64)> {
 }
 
 /// Runs the soak; `log` gets a line per interval.
-pub fn run(cfg: &SoakConfig, mut log: impl FnMut(&str)) -> Result<SoakReport, SoakError> {
+pub fn run(cfg: &SoakConfig, log: impl Fn(&str) + Send + 'static) -> Result<SoakReport, SoakError> {
     std::fs::create_dir_all(&cfg.out).map_err(file_err(&cfg.out))?;
     let machine = crate::bench::machine();
     let cpus: Vec<usize> = cfg.system.modules.iter().flat_map(|m| m.plans.iter().map(|p| p.cpu)).collect();
@@ -313,7 +313,7 @@ pub fn run(cfg: &SoakConfig, mut log: impl FnMut(&str)) -> Result<SoakReport, So
     let sampling = {
         let stop = stop.clone();
         std::thread::spawn(move || {
-            let mut out = Vec::new();
+            let mut out: Vec<Interval> = Vec::new();
             let t0 = Instant::now();
             let mut next = interval;
             loop {
@@ -322,7 +322,11 @@ pub fn run(cfg: &SoakConfig, mut log: impl FnMut(&str)) -> Result<SoakReport, So
                     std::thread::sleep(Duration::from_millis(50));
                 }
                 let stopped = t0.elapsed() < end;
-                out.push(sampler.sample());
+                let i = sampler.sample();
+                // Written and shown as it is measured: a run that is killed keeps what it measured.
+                let _ = writeln!(lines, "{}", serde_json::to_string(&i).unwrap_or_default());
+                log(&interval_line(&i));
+                out.push(i);
                 if stopped || end >= duration {
                     break;
                 }
@@ -333,23 +337,8 @@ pub fn run(cfg: &SoakConfig, mut log: impl FnMut(&str)) -> Result<SoakReport, So
         })
     };
     // The sampler decides when the run is over (the duration, or a stop signal).
-    let logs = sup.run(None, Some(stop.clone())).map_err(|e| sup_err(&e))?;
+    sup.run(None, Some(stop.clone())).map_err(|e| sup_err(&e))?;
     let intervals = sampling.join().map_err(|_| SoakError::Floor("the sampling thread panicked".into()))?;
-    for i in &intervals {
-        let _ = writeln!(lines, "{}", serde_json::to_string(i).unwrap_or_default());
-        let plan = i.plans.first();
-        let mon = i.monitors.first();
-        log(&format!(
-            "{:>7.0} s  lateness p99 {}  max {}  responses {} (worst p99 {})  events {}",
-            i.t_s,
-            fmt(plan.and_then(|p| p.lateness_p99_us)),
-            fmt(plan.and_then(|p| p.lateness_max_us)),
-            mon.map_or(0, |m| m.answered),
-            fmt(mon.and_then(|m| m.worst_p99_us)),
-            i.events.values().sum::<u64>()
-        ));
-    }
-    let _ = logs;
     let overall = overall
         .iter()
         .map(|(cpu, h, first)| {
@@ -368,6 +357,21 @@ pub fn run(cfg: &SoakConfig, mut log: impl FnMut(&str)) -> Result<SoakReport, So
         overall,
         intervals,
     })
+}
+
+/// One line per interval for the console.
+fn interval_line(i: &Interval) -> String {
+    let plan = i.plans.first();
+    let mon = i.monitors.first();
+    format!(
+        "{:>7.0} s  lateness p99 {}  max {}  responses {} (worst p99 {})  events {}",
+        i.t_s,
+        fmt(plan.and_then(|p| p.lateness_p99_us)),
+        fmt(plan.and_then(|p| p.lateness_max_us)),
+        mon.map_or(0, |m| m.answered),
+        fmt(mon.and_then(|m| m.worst_p99_us)),
+        i.events.values().sum::<u64>()
+    )
 }
 
 fn fmt(v: Option<f64>) -> String {
