@@ -29,6 +29,10 @@ pub struct SoakArgs {
     /// Verdict: the monitors' worst per-second p99 response time in an interval, µs (default: no limit).
     #[arg(long)]
     max_response_us: Option<f64>,
+    /// Trace each plan's CPU with ftrace (an instance of partita's own) and explain every window start later
+    /// than 1 ms: the vCPU not running, interrupts, another task, a page fault (stalls/ in the output folder).
+    #[arg(long)]
+    trace_stalls: bool,
     /// Output folder: report.md, soak.svg, soak.json, intervals.jsonl.
     #[arg(long, default_value = "results/soak")]
     out: PathBuf,
@@ -90,6 +94,7 @@ pub fn run(a: SoakArgs) -> ExitCode {
         out: a.out.clone(),
         floor,
         limits: Limits { lateness_vs_floor: a.lateness_vs_floor, response_p99_us: a.max_response_us },
+        trace_stalls: a.trace_stalls,
     };
     let report = match soak::run(&cfg, |l| eprintln!("{l}")) {
         Ok(r) => r,

@@ -38,6 +38,41 @@ fn a_short_soak_of_the_papers_system_reports_every_interval_against_the_floor() 
     std::fs::remove_dir_all(&out).unwrap();
 }
 
+/// With --trace-stalls every window start later than 1 ms gets a cause from the kernel's trace, and the trace
+/// instance goes with the run.
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn stalls_are_traced_and_the_trace_instance_is_removed() {
+    let name = format!("st{}", std::process::id());
+    let file = std::env::temp_dir().join(format!("{name}.toml"));
+    std::fs::write(
+        &file,
+        format!(
+            "[system]\nname = \"{name}\"\n[[module]]\nname = \"m\"\ncpus = [1]\n[[module.partition]]\nname = \"a\"\ncommand = [\"sh\", \"-c\", \"while :; do :; done\"]\n\
+             [[module.partition]]\nname = \"b\"\ncommand = [\"sleep\", \"100\"]\n[[module.plan]]\ncpu = 1\nmajor_frame = \"2ms\"\n\
+             window = [{{ partition = \"a\", start = \"0ms\", duration = \"1ms\" }}, {{ partition = \"b\", start = \"1ms\", duration = \"1ms\" }}]\n"
+        ),
+    )
+    .unwrap();
+    let out = std::env::temp_dir().join(format!("partita-soak-{name}"));
+    let o = partita().args(["soak", file.to_str().unwrap(), "--duration", "4s", "--interval", "2s", "--floor", "0", "--trace-stalls", "--out"]).arg(&out).output().unwrap();
+    let _ = std::fs::remove_file(&file);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("soak.json")).unwrap()).unwrap();
+    for i in r["intervals"].as_array().unwrap() {
+        for s in i["stalls"].as_array().expect("a stalls list per interval") {
+            assert!(s["lateness_us"].as_f64().unwrap() > 1000.0, "{s}");
+            assert!(["no-event", "interrupts", "other-task", "page-fault", "late-timer", "no-trace"].contains(&s["cause"].as_str().unwrap()), "{s}");
+            assert!(out.join(s["trace"].as_str().unwrap()).is_file(), "{s}");
+        }
+    }
+    let left: Vec<String> = std::fs::read_dir("/sys/kernel/tracing/instances")
+        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with("partita-")).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "trace instances left: {left:?}");
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
 #[test]
 fn bad_soak_arguments_exit_with_status_2() {
     for args in [&["--duration", "0"][..], &["--duration", "10s", "--interval", "1m"], &["--floor", "x"], &["--rate", "-1"], &["--lateness-vs-floor", "0.5"], &["--duration", "1y"]] {

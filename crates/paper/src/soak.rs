@@ -27,6 +27,21 @@ pub struct SoakConfig {
     pub floor: Option<Duration>,
     /// Limits of the verdict.
     pub limits: Limits,
+    /// Trace each plan's CPU with ftrace and explain every window start later than 1 ms.
+    pub trace_stalls: bool,
+}
+
+/// A window start later than 1 ms, and what the kernel's trace says delayed it.
+#[derive(Debug, Clone, Serialize)]
+pub struct StallRecord {
+    pub t_s: f64,
+    pub cpu: usize,
+    /// Stalls the executor noted since the previous one explained (only the latest is traced).
+    pub noted: u64,
+    #[serde(flatten)]
+    pub explanation: partita_supervisor::stalls::Explanation,
+    /// The trace around it, relative to the output folder.
+    pub trace: String,
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -81,6 +96,8 @@ pub struct Interval {
     pub context_switches: u64,
     /// Health events in the interval, by kind.
     pub events: std::collections::BTreeMap<String, u64>,
+    /// Window starts later than 1 ms in the interval, explained (with `--trace-stalls`).
+    pub stalls: Vec<StallRecord>,
     /// Whether the interval met the limits (`None` where a limit could not be checked).
     pub lateness_ok: Option<bool>,
     pub response_ok: Option<bool>,
@@ -109,6 +126,8 @@ pub enum SoakError {
     File { path: PathBuf, message: String },
     #[error("the floor: {0}")]
     Floor(String),
+    #[error("{0}")]
+    Trace(String),
 }
 
 fn file_err(path: &Path) -> impl Fn(std::io::Error) -> SoakError + '_ {
@@ -173,9 +192,36 @@ struct Sampler {
     last: Instant,
     floor: Vec<(usize, CyclicResult)>,
     limits: Limits,
+    tracers: Vec<(usize, partita_supervisor::stalls::Tracer, Arc<partita_supervisor::stalls::StallCell>, u64)>,
+    stalls: Vec<StallRecord>,
+    out: PathBuf,
 }
 
 impl Sampler {
+    /// Explains the latest stall of each traced plan, if there is a new one.
+    fn check_stalls(&mut self) {
+        for (cpu, tracer, cell, seen) in &mut self.tracers {
+            let (seq, planned, woke) = cell.latest();
+            if seq == *seen {
+                continue;
+            }
+            let noted = seq - *seen;
+            *seen = seq;
+            let Ok(text) = tracer.cut() else { continue };
+            let events = partita_supervisor::stalls::parse_trace(&text);
+            let explanation = partita_supervisor::stalls::explain(&events, planned, woke);
+            let name = format!("stalls/stall-{}-cpu{cpu}.txt", self.stalls.len() + 1);
+            let excerpt: String = text
+                .lines()
+                .filter(|l| partita_supervisor::stalls::parse_trace(l).first().is_none_or(|e| e.ns + 3_000_000 >= planned && e.ns <= woke + 500_000))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            let _ = std::fs::create_dir_all(self.out.join("stalls"));
+            let _ = std::fs::write(self.out.join(&name), format!("# planned {planned} ns (CLOCK_MONOTONIC), woke {woke} ns: {explanation:?}\n{excerpt}"));
+            self.stalls.push(StallRecord { t_s: self.started.elapsed().as_secs_f64(), cpu: *cpu, noted, explanation, trace: name });
+        }
+    }
+
     fn sample(&mut self) -> Interval {
         let interval_s = self.last.elapsed().as_secs_f64();
         self.last = Instant::now();
@@ -247,7 +293,8 @@ impl Sampler {
             let worst: Vec<f64> = monitors.iter().filter_map(|m| m.worst_p99_us).collect();
             (!worst.is_empty()).then(|| worst.iter().all(|w| *w <= limit))
         });
-        Interval { t_s: self.started.elapsed().as_secs_f64(), plans, partitions, monitors, steal_ms, context_switches, events, lateness_ok, response_ok }
+        let stalls = std::mem::take(&mut self.stalls);
+        Interval { t_s: self.started.elapsed().as_secs_f64(), plans, partitions, monitors, steal_ms, context_switches, events, stalls, lateness_ok, response_ok }
     }
 }
 
@@ -304,7 +351,17 @@ pub fn run(cfg: &SoakConfig, log: impl Fn(&str) + Send + 'static) -> Result<Soak
         last: Instant::now(),
         floor: floor.clone(),
         limits: cfg.limits,
+        tracers: Vec::new(),
+        stalls: Vec::new(),
+        out: cfg.out.clone(),
     };
+    if cfg.trace_stalls {
+        for ((cpu, _, _), cell) in sampler.plans.iter().zip(sup.stalls()) {
+            let tracer = partita_supervisor::stalls::Tracer::start(*cpu).map_err(|e| SoakError::Trace(format!("tracing CPU {cpu} for --trace-stalls: {e}")))?;
+            let seen = cell.latest().0;
+            sampler.tracers.push((*cpu, tracer, cell, seen));
+        }
+    }
     let overall: Vec<(usize, Arc<partita_supervisor::histogram::LatencyHistogram>, Snapshot)> = sampler.plans.iter().map(|(c, h, s)| (*c, h.clone(), s.clone())).collect();
     let stop = Arc::new(AtomicBool::new(false));
     let jsonl = cfg.out.join("intervals.jsonl");
@@ -320,6 +377,7 @@ pub fn run(cfg: &SoakConfig, log: impl Fn(&str) + Send + 'static) -> Result<Soak
                 let end = next.min(duration);
                 while t0.elapsed() < end && !stop.load(Ordering::SeqCst) && !stop_requested() {
                     std::thread::sleep(Duration::from_millis(50));
+                    sampler.check_stalls();
                 }
                 let stopped = t0.elapsed() < end;
                 let i = sampler.sample();
@@ -338,7 +396,7 @@ pub fn run(cfg: &SoakConfig, log: impl Fn(&str) + Send + 'static) -> Result<Soak
     };
     // The sampler decides when the run is over (the duration, or a stop signal).
     sup.run(None, Some(stop.clone())).map_err(|e| sup_err(&e))?;
-    let intervals = sampling.join().map_err(|_| SoakError::Floor("the sampling thread panicked".into()))?;
+    let intervals = sampling.join().map_err(|_| SoakError::Trace("the sampling thread panicked".into()))?;
     let overall = overall
         .iter()
         .map(|(cpu, h, first)| {
@@ -364,13 +422,14 @@ fn interval_line(i: &Interval) -> String {
     let plan = i.plans.first();
     let mon = i.monitors.first();
     format!(
-        "{:>7.0} s  lateness p99 {}  max {}  responses {} (worst p99 {})  events {}",
+        "{:>7.0} s  lateness p99 {}  max {}  responses {} (worst p99 {})  events {}  stalls traced {}",
         i.t_s,
         fmt(plan.and_then(|p| p.lateness_p99_us)),
         fmt(plan.and_then(|p| p.lateness_max_us)),
         mon.map_or(0, |m| m.answered),
         fmt(mon.and_then(|m| m.worst_p99_us)),
-        i.events.values().sum::<u64>()
+        i.events.values().sum::<u64>(),
+        i.stalls.len()
     )
 }
 
@@ -425,6 +484,22 @@ pub fn markdown(r: &SoakReport, command: &str) -> String {
         r.limits.response_p99_us.map_or("(no limit given)".into(), |l| format!("{l:.0} µs")),
         count(|i| i.response_ok)
     ));
+    let stalls: Vec<&StallRecord> = r.intervals.iter().flat_map(|i| &i.stalls).collect();
+    if !stalls.is_empty() {
+        let mut causes = std::collections::BTreeMap::new();
+        for st in &stalls {
+            *causes.entry(st.explanation.cause).or_insert(0u64) += 1;
+        }
+        s.push_str(&format!(
+            "## Window starts later than 1 ms, explained by the kernel's trace\n\n{} traced ({}).\n\n| t s | CPU | late µs | cause | what the trace shows | trace |\n|---:|---:|---:|---|---|---|\n",
+            stalls.len(),
+            causes.iter().map(|(c, n)| format!("{c}: {n}")).collect::<Vec<_>>().join(", ")
+        ));
+        for st in &stalls {
+            s.push_str(&format!("| {:.0} | {} | {:.0} | {} | {} | `{}` |\n", st.t_s, st.cpu, st.explanation.lateness_us, st.explanation.cause, st.explanation.detail, st.trace));
+        }
+        s.push('\n');
+    }
     s.push_str("![lateness and response time over time](soak.svg)\n\n## Per interval\n\n| t s | lateness p50/p99/max µs | answered | timed out | response p50 / worst p99 / worst max µs | CPU ms / planned ms per partition | RSS KiB per partition | steal ms | ctx switches | events | lateness | response |\n|---:|---|---:|---:|---|---|---|---:|---:|---|---|---|\n");
     for i in &r.intervals {
         let p = i.plans.first();

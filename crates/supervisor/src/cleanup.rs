@@ -146,6 +146,7 @@ pub fn down(force: bool) -> Result<Down> {
         std::fs::remove_file(record).map_err(path_err("remove", record))?;
     }
     remove_stale_state_dirs(Path::new(crate::supervisor::STATE_DIR), &live)?;
+    crate::stalls::remove_stale_instances();
     Ok(Down { removed, live })
 }
 

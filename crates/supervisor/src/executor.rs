@@ -219,6 +219,8 @@ pub struct Executor {
     pub progress: Arc<Mutex<Progress>>,
     /// Every window start's lateness (readers snapshot it while the plan runs).
     pub lateness: Arc<crate::histogram::LatencyHistogram>,
+    /// The latest window start later than [`STALL_NS`].
+    pub stall: Arc<crate::stalls::StallCell>,
     /// CLOCK_MONOTONIC ns of the start of frame 0 (0 until the executor has chosen it).
     origin_ns: Arc<AtomicU64>,
 }
@@ -241,7 +243,8 @@ impl Executor {
         let progress = Arc::new(Mutex::new(Progress::default()));
         let origin_ns = Arc::new(AtomicU64::new(0));
         let lateness = Arc::new(crate::histogram::LatencyHistogram::default());
-        let (stop2, progress2, origin2, lateness2) = (stop.clone(), progress.clone(), origin_ns.clone(), lateness.clone());
+        let stall = Arc::new(crate::stalls::StallCell::default());
+        let (stop2, progress2, origin2, lateness2, stall2) = (stop.clone(), progress.clone(), origin_ns.clone(), lateness.clone(), stall.clone());
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let handle = std::thread::Builder::new()
             .name("partita-plan".into())
@@ -251,12 +254,12 @@ impl Executor {
                 let failed = setup.as_ref().err().map(|e| e.to_string());
                 let _ = ready_tx.send(failed);
                 setup?;
-                run(&schedule, &freezers, &config, &Shared { stop: &stop2, progress: &progress2, origin: &origin2, lateness: &lateness2 }, &mut log);
+                run(&schedule, &freezers, &config, &Shared { stop: &stop2, progress: &progress2, origin: &origin2, lateness: &lateness2, stall: &stall2 }, &mut log);
                 Ok(log)
             })
             .map_err(|e| SupervisorError::Sys { call: "pthread_create", context: "plan executor".into(), source: e })?;
         match ready_rx.recv() {
-            Ok(None) => Ok(Executor { handle: Some(handle), stop, progress, lateness, origin_ns }),
+            Ok(None) => Ok(Executor { handle: Some(handle), stop, progress, lateness, stall, origin_ns }),
             _ => match handle.join() {
                 Ok(Err(e)) => Err(e),
                 _ => Err(SupervisorError::Invalid("plan executor thread failed to start".into())),
@@ -336,10 +339,14 @@ struct Shared<'a> {
     progress: &'a Mutex<Progress>,
     origin: &'a AtomicU64,
     lateness: &'a crate::histogram::LatencyHistogram,
+    stall: &'a crate::stalls::StallCell,
 }
 
+/// A window start later than this is noted for the stall tracer ([`crate::stalls`]).
+pub const STALL_NS: u64 = 1_000_000;
+
 fn run(schedule: &Schedule, freezers: &[Freezer], config: &ExecutorConfig, shared: &Shared, log: &mut ExecutorLog) {
-    let Shared { stop, progress, origin: origin_cell, lateness: histogram } = *shared;
+    let Shared { stop, progress, origin: origin_cell, lateness: histogram, stall } = *shared;
     let boundaries = schedule.boundaries();
     let frame_ns = schedule.major_frame.as_nanos() as u64;
     for f in freezers {
@@ -395,6 +402,9 @@ fn run(schedule: &Schedule, freezers: &[Freezer], config: &ExecutorConfig, share
                     log.windows_started += 1;
                     log.max_lateness_ns = log.max_lateness_ns.max(lateness);
                     histogram.record(lateness);
+                    if lateness > STALL_NS {
+                        stall.record(planned, woke);
+                    }
                     log.max_switch_ns = log.max_switch_ns.max(cost);
                 }
                 None => {

@@ -20,6 +20,7 @@ pub mod cleanup;
 pub mod health;
 pub mod probe;
 pub mod registry;
+pub mod stalls;
 pub mod bench;
 pub mod supervisor;
 pub mod window_watch;

@@ -359,6 +359,11 @@ impl Supervisor {
         self.executors.iter().map(|e| e.lateness.clone()).collect()
     }
 
+    /// Each plan's latest stall (a window start later than [`crate::executor::STALL_NS`]), in the same order.
+    pub fn stalls(&self) -> Vec<Arc<crate::stalls::StallCell>> {
+        self.executors.iter().map(|e| e.stall.clone()).collect()
+    }
+
     /// The cgroups of every partition and node, in the order of `state.json`'s partitions.
     pub fn cgroups(&self) -> Vec<Arc<PartitionCgroup>> {
         self.cgroups.clone()
