@@ -136,3 +136,18 @@ fn every_system_check_accepts_comes_up() {
         assert!(accepted.contains(&must_run), "{must_run} did not come up: {refused:?}");
     }
 }
+
+/// A partition's program under a place a partition does not see (here the partita binary under /tmp) is refused
+/// by `up` with what to do, and nothing is left; before, every start ended with exit 127 and restarts.
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn a_program_a_partition_cannot_see_is_refused_by_up() {
+    let name = system_name("hid");
+    let root = tempdir("state");
+    let sys = common::system(&format!("[system]\nname = \"{name}\"\n[[module]]\nname = \"m\"\n[[module.partition]]\nname = \"a\"\ncommand = [\"partita\", \"app\", \"probe\"]\n"));
+    let mut options = options(&root);
+    options.partita = Some("/tmp/partita".into());
+    let e = partita_supervisor::Supervisor::up(&sys, &options).err().expect("refused").to_string();
+    assert!(e.contains("partition a") && e.contains("/tmp/partita is under /tmp") && e.contains("install the program elsewhere"), "{e}");
+    assert_nothing_left(&name, Some(&link_prefix(&name)));
+}

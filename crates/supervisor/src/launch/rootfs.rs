@@ -54,6 +54,14 @@ pub const MASKED: [&str; 11] = [
 /// Paths runc makes read-only in a container's `/proc`.
 pub const READ_ONLY: [&str; 5] = ["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"];
 
+/// Places of the host a confined partition does not see: its own are mounted over them.
+pub const PRIVATE: [&str; 4] = ["/tmp", "/run", "/dev", "/var/lib/partita"];
+
+/// The private place `path` (absolute) lies under, if any: a program there cannot be started in a partition.
+pub fn hidden_place(path: &Path) -> Option<&'static str> {
+    PRIVATE.iter().copied().find(|p| path.starts_with(p))
+}
+
 /// Where the partition finds its DDS configuration.
 pub const DDS_CONFIG: &str = "/run/partita/dds.xml";
 /// Where a VM partition's runner finds its guest's per-launch archive.
@@ -181,6 +189,14 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    #[test]
+    fn programs_in_private_places_are_found_out() {
+        assert_eq!(hidden_place(Path::new("/tmp/partita")), Some("/tmp"));
+        assert_eq!(hidden_place(Path::new("/var/lib/partita/s/p/x")), Some("/var/lib/partita"));
+        assert_eq!(hidden_place(Path::new("/usr/bin/partita")), None);
+        assert_eq!(hidden_place(Path::new("/tmpfoo/partita")), None, "a component, not a prefix of the text");
     }
 
     #[test]
