@@ -271,6 +271,8 @@ pub const CHAIN: [&str; 3] = ["routing", "recorder", "routing"];
 /// line per run.
 pub fn run(cfg: &BenchConfig, mut log: impl FnMut(&str)) -> Result<Results, RunError> {
     let t0 = std::time::Instant::now();
+    // Before any system is up: the supervisor keeps this thread off the plans' CPUs while one runs.
+    let machine = machine();
     let _latency = cfg.setup.hold_cpu_latency().map_err(|e| RunError::Setup(e.to_string()))?;
     let mut runs: Vec<(Vec<Run>, Option<WindowDelay>)> = vec![(Vec::new(), None); cfg.scenarios.len()];
     for (k, i) in interleaved(cfg.scenarios.len(), cfg.repeat) {
@@ -360,7 +362,7 @@ pub fn run(cfg: &BenchConfig, mut log: impl FnMut(&str)) -> Result<Results, RunE
         _ => None,
     };
     Ok(Results {
-        machine: machine(),
+        machine,
         setup: cfg.setup.record(granted(&cfg.setup)),
         table_size: cfg.table_size,
         count: cfg.count,
