@@ -97,8 +97,21 @@ pub struct Supervisor {
     _state_dirs: EmptyDirs,
     /// The wake-up latency bound held while the system runs (the system file's `cpu_dma_latency`).
     _cpu_latency: Option<CpuLatencyHold>,
+    /// The CPUs the calling thread had before `up` moved it off the plans' CPUs: given back when the system goes.
+    _caller_cpus: CallerCpus,
     /// The system's record in the registry: the system is up until it goes, last.
     _registration: Registration,
+}
+
+/// The calling thread's CPUs before `up`, restored on drop (on the thread that drops the system, normally the
+/// one that built it).
+struct CallerCpus(Option<Vec<usize>>);
+impl Drop for CallerCpus {
+    fn drop(&mut self) {
+        if let Some(cpus) = &self.0 {
+            let _ = partita_os::sched::set_current_thread_cpus(cpus);
+        }
+    }
 }
 
 /// Directories removed on drop if they are empty, with their parent if it is empty then.
@@ -169,6 +182,7 @@ impl Supervisor {
             },
             _state_dirs: EmptyDirs(Vec::new()),
             _cpu_latency: None,
+            _caller_cpus: CallerCpus(None),
             _registration: registration,
         };
         if let Some(bound) = system.cpu_dma_latency {
@@ -181,6 +195,7 @@ impl Supervisor {
         if let Ok(mine) = partita_os::sched::current_thread_cpus() {
             let free: Vec<usize> = mine.into_iter().filter(|c| !planned.contains(c)).collect();
             if !free.is_empty() && !planned.is_empty() {
+                s._caller_cpus = CallerCpus(partita_os::sched::current_thread_cpus().ok());
                 let _ = partita_os::sched::set_current_thread_cpus(&free);
             }
         }

@@ -151,3 +151,22 @@ fn a_program_a_partition_cannot_see_is_refused_by_up() {
     assert!(e.contains("partition a") && e.contains("/tmp/partita is under /tmp") && e.contains("install the program elsewhere"), "{e}");
     assert_nothing_left(&name, Some(&link_prefix(&name)));
 }
+
+/// `up` keeps its caller's thread off the plans' CPUs while the system runs, and gives the CPUs back after.
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn the_callers_cpus_come_back_when_the_system_goes() {
+    let before = partita_os::sched::current_thread_cpus().unwrap();
+    assert!(before.len() >= 2, "needs two CPUs: {before:?}");
+    let name = system_name("cpu");
+    let root = tempdir("state");
+    let sys = common::system(&format!(
+        "[system]\nname = \"{name}\"\n[[module]]\nname = \"m\"\ncpus = [1]\n[[module.partition]]\nname = \"a\"\ncommand = [\"sleep\", \"100\"]\n[[module.plan]]\ncpu = 1\nmajor_frame = \"10ms\"\nwindow = [{{ partition = \"a\", start = \"0ms\", duration = \"5ms\" }}]\n"
+    ));
+    let sup = Supervisor::up(&sys, &options(&root)).unwrap();
+    let during = partita_os::sched::current_thread_cpus().unwrap();
+    assert!(!during.contains(&1), "off the plan's CPU while it runs: {during:?}");
+    sup.down().unwrap();
+    assert_eq!(partita_os::sched::current_thread_cpus().unwrap(), before);
+    assert_nothing_left(&name, Some(&link_prefix(&name)));
+}
