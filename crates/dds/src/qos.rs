@@ -65,6 +65,10 @@ pub struct Qos {
     /// it, so several samples travel in one datagram (`dds_qset_writer_batching`, Cyclone's own extension;
     /// local to the writer, never announced in discovery).
     pub writer_batching: Option<bool>,
+    /// Whether unregistering an instance (or the writer's end) also disposes it (`dds_qset_writer_data_lifecycle`;
+    /// DDS's default, and Cyclone's, is true). A writer that forwards another's life cycle sets false, so an
+    /// unregister reaches its readers as an unregister.
+    pub autodispose_unregistered: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,6 +156,10 @@ impl Qos {
     }
     pub fn writer_batching(mut self, batch: bool) -> Self {
         self.writer_batching = Some(batch);
+        self
+    }
+    pub fn autodispose_unregistered(mut self, autodispose: bool) -> Self {
+        self.autodispose_unregistered = Some(autodispose);
         self
     }
 }
@@ -306,6 +314,10 @@ impl Qos {
         if let Some(b) = self.writer_batching {
             // SAFETY: a setter of plain values on p (see above).
             unsafe { dds_qset_writer_batching(p, b) };
+        }
+        if let Some(b) = self.autodispose_unregistered {
+            // SAFETY: a setter of plain values on p (see above).
+            unsafe { dds_qset_writer_data_lifecycle(p, b) };
         }
         Ok(q)
     }

@@ -152,7 +152,10 @@ fn reader_and_writer_qos(ep: &DiscoveredEndpoint, ov: &TopicOverride, local_appl
     if let Some(n) = ov.history {
         reader.history = Some(partita_dds::qos::History::KeepLast(n));
     }
-    (reader, base)
+    // The source's unregister (or its writer's end) is forwarded as such: the router's writer must not turn
+    // it into a dispose, as DDS's default writer does.
+    let writer = base.autodispose_unregistered(false);
+    (reader, writer)
 }
 
 impl Forwarder {

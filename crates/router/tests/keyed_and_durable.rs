@@ -33,6 +33,27 @@ fn keyed_instances_and_dispose_cross_the_router() {
     assert!(row.forwarded >= 3, "{row:?}");
 }
 
+/// An unregister (its writer without autodispose) reaches the far reader as an unregister (no writers), as it
+/// does directly: the router's writer does not add a dispose. Before, it arrived as NOT_ALIVE_DISPOSED.
+#[test]
+fn an_unregister_crosses_the_router_as_an_unregister() {
+    // Directly, on one domain: what the router must reproduce.
+    let d = domain(8);
+    let sub = camera_peer("sub", d, &["20", "unregister"]);
+    let _publisher = Reap(Some(camera_peer("pub", d, &["20", "unregister"])));
+    let (ok, direct, out) = lines(sub);
+    assert!(ok && direct.iter().any(|v| v.get("unregistered").is_some()) && !direct.iter().any(|v| v.get("disposed").is_some()), "directly:\n{out}");
+    // Through the router.
+    let (a, b) = (domain(9), domain(10));
+    let _router = Router::start(two_sides(a, b, "")).unwrap();
+    let sub = camera_peer("sub", b, &["20", "unregister"]);
+    let _publisher = Reap(Some(camera_peer("pub", a, &["20", "unregister"])));
+    let (ok, routed, out) = lines(sub);
+    assert!(ok, "the far reader did not get 3 cameras and camera 1 not alive:\n{out}");
+    assert!(routed.iter().any(|v| v.get("unregistered").is_some()), "{out}");
+    assert!(!routed.iter().any(|v| v.get("disposed").is_some()), "the unregister became a dispose:\n{out}");
+}
+
 #[test]
 fn transient_local_history_reaches_a_late_reader() {
     let (a, b) = (domain(2), domain(3));

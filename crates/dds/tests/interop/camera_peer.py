@@ -5,7 +5,9 @@ Camera type declared in Python. Configuration (loopback only, no multicast) come
                                          leaves (or SECONDS pass)
     camera_peer.py sub DOMAIN [SECONDS]  print what arrives as JSON lines: three cameras and the dispose of
                                          camera 1 (exit 0), or whatever came within SECONDS (exit 1)
-    A fourth argument `nodispose` leaves camera 1 alive (pub) or does not wait for its dispose (sub).
+    A fourth argument `nodispose` leaves camera 1 alive (pub) or does not wait for its dispose (sub);
+    `unregister` unregisters camera 1 instead of disposing it (pub, its writer without autodispose) and waits
+    for camera 1 to be not alive, printing `unregistered` (no writers) or `disposed` (sub).
 """
 import json
 import sys
@@ -47,14 +49,17 @@ class Camera(IdlStruct, typename="partita::test::Camera"):
 
 def main():
     role, domain = sys.argv[1], int(sys.argv[2])
-    dispose = not (len(sys.argv) > 4 and sys.argv[4] == "nodispose")
+    mode = sys.argv[4] if len(sys.argv) > 4 else "dispose"
+    dispose = mode != "nodispose"
     qos = Qos(Policy.Reliability.Reliable(max_blocking_time=1_000_000_000), Policy.History.KeepAll,
               Policy.Durability.TransientLocal)
     dp = DomainParticipant(domain)
     topic = Topic(dp, "cameras", Camera, qos=qos)
     deadline = time.time() + (float(sys.argv[3]) if len(sys.argv) > 3 else 20)
     if role == "pub":
-        w = DataWriter(dp, topic, qos=qos)
+        wqos = Qos(Policy.Reliability.Reliable(max_blocking_time=1_000_000_000), Policy.History.KeepAll,
+                   Policy.Durability.TransientLocal, Policy.WriterDataLifecycle(autodispose=mode != "unregister"))
+        w = DataWriter(dp, topic, qos=wqos)
         while w.get_matched_subscriptions() == [] and time.time() < deadline:
             time.sleep(0.01)
         cams = [Camera(id=i, name=f"py-{i}", mode=Mode.Recording if i % 2 else Mode.Idle,
@@ -62,7 +67,9 @@ def main():
                 for i in range(3)]
         for c in cams:
             w.write(c)
-        if dispose:
+        if mode == "unregister":
+            w.unregister_instance(cams[1])
+        elif dispose:
             w.dispose(cams[1])
         # Stay until the reader has it all (it exits when done; we see it unmatch).
         while w.get_matched_subscriptions() != [] and time.time() < deadline:
@@ -80,6 +87,10 @@ def main():
                 if info.instance_state == InstanceState.NotAliveDisposed:
                     disposed = True
                     print(json.dumps({"disposed": s.id if info.valid_data else "key-only",
+                                      "handle": info.instance_handle}), flush=True)
+                if info.instance_state == InstanceState.NotAliveNoWriters and mode == "unregister":
+                    disposed = True
+                    print(json.dumps({"unregistered": s.id if info.valid_data else "key-only",
                                       "handle": info.instance_handle}), flush=True)
             time.sleep(0.005)
         sys.exit(0 if seen >= 3 and disposed else 1)
