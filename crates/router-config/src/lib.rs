@@ -310,6 +310,10 @@ impl RouterConfig {
                 "remove the [[side]] tables and name the sides module and network in the routes",
             )]);
         }
+        // A table that only sets limits or options keeps the default: every topic both ways.
+        if cfg.routes.is_empty() {
+            cfg.routes = vec![every_topic_both_ways()];
+        }
         cfg.sides = EMBEDDED_SIDES
             .iter()
             .enumerate()
@@ -368,16 +372,7 @@ impl RouterConfig {
             batch_delay: default_batch_delay(),
             local_applications: false,
             sides: vec![side(0), side(1)],
-            routes: vec![RouteConfig {
-                from: EMBEDDED_SIDES[0].into(),
-                to: EMBEDDED_SIDES[1].into(),
-                both_ways: true,
-                allow: default_allow(),
-                block: Vec::new(),
-                partitions: default_allow(),
-                trigger: Trigger::default(),
-                topics: Vec::new(),
-            }],
+            routes: vec![every_topic_both_ways()],
         })
     }
 
@@ -528,6 +523,20 @@ pub fn describe(path: Option<&PathBuf>) -> String {
     path.map(|p| p.display().to_string()).unwrap_or_else(|| "(built-in)".into())
 }
 
+/// The default route of an I/O partition: every topic, both ways, between its module and the network.
+fn every_topic_both_ways() -> RouteConfig {
+    RouteConfig {
+        from: EMBEDDED_SIDES[0].into(),
+        to: EMBEDDED_SIDES[1].into(),
+        both_ways: true,
+        allow: default_allow(),
+        block: Vec::new(),
+        partitions: default_allow(),
+        trigger: Trigger::default(),
+        topics: Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -638,8 +647,17 @@ max_rate = 30.0
         assert_eq!(named.name, "io");
         let e = RouterConfig::for_io_partition(Some("max_topics = 0\n"), Some("routing"), [3, 7]).unwrap_err();
         let fields: Vec<&str> = e.iter().map(|e| e.field.as_str()).collect();
-        assert_eq!(fields, ["max_topics", "route"], "{e:?}");
+        assert_eq!(fields, ["max_topics"], "{e:?}");
         assert!(e.iter().all(|e| e.file == EMBEDDED_ENV), "{e:?}");
+    }
+
+    #[test]
+    fn a_table_that_only_sets_limits_keeps_every_topic_both_ways() {
+        let c = RouterConfig::for_io_partition(Some("max_topics = 8\n"), Some("routing"), [3, 7]).unwrap();
+        assert_eq!(c.max_topics, 8);
+        assert_eq!(c.routes.len(), 1);
+        let r = &c.routes[0];
+        assert!(r.both_ways && r.allow == ["*"] && (r.from.as_str(), r.to.as_str()) == ("module", "network"), "{r:?}");
     }
 
     #[test]
