@@ -62,7 +62,7 @@ fn stalls_are_traced_and_the_trace_instance_is_removed() {
     for i in r["intervals"].as_array().unwrap() {
         for s in i["stalls"].as_array().expect("a stalls list per interval") {
             assert!(s["lateness_us"].as_f64().unwrap() > 1000.0, "{s}");
-            assert!(["no-event", "interrupts", "other-task", "page-fault", "late-timer", "no-trace"].contains(&s["cause"].as_str().unwrap()), "{s}");
+            assert!(["no-event", "interrupts", "other-task", "not-preempted", "page-fault", "late-timer", "no-trace"].contains(&s["cause"].as_str().unwrap()), "{s}");
             assert!(out.join(s["trace"].as_str().unwrap()).is_file(), "{s}");
         }
     }

@@ -163,7 +163,8 @@ fn field<'a>(fields: &'a str, key: &str) -> Option<&'a str> {
 pub struct Explanation {
     pub lateness_us: f64,
     /// One of: `no-event` (nothing on the CPU: the vCPU did not run, or interrupts were off), `interrupts`,
-    /// `other-task`, `page-fault`, `late-timer`, `no-trace` (the trace does not cover it).
+    /// `other-task` (a higher-priority task), `not-preempted` (woken, but only lower-priority tasks ran until it
+    /// did), `page-fault`, `late-timer`, `no-trace` (the trace does not cover it).
     pub cause: &'static str,
     pub detail: String,
 }
@@ -209,10 +210,26 @@ pub fn explain(events: &[TraceEvent], planned_ns: u64, woke_ns: u64) -> Explanat
     }
     // Woken in time, switched in late: who had the CPU.
     let wake = wake.unwrap_or(planned_ns);
-    let ran: Vec<String> = between(wake, woke_ns)
+    let switches: Vec<(&str, u32)> = between(wake, woke_ns)
         .filter(|e| e.event == "sched_switch")
-        .filter_map(|e| Some(format!("{} (prio {})", field(&e.fields, "prev_comm")?, field(&e.fields, "prev_prio")?)))
+        .filter_map(|e| Some((field(&e.fields, "prev_comm")?, field(&e.fields, "prev_prio")?.parse().ok()?)))
         .collect();
+    let ran: Vec<String> = switches.iter().map(|(c, p)| format!("{c} (prio {p})")).collect();
+    // The executor's kernel priority (99 − its SCHED_FIFO priority): a task of a lower priority (a larger
+    // number) cannot keep it waiting once woken, unless the CPU itself did not run or could not preempt.
+    let executor_prio = window.iter().find(|e| is_exec_wake(e)).and_then(|e| field(&e.fields, "prio")?.parse::<u32>().ok()).unwrap_or(9);
+    if !switches.is_empty() && switches.iter().all(|(_, p)| *p > executor_prio) {
+        return Explanation {
+            lateness_us,
+            cause: "not-preempted",
+            detail: format!(
+                "woken {:.0} µs after the planned start, running {:.0} µs later, while only lower-priority tasks had the CPU ({}): the vCPU was not running or the kernel could not preempt",
+                wake.saturating_sub(planned_ns) as f64 / 1e3,
+                woke_ns.saturating_sub(wake) as f64 / 1e3,
+                ran.join(", ")
+            ),
+        };
+    }
     Explanation {
         lateness_us,
         cause: "other-task",
@@ -258,6 +275,10 @@ mod tests {
         let e = explain(&other, p, p + 1_500_000);
         assert_eq!(e.cause, "other-task", "{e:?}");
         assert!(e.detail.contains("migration/1 (prio 0)"), "{e:?}");
+        // Woken on time, and only a lower-priority task ran until the switch: it cannot have held the CPU.
+        let low = line("x-1", &ts(p + 1_500_000), "sched_switch", &format!("prev_comm=rustc prev_pid=21 prev_prio=130 prev_state=R ==> next_comm={EXECUTOR_COMM} next_pid=9 next_prio=9"));
+        let e = explain(&parse_trace(&format!("{before}{}{low}", wake(p + 5_000))), p, p + 1_500_000);
+        assert_eq!(e.cause, "not-preempted", "{e:?}");
         // A trace that starts after the planned start explains nothing.
         assert_eq!(explain(&parse_trace(&wake(p + 10_000)), p, p + 2_000_000).cause, "no-trace");
     }
