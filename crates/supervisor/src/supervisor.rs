@@ -264,13 +264,6 @@ impl Supervisor {
                 return Err(SupervisorError::Invalid(format!("{} has no command", member.name)));
             };
             let program = if program == PARTITA_PROGRAM || member.partition.is_some_and(|p| p.vm.is_some()) { partita.display().to_string() } else { program.clone() };
-            if let (Some(_), Some(place)) = (&tree.confinement, rootfs::hidden_place(Path::new(&program))) {
-                return Err(SupervisorError::Invalid(format!(
-                    "partition {}: its program {program} is under {place}, which a partition does not see (its {} are its own); install the program elsewhere (e.g. /usr/local/bin)",
-                    member.name,
-                    rootfs::PRIVATE.join(", ")
-                )));
-            }
             let io = member.partition.filter(|p| p.io);
             let environment = PartitionEnv {
                 partition: member.name.to_string(),

@@ -137,18 +137,29 @@ fn every_system_check_accepts_comes_up() {
     }
 }
 
-/// A partition's program under a place a partition does not see (here the partita binary under /tmp) is refused
-/// by `up` with what to do, and nothing is left; before, every start ended with exit 127 and restarts.
+/// A partition's program in a place a partition does not see (here the partita binary copied under /tmp, as in
+/// a clone under /tmp) is bound into its view and runs; before, every start ended with exit 127 and restarts.
 #[test]
 #[cfg_attr(partita_not_root, ignore = "needs root")]
-fn a_program_a_partition_cannot_see_is_refused_by_up() {
+fn a_program_under_tmp_runs_in_a_partition() {
     let name = system_name("hid");
     let root = tempdir("state");
-    let sys = common::system(&format!("[system]\nname = \"{name}\"\n[[module]]\nname = \"m\"\n[[module.partition]]\nname = \"a\"\ncommand = [\"partita\", \"app\", \"probe\"]\n"));
+    let bin = tempdir("bin");
+    let partita = bin.0.join("partita");
+    std::fs::copy(partita_binary(), &partita).unwrap();
+    assert!(partita.starts_with("/tmp"), "{}", partita.display());
+    let sys = common::system(&format!("[system]\nname = \"{name}\"\n[[module]]\nname = \"m\"\n[[module.partition]]\nname = \"a\"\ncommand = [\"partita\", \"--help\"]\nhealth = {{ action = \"stop\" }}\n"));
     let mut options = options(&root);
-    options.partita = Some("/tmp/partita".into());
-    let e = partita_supervisor::Supervisor::up(&sys, &options).err().expect("refused").to_string();
-    assert!(e.contains("partition a") && e.contains("/tmp/partita is under /tmp") && e.contains("install the program elsewhere"), "{e}");
+    options.partita = Some(partita.clone());
+    let sup = Supervisor::up(&sys, &options).unwrap();
+    let events = sup.events().clone();
+    let log_path = sup.state_dir().join("a.log");
+    // The health monitor sees the exit while the system runs.
+    sup.run(Some(Duration::from_secs(3)), None).unwrap();
+    let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let exit = events.events().into_iter().find(|e| e.event == "exit").and_then(|e| e.exit);
+    assert_eq!(exit, Some(partita_supervisor::health::ExitKind::Exited { code: 0 }), "{log}");
+    assert!(log.contains("Usage: partita"), "{log}");
     assert_nothing_left(&name, Some(&link_prefix(&name)));
 }
 

@@ -55,7 +55,9 @@ fn results(log: &str) -> Vec<(String, bool)> {
 #[test]
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn a_compromised_qemu_uses_its_taps_and_nothing_else() {
-    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("vm-attacks-{}", std::process::id()));
+    // Where the partition sees it: not under the host's /tmp (a clone under /tmp has its target there), which a
+    // partition does not see.
+    let dir = std::path::PathBuf::from("/var/tmp").join(format!("partita-vm-attacks-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let fake = dir.join("qemu");
     std::fs::write(&fake, FAKE_QEMU).unwrap();

@@ -142,7 +142,11 @@ fn environment(spec: &LaunchSpec) -> Vec<(String, String)> {
 /// partition's process stops as soon as it joins its cgroup.
 pub fn launch(spec: &LaunchSpec) -> Result<Started> {
     let program = resolve_program(&spec.program)?;
-    let c_program = cstring("program", program.as_os_str().as_bytes())?;
+    // A confined partition does not see the host's /tmp, /run, /dev or /var/lib/partita: a program there (the
+    // partita binary of a clone under /tmp) is bound into its view and run from there.
+    let hidden = spec.confine.is_some() && rootfs::hidden_place(&program).is_some();
+    let in_view = if hidden { std::path::Path::new(rootfs::PROGRAM) } else { program.as_path() };
+    let c_program = cstring("program", in_view.as_os_str().as_bytes())?;
     let mut c_args = vec![cstring("program", spec.program.as_bytes())?];
     for a in &spec.args {
         c_args.push(cstring("argument", a.as_bytes())?);
@@ -168,7 +172,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
     let mounts = match &spec.confine {
         Some(c) => {
             std::fs::create_dir_all(&c.root).map_err(path_err("mkdir", &c.root))?;
-            rootfs::steps(&rootfs::View { root: &c.root, uid: c.granted.uid, state_dir: &c.granted.state_dir, dds_config: c.dds_config.as_deref(), kvm: c.kvm.as_deref(), guest_archive: c.guest_archive.as_deref() })
+            rootfs::steps(&rootfs::View { root: &c.root, uid: c.granted.uid, state_dir: &c.granted.state_dir, dds_config: c.dds_config.as_deref(), kvm: c.kvm.as_deref(), guest_archive: c.guest_archive.as_deref(), program: hidden.then_some(program.as_path()) })
         }
         None => vec![
             rootfs::Step::Mount { source: None, target: c"/".into(), fstype: None, flags: libc::MS_REC | libc::MS_PRIVATE, data: None, optional: false },

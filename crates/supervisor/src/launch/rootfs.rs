@@ -57,13 +57,16 @@ pub const READ_ONLY: [&str; 5] = ["/proc/bus", "/proc/fs", "/proc/irq", "/proc/s
 /// Places of the host a confined partition does not see: its own are mounted over them.
 pub const PRIVATE: [&str; 4] = ["/tmp", "/run", "/dev", "/var/lib/partita"];
 
-/// The private place `path` (absolute) lies under, if any: a program there cannot be started in a partition.
+/// The private place `path` (absolute) lies under, if any: a program there is bound at [`PROGRAM`].
 pub fn hidden_place(path: &Path) -> Option<&'static str> {
     PRIVATE.iter().copied().find(|p| path.starts_with(p))
 }
 
 /// Where the partition finds its DDS configuration.
 pub const DDS_CONFIG: &str = "/run/partita/dds.xml";
+/// Where a partition's program is bound when it lies in a place the partition does not see ([`PRIVATE`]): the
+/// partita binary of a clone under /tmp, for one.
+pub const PROGRAM: &str = "/run/partita/program";
 /// Where a VM partition's runner finds its guest's per-launch archive.
 pub const GUEST_ARCHIVE: &str = "/run/partita/guest.cpio";
 
@@ -83,6 +86,8 @@ pub struct View<'a> {
     pub kvm: Option<&'a Path>,
     /// A VM partition's per-launch guest archive on the host, bound read-only at [`GUEST_ARCHIVE`].
     pub guest_archive: Option<&'a Path>,
+    /// The program on the host when it lies in a [`PRIVATE`] place, bound read-only (and executable) at [`PROGRAM`].
+    pub program: Option<&'a Path>,
 }
 
 fn c(p: impl AsRef<Path>) -> CString {
@@ -138,17 +143,13 @@ pub fn steps(v: &View) -> Vec<Step> {
     out.push(mount(None, at("/dev"), None, libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NOEXEC, Some(s("mode=755,size=64k"))));
     out.push(mount(Some(s("tmpfs")), at("/tmp"), Some("tmpfs"), nosuid_nodev, owned("1777")));
     out.push(mount(Some(s("tmpfs")), at("/run"), Some("tmpfs"), nosuid_nodev | libc::MS_NOEXEC, owned("755")));
-    if let Some(config) = v.dds_config {
+    // Files of the host bound read-only under /run/partita (the program one executable, the others not).
+    let files = [(v.dds_config, DDS_CONFIG, libc::MS_NOEXEC), (v.guest_archive, GUEST_ARCHIVE, libc::MS_NOEXEC), (v.program, PROGRAM, 0)];
+    for (host, inside, noexec) in files.into_iter().filter_map(|(h, i, x)| Some((h?, i, x))) {
         out.push(Step::Mkdir { path: at("/run/partita"), mode: 0o755 });
-        out.push(Step::Touch { path: at(DDS_CONFIG) });
-        out.push(mount(Some(c(config)), at(DDS_CONFIG), None, libc::MS_BIND, None));
-        out.push(mount(None, at(DDS_CONFIG), None, libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | nosuid_nodev | libc::MS_NOEXEC, None));
-    }
-    if let Some(archive) = v.guest_archive {
-        out.push(Step::Mkdir { path: at("/run/partita"), mode: 0o755 });
-        out.push(Step::Touch { path: at(GUEST_ARCHIVE) });
-        out.push(mount(Some(c(archive)), at(GUEST_ARCHIVE), None, libc::MS_BIND, None));
-        out.push(mount(None, at(GUEST_ARCHIVE), None, libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | nosuid_nodev | libc::MS_NOEXEC, None));
+        out.push(Step::Touch { path: at(inside) });
+        out.push(mount(Some(c(host)), at(inside), None, libc::MS_BIND, None));
+        out.push(mount(None, at(inside), None, libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | nosuid_nodev | noexec, None));
     }
     // /var/lib/partita: only this partition's state directory, writable.
     let state_root = Path::new(partita_system::confinement::STATE_ROOT);
@@ -201,7 +202,7 @@ mod tests {
 
     #[test]
     fn the_view_is_read_only_first_then_private_writable_places_then_the_pivot() {
-        let v = View { root: Path::new("/run/x/p.root"), uid: 7, state_dir: Path::new("/var/lib/partita/s/p"), dds_config: Some(Path::new("/run/x/p.xml")), kvm: None, guest_archive: None };
+        let v = View { root: Path::new("/run/x/p.root"), uid: 7, state_dir: Path::new("/var/lib/partita/s/p"), dds_config: Some(Path::new("/run/x/p.xml")), kvm: None, guest_archive: None, program: None };
         let steps = steps(&v);
         assert!(matches!(steps.last(), Some(Step::PivotRoot { new_root }) if new_root.to_str() == Ok("/run/x/p.root")));
         let ro = steps.iter().position(|s| matches!(s, Step::SetAttr { set, .. } if set & libc::MOUNT_ATTR_RDONLY != 0)).expect("the host view is read-only");
