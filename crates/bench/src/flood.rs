@@ -86,9 +86,7 @@ fn cpu_seconds(pid: u32) -> Option<f64> {
 }
 
 fn rss_kib(pid: u32) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
+    partita_os::process::rss_kib(i32::try_from(pid).ok()?)
 }
 
 fn fail(what: &str) -> impl FnOnce(partita_dds::DdsError) -> BenchError + '_ {

@@ -76,6 +76,12 @@ pub fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
+/// The resident memory of `pid` (`VmRSS` in `/proc/<pid>/status`), KiB; `None` when it has ended.
+pub fn rss_kib(pid: i32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    s.lines().find_map(|l| l.strip_prefix("VmRSS:"))?.split_whitespace().next()?.parse().ok()
+}
+
 /// Whether `path` is a regular file this process may execute (access(2) with X_OK, so root's rules apply).
 pub fn is_executable(path: &Path) -> bool {
     let Ok(c) = CString::new(path.as_os_str().as_bytes()) else { return false };

@@ -143,12 +143,6 @@ fn host_counters() -> (f64, u64) {
     (steal, ctxt)
 }
 
-fn rss_kib(pid: i32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|t| t.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.split_whitespace().next()?.parse().ok()))
-        .unwrap_or(0)
-}
 
 /// A monitor's live line: `(elapsed s, answered, timed out, p50, p99, max)`.
 pub fn parse_live_line(line: &str) -> Option<(f64, u64, u64, f64, f64, f64)> {
@@ -248,7 +242,7 @@ impl Sampler {
                     cpu_ms,
                     planned_ms: share.map(|s| s * interval_s * 1e3),
                     processes: pids.len(),
-                    rss_kib: pids.iter().map(|p| rss_kib(*p)).sum(),
+                    rss_kib: pids.iter().filter_map(|p| partita_os::process::rss_kib(*p)).sum(),
                 }
             })
             .collect();

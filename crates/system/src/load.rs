@@ -23,6 +23,10 @@ pub const MAX_FRAME: Duration = Duration::from_millis(10_000);
 const DEFAULT_GUEST_MEMORY: ByteSize = ByteSize(256 << 20);
 const VM_OVERHEAD: ByteSize = ByteSize(256 << 20);
 const VM_MIN_OVERHEAD: ByteSize = ByteSize(96 << 20);
+/// The least guest memory partita's guest image boots in, with room to spare. Measured under TCG with Debian's
+/// 6.1 cloud kernel and a 15 MiB base archive (docs/vm.md): 64 MiB hangs before `/init`, 80 MiB panics out of
+/// memory while unpacking the archive, 96 MiB boots with 22 MiB free on one machine and panicked on another.
+const GUEST_MEMORY_FLOOR: ByteSize = ByteSize(128 << 20);
 const MAX_VCPUS: u64 = 8;
 const DEFAULT_BOOT_TIMEOUT: Duration = Duration::from_millis(60_000);
 const MAX_BOOT_TIMEOUT: Duration = Duration::from_millis(600_000);
@@ -919,7 +923,15 @@ impl Cx<'_> {
         }
         let path = format!("{ppath}.vm");
         let raw = p.vm.as_ref().map(|v| v.get_ref());
-        let memory = raw.and_then(|v| v.memory.as_ref()).and_then(|m| self.memory(m, &format!("{path}.memory"))).unwrap_or(DEFAULT_GUEST_MEMORY);
+        let memory = match raw.and_then(|v| v.memory.as_ref()).map(|m| (m, self.memory(m, &format!("{path}.memory")))) {
+            None | Some((_, None)) => DEFAULT_GUEST_MEMORY,
+            Some((m, Some(v))) if v < GUEST_MEMORY_FLOOR => {
+                let why = "partita's guest kernel and initramfs do not boot reliably in less";
+                self.err(&m.span(), &format!("{path}.memory"), Problem::BadValue(format!("a guest of {v}: {why}; give at least {GUEST_MEMORY_FLOOR}")));
+                DEFAULT_GUEST_MEMORY
+            }
+            Some((_, Some(v))) => v,
+        };
         let vcpus = match raw.and_then(|v| v.vcpus.as_ref()) {
             None => 1,
             Some(n) if (1..=MAX_VCPUS).contains(n.get_ref()) => *n.get_ref() as u32,

@@ -601,6 +601,7 @@ fn a_partition_may_be_a_virtual_machine() {
         ("kind = \"vm\"\nscheduling = { policy = \"fifo\", priority = 10 }", "module[m].partition[a].scheduling"),
         ("kind = \"vm\"\nvm = { append = [\"partita.ip=1\"] }", "module[m].partition[a].vm.append"),
         ("kind = \"vm\"\nvm = { memory = \"512MiB\" }\nmemory = \"520MiB\"", "module[m].partition[a].memory"),
+        ("kind = \"vm\"\nvm = { memory = \"96MiB\" }", "module[m].partition[a].vm.memory"),
     ] {
         let e = broken("command = [\"prog\"]", &format!("command = [\"prog\"]\n{bad}"));
         assert!(e.iter().any(|d| d.path == path), "{bad}: {e:?}");

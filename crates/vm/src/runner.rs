@@ -134,7 +134,10 @@ impl Outcome {
                 times.command.as_secs_f64(),
                 times.total.as_secs_f64()
             ),
-            Outcome::Panicked { line, .. } => format!("partita vm: the guest kernel panicked ({}): exit code {}", line.trim(), exit_code::PANIC),
+            Outcome::Panicked { line, .. } => {
+                let hint = if out_of_memory(line) { "; the guest ran out of memory: give the partition more `vm.memory`" } else { "" };
+                format!("partita vm: the guest kernel panicked ({}){hint}: exit code {}", line.trim(), exit_code::PANIC)
+            }
             Outcome::SetupFailed { reason } => format!("partita vm: the guest's /init failed: {reason}: exit code {}", exit_code::SETUP_FAILED),
             Outcome::QemuFailed { reason } => format!("partita vm: QEMU failed: {reason}: exit code {}", exit_code::QEMU_FAILED),
             Outcome::BootTimeout { after } => {
@@ -143,6 +146,13 @@ impl Outcome {
             Outcome::Stopped => format!("partita vm: stopped by a signal, passed on to QEMU: exit code {}", exit_code::STOPPED),
         }
     }
+}
+
+/// Whether a kernel's panic line says it ran out of memory ("System is deadlocked on memory", "Out of memory
+/// and no killable processes").
+fn out_of_memory(panic_line: &str) -> bool {
+    let l = panic_line.to_ascii_lowercase();
+    l.contains("deadlocked on memory") || l.contains("out of memory")
 }
 
 /// Bytes of QEMU's stderr kept for the failure message.
