@@ -104,6 +104,16 @@ pub fn set_current_thread_fifo(priority: i32) -> Result<(), SchedError> {
     Ok(())
 }
 
+/// Runs the calling thread (and what it creates afterwards) under SCHED_OTHER again.
+pub fn set_current_thread_normal() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `param` is a valid sched_param read by the kernel; pid 0 is the calling thread.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// The calling thread's SCHED_FIFO priority, or `None` under any other policy.
 pub fn current_thread_fifo_priority() -> io::Result<Option<i32>> {
     // SAFETY: pid 0 is the calling thread; no memory is passed.

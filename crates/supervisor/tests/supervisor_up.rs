@@ -133,9 +133,7 @@ fn partitions_run_in_the_class_their_file_grants_and_the_latency_bound_is_held_w
     // The supervisor itself runs under SCHED_FIFO here: partitions must not inherit it.
     partita_os::sched::set_current_thread_fifo(30).unwrap();
     let sup = Supervisor::up(&sys, &options(&root));
-    let back = libc::sched_param { sched_priority: 0 };
-    // SAFETY: back to SCHED_OTHER for the test thread, with a valid parameter block.
-    unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &back) };
+    partita_os::sched::set_current_thread_normal().unwrap();
     let sup = sup.unwrap();
     let bound = partita_os::cpu_latency::current_bound_us().unwrap();
     let pid = |p: &str| sup.events().events().iter().find(|e| e.event == "start" && e.partition == p).and_then(|e| e.pid).unwrap();
