@@ -14,7 +14,7 @@
 use crate::run::{run_until_monitor_exits, RunError};
 use crate::scenario::{Params, Scenario, MONITOR};
 use partita_apps::summary::Summary;
-use partita_bench::repeat::interleaved;
+use partita_bench::repeat::{flag_note, interleaved, Spread};
 use partita_bench::setup::Setup;
 use partita_supervisor::executor::ExecutorLog;
 use partita_supervisor::UpOptions;
@@ -105,14 +105,14 @@ pub struct VmRow {
 }
 
 impl VmRow {
+    /// `f` over the runs: median, min–max and spread.
+    pub fn spread(&self, f: impl Fn(&VmRun) -> Option<f64>) -> Option<Spread> {
+        Spread::of(&self.runs.iter().filter_map(f).collect::<Vec<_>>())
+    }
+
     /// The median over the runs of `f`.
     pub fn median(&self, f: impl Fn(&VmRun) -> Option<f64>) -> Option<f64> {
-        let mut v: Vec<f64> = self.runs.iter().filter_map(f).collect();
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_by(f64::total_cmp);
-        Some(v[v.len() / 2])
+        self.spread(f).map(|s| s.median)
     }
 }
 
@@ -261,10 +261,10 @@ pub fn markdown(r: &VmResults, command: &str) -> String {
         r.machine, r.accel, r.accel_reason, r.setup, r.reply_size, r.count, r.warmup, r.repeat
     );
     out.push_str(&format!(
-        "| scenario | recorder | mean µs | p50 µs | p99 µs | max µs | timed out | window lateness p50/p99/max µs | boundary switch p50/p99 µs | recorder CPU beyond its windows µs | boot s ({}) |\n",
+        "| scenario | recorder | mean µs | p50 µs | p50 spread | p99 µs | max µs | timed out | window lateness p50/p99/max µs | boundary switch p50/p99 µs | recorder CPU beyond its windows µs | boot s ({}) |\n",
         r.accel
     ));
-    out.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    out.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for row in &r.rows {
         let m = |f: fn(&Summary) -> f64| f1(row.median(|x| Some(f(&x.summary))));
         let late = match (row.median(|x| Some(x.lateness_us?.p50)), row.median(|x| Some(x.lateness_us?.p99)), row.median(|x| Some(x.lateness_us?.max))) {
@@ -276,11 +276,12 @@ pub fn markdown(r: &VmResults, command: &str) -> String {
             _ => "–".into(),
         };
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             row.scenario,
             row.placement.name(),
             m(|s| s.mean_us),
             m(|s| s.p50_us),
+            row.spread(|x| Some(x.summary.p50_us)).map_or("—".into(), |s| s.spread_cell()),
             m(|s| s.p99_us),
             m(|s| s.max_us),
             row.runs.iter().map(|x| x.timeouts).sum::<u64>(),
@@ -289,6 +290,9 @@ pub fn markdown(r: &VmResults, command: &str) -> String {
             f1(row.median(|x| x.outside_windows_us)),
             row.median(|x| x.boot_s).map_or("–".into(), |b| format!("{b:.2}")),
         ));
+    }
+    if r.rows.iter().any(|row| row.spread(|x| Some(x.summary.p50_us)).is_some_and(|s| s.flagged())) {
+        out.push_str(&format!("\n{}\n", flag_note("The p50 of a row marked", "p50s")));
     }
     out.push_str(&format!("\nWall time of the benchmark: {:.0} s. Raw monitor reports and the guests' consoles are in `raw/`.\n", r.elapsed_s));
     out
