@@ -9,7 +9,7 @@
 //! (QEMU's virtio-net devices use them). The runner cannot create, attach or reconfigure any interface.
 use crate::command::{self, ip};
 use crate::error::{path_err, Result, SupervisorError};
-use crate::launch::rootfs::GUEST_ARCHIVE;
+use crate::launch::rootfs::{GUEST_ARCHIVE, GUEST_INITRAMFS, GUEST_KERNEL};
 use crate::vnet::{check_link_name, Bridge};
 use partita_env::PartitionEnv;
 use partita_system::{NetworkId, ProcessTree, System, Vm};
@@ -82,6 +82,9 @@ pub struct Guest {
     pub kvm: Option<KvmNode>,
     /// The per-launch archive on the host (bound into the partition's view at [`GUEST_ARCHIVE`]).
     pub archive: PathBuf,
+    /// The files of the host the runner reads, each with where it is bound in the partition's view: the
+    /// per-launch archive, and the system file's kernel and archive when it names them.
+    pub files: Vec<(PathBuf, &'static str)>,
     /// The runner's arguments after `partita`.
     pub args: Vec<String>,
     pub accel: Accel,
@@ -220,12 +223,28 @@ impl Guests {
             Accel::Kvm => Some(KvmNode::create(&place.state_dir.with_file_name(format!(".{name}.kvm")), place.uid)?),
             Accel::Tcg => None,
         };
-        let mut run = RunConfig::new(kernel, vec![base.path.clone(), PathBuf::from(GUEST_ARCHIVE)]);
+        // The runner, confined, reads the system file's kernel and archive where they are bound in its view;
+        // partita's own (in its cache, which partitions see) where they are.
+        let mut files = vec![(archive.clone(), GUEST_ARCHIVE)];
+        let kernel = match &place.vm.kernel {
+            Some(k) => {
+                files.push((k.clone(), GUEST_KERNEL));
+                PathBuf::from(GUEST_KERNEL)
+            }
+            None => kernel,
+        };
+        let mut initrds = vec![base.path.clone()];
+        if let Some(extra) = &place.vm.initramfs {
+            files.push((extra.clone(), GUEST_INITRAMFS));
+            initrds.push(PathBuf::from(GUEST_INITRAMFS));
+        }
+        initrds.push(PathBuf::from(GUEST_ARCHIVE));
+        let mut run = RunConfig::new(kernel, initrds);
         run.hardware = Hardware { accel, memory_mib: place.vm.memory.0 >> 20, cpus: place.vm.vcpus, ..Hardware::default() };
         run.nets = nets;
         run.append = (!place.vm.append.is_empty()).then(|| place.vm.append.join(" "));
         run.boot_timeout = place.vm.boot_timeout.to_std();
-        Ok(Guest { taps, kvm, archive, args: run.runner_args(), accel })
+        Ok(Guest { taps, kvm, archive, files, args: run.runner_args(), accel })
     }
 }
 

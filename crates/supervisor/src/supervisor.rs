@@ -313,7 +313,7 @@ impl Supervisor {
                 spec.env.clear();
                 spec.pass_fds = guest.pass_fds();
                 confine.kvm = guest.kvm_node();
-                confine.guest_archive = Some(guest.archive.clone());
+                confine.guest_files = guest.files.clone();
                 s.taps.extend(guest.taps);
                 s.kvm_nodes.extend(guest.kvm);
             }
@@ -468,7 +468,7 @@ fn confine(c: &partita_system::Confinement, root: &Path, dds_config: Option<&Pat
     std::os::unix::fs::chown(&c.state_dir, Some(c.uid), Some(c.uid)).map_err(path_err("chown", &c.state_dir))?;
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&c.state_dir, std::fs::Permissions::from_mode(0o700)).map_err(path_err("chmod", &c.state_dir))?;
-    Ok(Confine { granted: c.clone(), dds_config: dds_config.map(Path::to_path_buf), root: root.to_path_buf(), memory: None, kvm: None, guest_archive: None })
+    Ok(Confine { granted: c.clone(), dds_config: dds_config.map(Path::to_path_buf), root: root.to_path_buf(), memory: None, kvm: None, guest_files: Vec::new() })
 }
 
 /// A partition or native node, as the build loop sees it.

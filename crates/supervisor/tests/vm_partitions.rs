@@ -89,6 +89,16 @@ window = [{{ partition = "ping", start = "0ms", duration = "6ms" }}, {{ partitio
 fn vm_partitions_whose_guest_exits_non_zero_or_panics_are_restarted_by_the_health_monitor() {
     let system = system_name("vmhm");
     let root = tempdir("state");
+    // The system file's own kernel and archive, both where partitions do not see them (under /tmp): the runner
+    // reads them where the supervisor binds them into its view.
+    let files = tempdir("guest-files");
+    let kernel = files.0.join("kernel");
+    std::fs::copy(partita_vm::image::Kernel::find(&partita_vm::image::cache_dir()).unwrap().image, &kernel).unwrap();
+    let extra = files.0.join("extra.cpio");
+    let mut w = partita_vm::cpio::Writer::new(std::fs::File::create(&extra).unwrap());
+    w.dir("etc", 0o755).unwrap();
+    w.file("etc/extra.txt", 0o644, b"from the system file's initramfs\n").unwrap();
+    w.finish().unwrap();
     // Each partition alone on its CPU (a plan of one window spanning the frame), so both boot at full speed.
     let sys = common::system(&format!(
         r#"
@@ -100,8 +110,8 @@ cpus = [0, 1]
 [[module.partition]]
 name = "fails"
 kind = "vm"
-vm = {{ memory = "128MiB", accel = "tcg", boot_timeout = "60s" }}
-command = ["sh", "-c", "exit 7"]
+vm = {{ memory = "128MiB", accel = "tcg", boot_timeout = "60s", kernel = "{}", initramfs = "{}" }}
+command = ["sh", "-c", "cat /etc/extra.txt; exit 7"]
 pids = 64
 health = {{ action = "restart", max_restarts = 1, window = "120s", backoff = "100ms" }}
 [[module.partition]]
@@ -119,7 +129,9 @@ window = [{{ partition = "fails", start = "0ms", duration = "10ms" }}]
 cpu = 1
 major_frame = "10ms"
 window = [{{ partition = "panics", start = "0ms", duration = "10ms" }}]
-"#
+"#,
+        kernel.display(),
+        extra.display()
     ));
     let done = |ev: &partita_supervisor::health::EventLog| ["fails", "panics"].iter().all(|p| ev.events().iter().any(|e| e.event == "restart_limit" && e.partition == *p));
     let events = run_until(&sys, &root, Duration::from_secs(150), done);
@@ -132,6 +144,7 @@ window = [{{ partition = "panics", start = "0ms", duration = "10ms" }}]
         assert_eq!(restarts, 1, "{p} restarted once, then its limit:\n{}", log(p));
     }
     assert!(log("panics").contains("Kernel panic - not syncing"), "the console is the partition's log:\n{}", log("panics"));
+    assert!(log("fails").contains("from the system file's initramfs"), "the system file's archive is in the guest:\n{}", log("fails"));
     assert_nothing_left(&system, Some(&link_prefix(&system)));
 }
 

@@ -242,6 +242,7 @@ struct RawVm {
     vcpus: Option<S<u64>>,
     accel: Option<S<String>>,
     kernel: Option<S<String>>,
+    initramfs: Option<S<String>>,
     #[serde(default)]
     append: Vec<S<String>>,
     boot_timeout: Option<S<String>>,
@@ -959,6 +960,15 @@ impl Cx<'_> {
             }
             p
         });
+        let initramfs = raw.and_then(|v| v.initramfs.as_ref()).map(|i| {
+            let p = PathBuf::from(i.get_ref());
+            if self.host.path.is_some() {
+                if let Err(why) = initramfs_problem(&p) {
+                    self.err(&i.span(), &format!("{path}.initramfs"), Problem::BadValue(format!("{:?} {why}; give a newc cpio archive (plain or gzip), or leave `initramfs` out", i.get_ref())));
+                }
+            }
+            p
+        });
         let mut append = Vec::new();
         for a in raw.map(|v| v.append.as_slice()).unwrap_or_default() {
             if a.get_ref().contains('\0') || a.get_ref().starts_with("partita.") {
@@ -975,7 +985,7 @@ impl Cx<'_> {
             }
             Some((_, d)) => d,
         };
-        Some(Vm { memory, vcpus, accel, kernel, append, boot_timeout })
+        Some(Vm { memory, vcpus, accel, kernel, initramfs, append, boot_timeout })
     }
 
     /// A guest's command: not empty, no NUL byte.
@@ -1132,5 +1142,25 @@ impl Cx<'_> {
                 None
             }
         }
+    }
+}
+
+/// Why `path` cannot be a guest's extra initramfs: not an absolute path to a readable file that starts as a newc
+/// cpio archive (`070701`) or a gzip stream does.
+fn initramfs_problem(path: &Path) -> Result<(), &'static str> {
+    use std::io::Read;
+    if !path.is_absolute() {
+        return Err("is not an absolute path");
+    }
+    let mut head = [0u8; 6];
+    let mut f = std::fs::File::open(path).map_err(|_| "is not a readable file on this machine")?;
+    if !f.metadata().is_ok_and(|m| m.is_file()) {
+        return Err("is not a file");
+    }
+    f.read_exact(&mut head).map_err(|_| "is too short to be an archive")?;
+    if &head == b"070701" || head.starts_with(&[0x1f, 0x8b]) {
+        Ok(())
+    } else {
+        Err("is neither a newc cpio archive nor gzip")
     }
 }

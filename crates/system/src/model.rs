@@ -413,6 +413,9 @@ pub struct Vm {
     pub accel: Accel,
     /// The guest kernel; `None`: the one partita's setup fetched (Debian's cloud kernel).
     pub kernel: Option<std::path::PathBuf>,
+    /// An archive of the user's (newc cpio, plain or gzip) unpacked over partita's guest image, before the
+    /// partition's own per-launch archive: files the guest command needs that partita does not put there.
+    pub initramfs: Option<std::path::PathBuf>,
     /// Extra kernel command-line arguments.
     pub append: Vec<String>,
     /// The longest a guest may take to start its command; beyond, it is stopped and the health monitor acts.

@@ -1,6 +1,7 @@
 //! Every validation rule: a good file passes, and breaking the rule yields that rule's error with the
 //! right file, line and field path.
 use partita_system::*;
+use std::path::PathBuf;
 
 const GOOD: &str = r#"
 [system]
@@ -606,4 +607,27 @@ fn a_partition_may_be_a_virtual_machine() {
         let e = broken("command = [\"prog\"]", &format!("command = [\"prog\"]\n{bad}"));
         assert!(e.iter().any(|d| d.path == path), "{bad}: {e:?}");
     }
+    // The archive a guest adds is looked at where files are (a host with a PATH): a cpio archive or gzip only.
+    let dir = std::env::temp_dir().join(format!("partita-initramfs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (cpio, gzip, text) = (dir.join("a.cpio"), dir.join("a.cpio.gz"), dir.join("a.txt"));
+    std::fs::write(&cpio, b"070701000000").unwrap();
+    std::fs::write(&gzip, [0x1f, 0x8b, 8, 0, 0, 0, 0, 0]).unwrap();
+    std::fs::write(&text, b"not an archive").unwrap();
+    for program in ["prog", "mon"] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(dir.join(program), b"#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(dir.join(program), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let host = Host { cpus: vec![0, 1], path: Some(vec![dir.clone()]) };
+    let with = |file: &std::path::Path| GOOD.replacen("command = [\"prog\"]", &format!("command = [\"sh\"]\nkind = \"vm\"\nvm = {{ initramfs = \"{}\" }}", file.display()), 1);
+    for good in [&cpio, &gzip] {
+        let s = parse(&with(good), "sys.toml", &host).unwrap_or_else(|e| panic!("{}: {e:?}", good.display()));
+        assert_eq!(s.modules[0].partitions[0].vm.as_ref().and_then(|v| v.initramfs.clone()).as_deref(), Some(good.as_path()));
+    }
+    for bad in [text.clone(), dir.join("missing.cpio"), PathBuf::from("relative.cpio")] {
+        let e = parse(&with(&bad), "sys.toml", &host).err().unwrap_or_else(|| panic!("{} was accepted", bad.display())).0;
+        assert!(e.iter().any(|d| d.path == "module[m].partition[a].vm.initramfs"), "{}: {e:?}", bad.display());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

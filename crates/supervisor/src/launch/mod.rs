@@ -80,9 +80,9 @@ pub struct Confine {
     /// Its memory limit: how much it may lock when its file lets it (`lock_memory`).
     pub memory: Option<u64>,
     /// A VM partition's guest: the KVM device node made for it (bound at `/dev/kvm`, under KVM) and its
-    /// per-launch archive (bound read-only at [`rootfs::GUEST_ARCHIVE`]).
+    /// files, each bound read-only where its runner finds it ([`rootfs::View::guest_files`]).
     pub kvm: Option<PathBuf>,
-    pub guest_archive: Option<PathBuf>,
+    pub guest_files: Vec<(PathBuf, &'static str)>,
 }
 
 /// Variables of the supervisor's environment a confined partition gets (beside its own and the file's):
@@ -172,7 +172,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
     let mounts = match &spec.confine {
         Some(c) => {
             std::fs::create_dir_all(&c.root).map_err(path_err("mkdir", &c.root))?;
-            rootfs::steps(&rootfs::View { root: &c.root, uid: c.granted.uid, state_dir: &c.granted.state_dir, dds_config: c.dds_config.as_deref(), kvm: c.kvm.as_deref(), guest_archive: c.guest_archive.as_deref(), program: hidden.then_some(program.as_path()) })
+            rootfs::steps(&rootfs::View { root: &c.root, uid: c.granted.uid, state_dir: &c.granted.state_dir, dds_config: c.dds_config.as_deref(), kvm: c.kvm.as_deref(), guest_files: &c.guest_files, program: hidden.then_some(program.as_path()) })
         }
         None => vec![
             rootfs::Step::Mount { source: None, target: c"/".into(), fstype: None, flags: libc::MS_REC | libc::MS_PRIVATE, data: None, optional: false },

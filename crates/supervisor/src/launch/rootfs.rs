@@ -69,6 +69,10 @@ pub const DDS_CONFIG: &str = "/run/partita/dds.xml";
 pub const PROGRAM: &str = "/run/partita/program";
 /// Where a VM partition's runner finds its guest's per-launch archive.
 pub const GUEST_ARCHIVE: &str = "/run/partita/guest.cpio";
+/// Where a VM partition's runner finds the guest kernel its system file names (`vm.kernel`).
+pub const GUEST_KERNEL: &str = "/run/partita/guest.kernel";
+/// Where a VM partition's runner finds the archive its system file adds to the guest (`vm.initramfs`).
+pub const GUEST_INITRAMFS: &str = "/run/partita/guest.initramfs";
 
 /// What the view is built from.
 #[derive(Debug, Clone)]
@@ -84,8 +88,10 @@ pub struct View<'a> {
     /// A device node for KVM owned by the partition's uid, bound at `/dev/kvm` (a VM partition under hardware
     /// virtualization; the host's own node is root's alone).
     pub kvm: Option<&'a Path>,
-    /// A VM partition's per-launch guest archive on the host, bound read-only at [`GUEST_ARCHIVE`].
-    pub guest_archive: Option<&'a Path>,
+    /// A VM partition's files on the host, each bound read-only (not executable) where its runner finds it:
+    /// the per-launch archive at [`GUEST_ARCHIVE`], the system file's kernel and archive at [`GUEST_KERNEL`] and
+    /// [`GUEST_INITRAMFS`] (wherever they lie on the host, a place the partition does not see included).
+    pub guest_files: &'a [(PathBuf, &'static str)],
     /// The program on the host when it lies in a [`PRIVATE`] place, bound read-only (and executable) at [`PROGRAM`].
     pub program: Option<&'a Path>,
 }
@@ -144,8 +150,9 @@ pub fn steps(v: &View) -> Vec<Step> {
     out.push(mount(Some(s("tmpfs")), at("/tmp"), Some("tmpfs"), nosuid_nodev, owned("1777")));
     out.push(mount(Some(s("tmpfs")), at("/run"), Some("tmpfs"), nosuid_nodev | libc::MS_NOEXEC, owned("755")));
     // Files of the host bound read-only under /run/partita (the program one executable, the others not).
-    let files = [(v.dds_config, DDS_CONFIG, libc::MS_NOEXEC), (v.guest_archive, GUEST_ARCHIVE, libc::MS_NOEXEC), (v.program, PROGRAM, 0)];
-    for (host, inside, noexec) in files.into_iter().filter_map(|(h, i, x)| Some((h?, i, x))) {
+    let guest = v.guest_files.iter().map(|(h, i)| (Some(h.as_path()), *i, libc::MS_NOEXEC));
+    let files = [(v.dds_config, DDS_CONFIG, libc::MS_NOEXEC), (v.program, PROGRAM, 0)].into_iter().chain(guest);
+    for (host, inside, noexec) in files.filter_map(|(h, i, x)| Some((h?, i, x))) {
         out.push(Step::Mkdir { path: at("/run/partita"), mode: 0o755 });
         out.push(Step::Touch { path: at(inside) });
         out.push(mount(Some(c(host)), at(inside), None, libc::MS_BIND, None));
@@ -202,7 +209,7 @@ mod tests {
 
     #[test]
     fn the_view_is_read_only_first_then_private_writable_places_then_the_pivot() {
-        let v = View { root: Path::new("/run/x/p.root"), uid: 7, state_dir: Path::new("/var/lib/partita/s/p"), dds_config: Some(Path::new("/run/x/p.xml")), kvm: None, guest_archive: None, program: None };
+        let v = View { root: Path::new("/run/x/p.root"), uid: 7, state_dir: Path::new("/var/lib/partita/s/p"), dds_config: Some(Path::new("/run/x/p.xml")), kvm: None, guest_files: &[], program: None };
         let steps = steps(&v);
         assert!(matches!(steps.last(), Some(Step::PivotRoot { new_root }) if new_root.to_str() == Ok("/run/x/p.root")));
         let ro = steps.iter().position(|s| matches!(s, Step::SetAttr { set, .. } if set & libc::MOUNT_ATTR_RDONLY != 0)).expect("the host view is read-only");
