@@ -55,33 +55,62 @@ fn roundtrips(out: &str) -> (u64, f64) {
     (count, min)
 }
 
-#[test]
-
-#[cfg_attr(partita_not_root, ignore = "needs root")]
-fn ddsperf_ping_in_a_partition_and_pong_on_a_native_node_meet_through_the_routing_partition() {
-    let name = format!("dp{}", std::process::id() % 100_000);
+/// Runs `system` (its name as NAME) for `seconds`; returns `up`'s output and what ping and pong printed, after
+/// checking that nothing of the system is left.
+fn run(name: &str, system: &str, seconds: u32) -> (std::process::Output, String, String) {
     let dir = std::env::temp_dir().join(format!("partita-{name}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("system.toml");
-    std::fs::write(&file, SYSTEM.replace("NAME", &name)).unwrap();
+    std::fs::write(&file, system.replace("NAME", name)).unwrap();
     let up = Command::new(env!("CARGO_BIN_EXE_partita"))
-        .args(["up", file.to_str().unwrap(), "--duration", "12"])
+        .args(["up", file.to_str().unwrap(), "--duration", &seconds.to_string()])
         .output()
         .unwrap();
     // A partition cannot write the host's files: what each side printed is in its log, kept after the run.
-    let state = std::path::Path::new("/run/partita").join(&name);
+    let state = std::path::Path::new("/run/partita").join(name);
     let ping = std::fs::read_to_string(state.join("ping.log")).unwrap_or_default();
     let pong = std::fs::read_to_string(state.join("pong.log")).unwrap_or_default();
+    let routing = std::fs::read_to_string(state.join("routing.log")).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&state);
-    let left = partita_supervisor::cleanup::find(Some(&name)).expect("listing leftovers");
-    assert!(left.netns.is_empty() && left.cgroups.is_empty(), "left behind: {:?} {:?}", left.netns, left.cgroups);
-    assert!(up.status.success(), "partita up failed: {}", String::from_utf8_lossy(&up.stderr));
+    let _ = std::fs::remove_dir_all(std::path::Path::new("/var/lib/partita").join(name));
+    let left = partita_supervisor::cleanup::find(Some(name)).expect("listing leftovers");
+    assert!(left.netns.is_empty() && left.cgroups.is_empty() && left.links.is_empty(), "left behind: {left:?}");
+    assert!(up.status.success(), "partita up failed: {}\nrouting:\n{routing}", String::from_utf8_lossy(&up.stderr));
+    (up, ping, format!("{pong}\nrouting:\n{routing}"))
+}
+
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn ddsperf_ping_in_a_partition_and_pong_on_a_native_node_meet_through_the_routing_partition() {
+    let name = format!("dp{}", std::process::id() % 100_000);
+    let (_, ping, pong) = run(&name, SYSTEM, 12);
     let (count, min_us) = roundtrips(&ping);
     eprintln!("ddsperf round trips through the routing partition: {count}, the fastest {min_us} µs");
     assert!(count > 100, "ddsperf ping got {count} pongs through the routing partition:\nping:\n{ping}\npong:\n{pong}");
     // The routing partition runs only in its window, the ping partition only in the other: a round trip waits
     // for at least part of a window (without the plan ddsperf's round trips on a bridge take tens of µs).
     assert!(min_us > 200.0, "the plan delays every round trip, the fastest took {min_us} µs:\n{ping}");
+}
+
+/// The I/O partition as a virtual machine (TCG here): the router runs in a QEMU guest with a tap on the module's
+/// bridge and a second one on the inter-module bridge, under the same plan as the process partition.
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn an_io_partition_may_be_a_virtual_machine_with_a_nic_on_each_network() {
+    let name = format!("dv{}", std::process::id() % 100_000);
+    let system = SYSTEM
+        .replace("cpus = [0]", "cpus = [1]")
+        .replace("cpu = 0", "cpu = 1")
+        .replace("name = \"routing\"\ncommand = [\"partita\", \"route\"]\nmemory = \"64MiB\"", "name = \"routing\"\ncommand = [\"partita\", \"route\"]\nkind = \"vm\"\nvm = { memory = \"192MiB\", accel = \"tcg\", boot_timeout = \"90s\" }\npids = 64")
+        .replace("major_frame = \"2ms\"", "major_frame = \"10ms\"")
+        // ping ends after its -D seconds: the guest's boot (a few seconds under TCG) comes out of them.
+        .replace("-D 8", "-D 25")
+        .replace("duration = \"1ms\"\n\n[[module.plan.window]]\npartition = \"routing\"\nstart = \"1ms\"\nduration = \"1ms\"", "duration = \"3ms\"\n\n[[module.plan.window]]\npartition = \"routing\"\nstart = \"3ms\"\nduration = \"7ms\"");
+    assert!(system.contains("kind = \"vm\"") && system.contains("start = \"3ms\"") && system.contains("-D 25"), "{system}");
+    let (_, ping, pong) = run(&name, &system, 32);
+    let (count, min_us) = roundtrips(&ping);
+    eprintln!("ddsperf round trips through a routing VM partition (TCG): {count}, the fastest {min_us} µs");
+    assert!(count > 100, "ddsperf ping got {count} pongs through the routing VM partition:\nping:\n{ping}\npong:\n{pong}");
 }
