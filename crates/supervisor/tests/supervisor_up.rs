@@ -216,3 +216,63 @@ fn a_partition_granted_lock_memory_may_lock_up_to_its_memory_limit_or_up_says_wh
     }
     assert_nothing_left(&name, Some(&link_prefix(&name)));
 }
+
+/// Fields 5 and 6 of `/proc/PID/stat` (process group and session), read past the command's parentheses.
+fn group_and_session(pid: i32) -> (i32, i32) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let rest: Vec<&str> = stat.rsplit_once(") ").unwrap().1.split_whitespace().collect();
+    (rest[2].parse().unwrap(), rest[3].parse().unwrap())
+}
+
+/// What a partition holds, read from inside it (its own /proc) and from the host: no capabilities, no way to
+/// gain any (no_new_privs, an empty bounding set), the seccomp filters, root inside mapped to an unprivileged
+/// host uid, and a session of its own, so that a Ctrl-C to the supervisor's terminal reaches no partition.
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn a_partition_holds_no_privilege_and_runs_in_a_session_of_its_own() {
+    let name = system_name("priv");
+    let root = tempdir("state");
+    let sys = system(&format!(
+        "[system]\nname = \"{name}\"\n[[module]]\nname = \"m\"\ncpus = [1]\n[[module.partition]]\nname = \"p\"\n\
+         command = [\"sh\", \"-c\", \"cat /proc/self/status /proc/self/uid_map; echo END; sleep 30\"]\n"
+    ));
+    let sup = Supervisor::up(&sys, &options(&root)).unwrap();
+    let events = sup.events().clone();
+    let log_path = sup.state_dir().join("p.log");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (stop, events) = (stop.clone(), events.clone());
+        std::thread::spawn(move || {
+            let deadline = std::time::Instant::now() + Duration::from_secs(20);
+            while !std::fs::read_to_string(&log_path).unwrap_or_default().contains("END") && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let pid = events.events().iter().find(|e| e.event == "start" && e.partition == "p").and_then(|e| e.pid).unwrap();
+            let seen = (std::fs::read_to_string(&log_path).unwrap_or_default(), group_and_session(pid), pid);
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            seen
+        })
+    };
+    sup.run(Some(Duration::from_secs(25)), Some(stop)).unwrap();
+    let (log, (group, session), pid) = reader.join().unwrap();
+    let field = |f: &str| log.lines().find_map(|l| l.strip_prefix(&format!("{f}:"))).map(str::trim).unwrap_or_else(|| panic!("no {f} in:\n{log}"));
+    for caps in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
+        assert_eq!(field(caps), "0000000000000000", "{caps}:\n{log}");
+    }
+    assert_eq!(field("NoNewPrivs"), "1");
+    assert_eq!(field("Seccomp"), "2", "filter mode");
+    let filters: u32 = field("Seccomp_filters").parse().unwrap();
+    assert!(filters >= 4, "the forbidden list, EPERM, ENOSYS and newer-than-the-profile filters: {filters}");
+    // uid_map's line: three numbers (inside, outside, count), the only such line of the output.
+    let map: Vec<u64> = log
+        .lines()
+        .map(|l| l.split_whitespace().map(|x| x.parse::<u64>()).collect::<Result<Vec<_>, _>>())
+        .find_map(|v| v.ok().filter(|v| v.len() == 3))
+        .unwrap_or_else(|| panic!("no uid_map line in:\n{log}"));
+    assert_eq!(map[0], 0, "root inside is mapped:\n{log}");
+    assert!(map[1] >= 1, "to an unprivileged host uid, not root: {map:?}");
+    assert_eq!((group, session), (pid, pid), "the partition leads its own process group and session");
+    let (my_group, my_session) = group_and_session(std::process::id() as i32);
+    assert!(group != my_group && session != my_session, "a signal to the supervisor's group or terminal session misses the partition");
+    assert_nothing_left(&name, Some(&link_prefix(&name)));
+}

@@ -68,6 +68,7 @@ pub const SECCOMP_KILL: &[&str] = &[
     "process_vm_writev",
     "ptrace",
     "quotactl",
+    "quotactl_fd",
     "reboot",
     "setdomainname",
     "sethostname",
@@ -88,6 +89,12 @@ pub const SECCOMP_KILL: &[&str] = &[
 /// System calls the default profile makes fail with EPERM (`clone3` with ENOSYS, so that the C library falls
 /// back to `clone`, whose flags the filter can see): ordinary programs probe for some of these and carry on
 /// without them.
+/// The NUMA calls (`get_mempolicy`, `mbind`, `migrate_pages`, `move_pages`, `set_mempolicy`,
+/// `set_mempolicy_home_node`) place memory on nodes the partition was not given; container runtimes grant
+/// them only with CAP_SYS_NICE. `personality/other` is any personality but the plain Linux ones a C library
+/// queries (0, 8, 0x20000, 0x20008, 0xffffffff): turning address randomization off, for one. `socket/vsock`
+/// is a socket of the AF_VSOCK family: a channel to the hypervisor or to other virtual machines of the host
+/// that no network namespace confines.
 pub const SECCOMP_ERRNO: &[&str] = &[
     "add_key",
     "adjtimex",
@@ -95,19 +102,37 @@ pub const SECCOMP_ERRNO: &[&str] = &[
     "clock_adjtime",
     "clone3",
     "fanotify_init",
+    "get_mempolicy",
     "io_uring_enter",
     "io_uring_register",
     "io_uring_setup",
     "ioctl/TIOCSTI",
     "ioctl/tun-admin",
     "keyctl",
+    "mbind",
+    "migrate_pages",
+    "move_pages",
     "perf_event_open",
+    "personality/other",
     "request_key",
+    "set_mempolicy",
+    "set_mempolicy_home_node",
+    "socket/vsock",
+    "sysfs",
+    "ustat",
 ];
+
+/// The profile's name for every system call newer than the profile (numbered above [`SECCOMP_NEWEST`]): they
+/// fail with ENOSYS, as a kernel without them answers, so a program falls back to what it used before and a
+/// new kernel interface reaches a partition only once the profile has looked at it.
+pub const SECCOMP_NEWER: &str = "newer";
+
+/// The newest system call the profile knows (x86_64: 462, `mseal`, Linux 6.10).
+pub const SECCOMP_NEWEST: u32 = 462;
 
 /// Whether `name` names a system call of the default profile (an entry a system file may let through).
 pub fn is_seccomp_name(name: &str) -> bool {
-    SECCOMP_KILL.contains(&name) || SECCOMP_ERRNO.contains(&name)
+    SECCOMP_KILL.contains(&name) || SECCOMP_ERRNO.contains(&name) || name == SECCOMP_NEWER
 }
 
 /// The number of a capability named as in capabilities(7) (`CAP_NET_RAW`, case-insensitive, `CAP_` optional).
@@ -128,7 +153,7 @@ mod tests {
         all.sort_unstable();
         all.dedup();
         assert_eq!(all.len(), n, "a system call is listed twice");
-        assert!(is_seccomp_name("ptrace") && is_seccomp_name("clone3") && !is_seccomp_name("read"));
+        assert!(is_seccomp_name("ptrace") && is_seccomp_name("clone3") && is_seccomp_name("newer") && !is_seccomp_name("read"));
     }
 
     #[test]

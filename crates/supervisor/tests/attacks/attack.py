@@ -150,6 +150,36 @@ def new_user_namespace():
     return "entered a new user namespace"
 
 
+def newer_system_call():
+    # setxattrat (463, Linux 6.13), newer than the profile: the kernel here has it and answers EBADF for fd -1;
+    # a partition's filter answers ENOSYS before the kernel sees it.
+    r = libc.syscall(463, -1, b"x", 0, b"user.x", None, 0)
+    e = ctypes.get_errno()
+    if r == -1 and e == errno.ENOSYS:
+        raise OSError(e, os.strerror(e), "setxattrat")
+    return "setxattrat reached the kernel (%s)" % (os.strerror(e) if r == -1 else "done")
+
+
+def numa_policy():
+    mask = ctypes.c_ulong(1)
+    check(libc.syscall(238, 2, ctypes.byref(mask), 64), "set_mempolicy")  # MPOL_BIND to node 0
+    libc.syscall(238, 0, None, 0)  # MPOL_DEFAULT
+    return "bound its memory to NUMA node 0"
+
+
+def no_address_randomization():
+    old = check(libc.personality(0xFFFFFFFF), "personality query")
+    check(libc.personality(0x0040000), "personality")  # ADDR_NO_RANDOMIZE
+    libc.personality(old)
+    return "turned address randomization off"
+
+
+def vsock():
+    s = socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)
+    s.close()
+    return "opened a vsock socket (a channel to the hypervisor no network namespace confines)"
+
+
 ATTACKS = {
     "write to the host's /etc": write_host_etc,
     "move to the root cgroups": escape_cgroup,
@@ -167,6 +197,10 @@ ATTACKS = {
     "read the supervisor's state": supervisor_state,
     "hold the CPUs out of idle states": cpu_dma_latency,
     "create a user namespace": new_user_namespace,
+    "make a system call newer than the profile": newer_system_call,
+    "place its memory on a NUMA node": numa_policy,
+    "turn address randomization off": no_address_randomization,
+    "open a vsock socket": vsock,
 }
 
 
