@@ -194,6 +194,10 @@ impl NetworkSettings {
                 let _ = write!(x, "<Peer address=\"{p}\"/>");
             }
             x.push_str("</Peers>");
+            // Cyclone stops probing a configured peer after 30 s without an answer: a program that starts later
+            // there (a partition restarted, a Fast DDS program, which announces itself only to its own peers)
+            // would never be found. partita's peers are the members of its networks: probe them for good.
+            x.push_str("<InitialLocatorPruneDelay>inf</InitialLocatorPruneDelay>");
         }
         x.push_str("</Discovery>");
         // Cyclone delivers synchronously from the receive thread when a writer's transport priority is at

@@ -19,6 +19,7 @@
 pub mod cdr;
 pub mod config;
 pub mod discovery;
+pub mod fastdds;
 mod endpoint;
 mod error;
 pub mod guid;

@@ -1,0 +1,75 @@
+//! The same explicit network settings for eProsima Fast DDS programs: an XML profile, marked as the default
+//! one, that a Fast DDS 2.x program loads from `FASTRTPS_DEFAULT_PROFILES_FILE` without any change to its
+//! code. Left to its defaults Fast DDS binds every interface, multicasts discovery on them and shares memory
+//! with every Fast DDS program of the host; the profile allows one address, no multicast, no shared memory,
+//! and lists the unicast peers to discover.
+use crate::error::{DdsError, Result};
+use std::fmt::Write as _;
+use std::net::Ipv4Addr;
+
+/// The environment variable Fast DDS 2.x reads its default profile from.
+pub const PROFILES_VARIABLE: &str = "FASTRTPS_DEFAULT_PROFILES_FILE";
+
+/// A Fast DDS participant's network: the one address it binds (its V-NIC's, or 127.0.0.1) and its peers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FastDdsProfile {
+    pub address: Ipv4Addr,
+    /// Unicast discovery peers; Fast DDS sends its announcements to each, for participant ids 0 to
+    /// `max_participant_index` (the ports Cyclone's participants use too).
+    pub peers: Vec<Ipv4Addr>,
+    pub max_participant_index: u32,
+}
+
+impl FastDdsProfile {
+    /// Loopback only: for tests and single-host benchmarks.
+    pub fn loopback() -> Self {
+        FastDdsProfile { address: Ipv4Addr::LOCALHOST, peers: vec![Ipv4Addr::LOCALHOST], max_participant_index: 20 }
+    }
+
+    /// The profile as XML.
+    pub fn to_xml(&self) -> Result<String> {
+        if self.peers.is_empty() {
+            return Err(DdsError::Config("a Fast DDS profile without unicast peers could discover nothing (multicast is off); add peers".into()));
+        }
+        let locator = |a: &Ipv4Addr| format!("<locator><udpv4><address>{a}</address></udpv4></locator>");
+        let mut x = String::from(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<dds xmlns=\"http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles\"><profiles>",
+        );
+        let _ = write!(
+            x,
+            "<transport_descriptors><transport_descriptor><transport_id>partita-udp</transport_id><type>UDPv4</type>\
+             <maxInitialPeersRange>{}</maxInitialPeersRange><interfaceWhiteList><address>{}</address></interfaceWhiteList>\
+             </transport_descriptor></transport_descriptors>",
+            self.max_participant_index + 1,
+            self.address
+        );
+        x.push_str("<participant profile_name=\"partita\" is_default_profile=\"true\"><rtps>");
+        x.push_str("<useBuiltinTransports>false</useBuiltinTransports><userTransports><transport_id>partita-udp</transport_id></userTransports>");
+        let _ = write!(x, "<builtin><metatrafficUnicastLocatorList>{}</metatrafficUnicastLocatorList><initialPeersList>", locator(&self.address));
+        for p in &self.peers {
+            x.push_str(&locator(p));
+        }
+        let _ = write!(x, "</initialPeersList></builtin><defaultUnicastLocatorList>{}</defaultUnicastLocatorList>", locator(&self.address));
+        x.push_str("</rtps></participant></profiles></dds>\n");
+        Ok(x)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_profile_binds_one_address_without_multicast_or_shared_memory() {
+        let p = FastDdsProfile { address: "198.18.1.2".parse().unwrap(), peers: vec!["198.18.1.1".parse().unwrap(), "198.18.1.3".parse().unwrap()], max_participant_index: 20 };
+        let x = p.to_xml().unwrap();
+        assert!(x.contains("is_default_profile=\"true\""), "{x}");
+        assert!(x.contains("<useBuiltinTransports>false</useBuiltinTransports>"), "no built-in UDP or shared memory: {x}");
+        assert!(x.contains("<interfaceWhiteList><address>198.18.1.2</address></interfaceWhiteList>"), "{x}");
+        assert!(x.contains("<initialPeersList><locator><udpv4><address>198.18.1.1</address></udpv4></locator><locator><udpv4><address>198.18.1.3</address></udpv4></locator></initialPeersList>"), "{x}");
+        assert!(!x.contains("ulticast</"), "no multicast locator: {x}");
+        assert!(x.contains("<maxInitialPeersRange>21</maxInitialPeersRange>"), "{x}");
+        let lonely = FastDdsProfile { peers: vec![], ..p };
+        assert!(matches!(lonely.to_xml(), Err(DdsError::Config(_))));
+    }
+}
