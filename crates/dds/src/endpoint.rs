@@ -123,6 +123,33 @@ impl RawTopic {
 }
 
 impl RawTopic {
+    /// A keyed topic of opaque serialized samples whose instances are told apart by the key hash the wire
+    /// carries (see `keyhash.rs`): for routing a keyed topic whose type nobody announced. Its readers ask
+    /// writers for key hashes; [`SampleInfo::key_hash`] gives each sample's, and a [`RawWriter`] of the topic
+    /// sends it on.
+    pub fn keyed_by_hash(participant: &Participant, name: &str, type_name: &str) -> Result<Self> {
+        let cname = cstring("topic name", name)?;
+        let ctype = cstring("type name", type_name)?;
+        let mut st = crate::keyhash::new_sertype(&ctype);
+        // SAFETY: st is a fresh sertype of ours; cname is a NUL-terminated string Cyclone copies; no QoS,
+        // listener or plist (null). On success Cyclone owns the sertype (and may point st at an equal one it
+        // already had); on failure it is still ours and freed below.
+        let handle = unsafe { dds_create_topic_sertype(participant.handle(), cname.as_ptr(), &mut st, std::ptr::null(), std::ptr::null(), std::ptr::null()) };
+        if handle < 0 {
+            // SAFETY: Cyclone did not take st (the call failed), so it is ours to free, once.
+            unsafe { crate::keyhash::free(st) };
+        }
+        check(handle, "dds_create_topic_sertype", || format!("topic {name} ({type_name}) by key hash"))?;
+        Ok(Topic {
+            entity: Arc::new(Entity { handle, what: format!("topic {name}"), _parent: participant.inner.clone() }),
+            participant: participant.inner.clone(),
+            name: name.into(),
+            type_name: type_name.into(),
+            keyed: true,
+            _t: PhantomData,
+        })
+    }
+
     pub(crate) fn from_parts(participant: &Participant, handle: dds_entity_t, name: &str, type_name: &str, keyed: bool) -> Self {
         Topic {
             entity: Arc::new(Entity { handle, what: format!("topic {name}"), _parent: participant.inner.clone() }),
@@ -161,6 +188,8 @@ pub struct SampleInfo {
     pub publication_handle: u64,
     /// How many samples of the same instance follow this one in the same take (0: the last of its instance).
     pub sample_rank: u32,
+    /// The instance's key hash as the wire gave it, for a topic made with [`RawTopic::keyed_by_hash`].
+    pub key_hash: Option<[u8; 16]>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,6 +214,7 @@ impl From<&dds_sample_info_t> for SampleInfo {
             instance_handle: si.instance_handle,
             publication_handle: si.publication_handle,
             sample_rank: si.sample_rank,
+            key_hash: None,
         }
     }
 }
@@ -231,6 +261,8 @@ pub struct RawWriter {
     entity: Entity,
     sertype: *const ddsi_sertype,
     keyed: bool,
+    /// The topic tells instances apart by key hash ([`RawTopic::keyed_by_hash`]).
+    by_key_hash: bool,
 }
 
 // SAFETY: the only field that is not Send is `sertype`, a pointer to a Cyclone sertype that stays valid as long
@@ -257,7 +289,9 @@ impl RawWriter {
         // which the RawWriter keeps until it drops, and with it stops using the pointer.
         let r = unsafe { dds_get_entity_sertype(handle, &mut sertype) };
         check(r, "dds_get_entity_sertype", || entity.what.clone())?;
-        Ok(RawWriter { entity, sertype, keyed: topic.keyed })
+        // SAFETY: sertype is the writer's live sertype (above); only its operation table is compared.
+        let by_key_hash = unsafe { crate::keyhash::is_our_type(sertype) };
+        Ok(RawWriter { entity, sertype, keyed: topic.keyed, by_key_hash })
     }
 
     /// Writes one sample given as complete CDR (header included).
@@ -274,8 +308,14 @@ impl RawWriter {
     /// Like [`RawWriter::write_kind`], keeping a given source timestamp (ns since the Unix epoch) instead of
     /// stamping the sample now: what a forwarding service does so readers see the original writer's time.
     pub fn forward(&self, cdr: &[u8], kind: WriteKind, source_timestamp_ns: Option<i64>) -> Result<()> {
+        self.forward_with_key_hash(cdr, kind, source_timestamp_ns, None)
+    }
+
+    /// Like [`RawWriter::forward`], with the sample's key hash when known (a topic made with
+    /// [`RawTopic::keyed_by_hash`] sends it on; other topics compute their own from the key fields).
+    pub fn forward_with_key_hash(&self, cdr: &[u8], kind: WriteKind, source_timestamp_ns: Option<i64>, key_hash: Option<[u8; 16]>) -> Result<()> {
         let full = matches!(kind, WriteKind::Write | WriteKind::WriteDispose);
-        let sd = self.serdata(cdr, if full { ddsi_serdata_kind_SDK_DATA } else { ddsi_serdata_kind_SDK_KEY })?;
+        let sd = self.serdata(cdr, if full { ddsi_serdata_kind_SDK_DATA } else { ddsi_serdata_kind_SDK_KEY }, key_hash)?;
         // dds_writecdr and dds_forwardcdr take over our reference to sd (dds_writecdr_impl consumes one in every
         // path once the writer is locked, and our writer is alive, so it locks). A writer that could not be
         // locked, or a topic with a content filter (never made here), would return an error without taking it.
@@ -309,7 +349,7 @@ impl RawWriter {
         if !info.valid_data && !self.keyed {
             return Ok(false);
         }
-        self.forward(cdr, forward_kind(info, info.sample_rank == 0), Some(info.source_timestamp_ns))?;
+        self.forward_with_key_hash(cdr, forward_kind(info, info.sample_rank == 0), Some(info.source_timestamp_ns), info.key_hash)?;
         Ok(true)
     }
 
@@ -330,13 +370,18 @@ impl RawWriter {
                 continue;
             }
             let last = last_of_instance.get(&s.info.instance_handle) == Some(&i);
-            self.forward(&s.data, forward_kind(&s.info, last), Some(s.info.source_timestamp_ns))?;
+            self.forward_with_key_hash(&s.data, forward_kind(&s.info, last), Some(s.info.source_timestamp_ns), s.info.key_hash)?;
             written += 1;
         }
         Ok(written)
     }
 
-    fn serdata(&self, cdr: &[u8], kind: ddsi_serdata_kind) -> Result<*mut ddsi_serdata> {
+    fn serdata(&self, cdr: &[u8], kind: ddsi_serdata_kind, key_hash: Option<[u8; 16]>) -> Result<*mut ddsi_serdata> {
+        if self.by_key_hash {
+            // SAFETY: self.sertype is this writer's live sertype, one of keyhash.rs (by_key_hash); new_sample
+            // copies the bytes and returns a new serdata with one reference, ours.
+            return Ok(unsafe { crate::keyhash::new_sample(self.sertype, kind, cdr, key_hash) });
+        }
         // iov_len is a usize on Linux: no cast, so that a platform with a narrower one fails to build instead of
         // passing a length that disagrees with `size` below.
         let iov = ddsrt_iovec_t { iov_base: cdr.as_ptr() as *mut _, iov_len: cdr.len() };
@@ -567,7 +612,13 @@ fn take_cdr_batch(reader: dds_entity_t, keyed: bool, mut f: impl FnMut(&[u8], Sa
     }
     taken.n = (n as usize).min(TAKE_BATCH);
     for (&sd, si) in taken.refs[..taken.n].iter().zip(&infos) {
-        let info = SampleInfo::from(si);
+        let mut info = SampleInfo::from(si);
+        // SAFETY: sd is one of the references taken above, alive while `taken` holds it; a key-hash sample is
+        // checked by its operation table before its key hash is read.
+        if unsafe { crate::keyhash::is_ours(sd) } {
+            // SAFETY: as above, and it is ours.
+            info.key_hash = unsafe { crate::keyhash::key_hash_of(sd) };
+        }
         if !info.valid_data && !keyed {
             // An invalid sample of a keyless topic carries no key. Cyclone hands over the instance's key-only
             // stand-in (the sertype's to_untyped), and the opaque-type sertype behind raw keyless topics

@@ -35,6 +35,18 @@ impl Guid {
         GuidPrefix(p)
     }
 
+    /// Whether the entity is a writer or reader of a keyed topic, as its entity kind (the GUID's last byte,
+    /// RTPS 9.3.1.2) says: `Some(true)` for 0x02 (writer with key) and 0x07 (reader with key), `Some(false)` for
+    /// 0x03 and 0x04 (without key), `None` for any other entity. Every DDS implementation announces this, with
+    /// or without type information.
+    pub fn keyed_endpoint(&self) -> Option<bool> {
+        match self.0[15] {
+            0x02 | 0x07 => Some(true),
+            0x03 | 0x04 => Some(false),
+            _ => None,
+        }
+    }
+
     /// The entity id within the participant.
     pub fn entity_id(&self) -> u32 {
         u32::from_be_bytes([self.0[12], self.0[13], self.0[14], self.0[15]])
@@ -148,6 +160,11 @@ mod tests {
         assert_eq!(writer.entity_id(), 0x1203);
         assert_eq!(writer.prefix(), GuidPrefix::from_bytes(PREFIX));
         assert_eq!(writer.to_string().parse::<GuidPrefix>(), Ok(writer.prefix()));
+        assert_eq!(writer.keyed_endpoint(), Some(false), "0x03: a writer without key");
+        for (kind, keyed) in [(0x02, Some(true)), (0x07, Some(true)), (0x04, Some(false)), (0xc1, None)] {
+            g[15] = kind;
+            assert_eq!(Guid::from_bytes(g).keyed_endpoint(), keyed, "{kind:#x}");
+        }
         assert_eq!(format!("{:?}", writer.prefix()), "GuidPrefix(0110ce76_9ae7e38c_cfeaff15)");
     }
 

@@ -23,6 +23,7 @@ pub mod fastdds;
 mod endpoint;
 mod error;
 pub mod guid;
+mod keyhash;
 mod participant;
 pub mod qos;
 pub mod sandbox;

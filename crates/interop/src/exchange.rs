@@ -25,7 +25,7 @@ pub struct Exchanged {
 }
 
 /// A probe process, killed by its pid if still running when dropped.
-struct Running(Child, &'static str);
+struct Running(Child);
 
 impl Drop for Running {
     fn drop(&mut self) {
@@ -70,19 +70,20 @@ pub fn exchange(
 ) -> std::io::Result<Exchanged> {
     let sub = |dir: &Path, seconds: f64| -> std::io::Result<Running> {
         let p = Probe { implementation: subscriber, domain: sub_domain, topic: topic.into(), keyless, role: Role::Sub { seconds } };
-        Ok(Running(p.command(&dir.join("sub"))?.spawn()?, "sub"))
+        Ok(Running(p.command(&dir.join("sub"))?.spawn()?))
     };
     let publish = |dir: &Path, wait_readers: u32| -> std::io::Result<Running> {
-        let p = Probe { implementation: publisher, domain: pub_domain, topic: topic.into(), keyless, role: Role::Pub { wait_readers, linger_s: 12.0 } };
-        Ok(Running(p.command(&dir.join("pub"))?.spawn()?, "pub"))
+        let p = Probe { implementation: publisher, domain: pub_domain, topic: topic.into(), keyless, role: Role::Pub { wait_readers, linger_s: 14.0 } };
+        Ok(Running(p.command(&dir.join("pub"))?.spawn()?))
     };
     std::fs::create_dir_all(dir.join("sub"))?;
     std::fs::create_dir_all(dir.join("pub"))?;
     let (sub_out, sub_err, pub_err) = match joining {
         Joining::Live => {
-            let s = sub(dir, 30.0)?;
+            // Longer than the publisher lingers: an instance it leaves shows as such.
+            let s = sub(dir, 20.0)?;
             let p = publish(dir, 1)?;
-            let (out, err) = s.finish(Duration::from_secs(35));
+            let (out, err) = s.finish(Duration::from_secs(25));
             let (_, perr) = p.finish(Duration::ZERO);
             (out, err, perr)
         }
@@ -100,8 +101,8 @@ pub fn exchange(
                 }
             }
             // The history is read for a fixed time: how much of it a late joiner gets is what is compared.
-            let s = sub(dir, 6.0)?;
-            let (out, err) = s.finish(Duration::from_secs(10));
+            let s = sub(dir, 8.0)?;
+            let (out, err) = s.finish(Duration::from_secs(12));
             let (_, perr) = p.finish(Duration::ZERO);
             (out, err, perr)
         }

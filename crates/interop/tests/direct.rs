@@ -12,6 +12,7 @@ fn domain(n: u32) -> u32 {
 fn every_pair_of_implementations_exchanges_keyed_and_keyless_samples_directly() {
     let dir = std::env::temp_dir().join(format!("partita-interop-direct-{}", std::process::id()));
     let mut report = String::new();
+    let mut runs = Vec::new();
     let mut n = 0;
     for publisher in Implementation::ALL {
         for subscriber in Implementation::ALL {
@@ -19,7 +20,15 @@ fn every_pair_of_implementations_exchanges_keyed_and_keyless_samples_directly() 
                 n += 1;
                 let d = domain(n % 10);
                 let topic = format!("direct{n}");
-                let got = exchange(publisher, subscriber, (d, d), &topic, keyless, Joining::Live, &dir.join(&topic)).unwrap();
+                let dir = dir.join(&topic);
+                runs.push((publisher, subscriber, keyless, std::thread::spawn(move || exchange(publisher, subscriber, (d, d), &topic, keyless, Joining::Live, &dir).unwrap())));
+            }
+        }
+    }
+    {
+        for (publisher, subscriber, keyless, run) in runs {
+            {
+                let got = run.join().unwrap();
                 let (samples, states) = outcome(&got.seen);
                 report.push_str(&format!("{} -> {} {}: {} samples, states {states:?}\n", publisher.name(), subscriber.name(), if keyless { "keyless" } else { "keyed" }, samples.len()));
                 assert_eq!(samples.len(), 6, "{report}{}", got.log);

@@ -15,10 +15,13 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
-use tracing::{error, warn};
+use tracing::{debug, error};
 
 /// Target of the forwarders' events.
 const LOG: &str = "partita::router::forwarder";
+
+/// The longest a new route's writer waits for the readers it is for before its reader is made.
+pub(crate) const MATCH_WAIT: Duration = Duration::from_secs(2);
 
 /// What one forwarder routes: a topic with one type and one set of partitions, in one direction of one route.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -109,9 +112,13 @@ pub(crate) struct ForwarderSpec<'a> {
     pub endpoint: &'a DiscoveredEndpoint,
     /// Asked for by a writer on the source side (else by a reader on the destination side).
     pub writer_owned: bool,
-    /// A participant of the router's on the domain where `endpoint` was discovered: the endpoint's owner
-    /// answers type look-ups there.
-    pub resolver: &'a Participant,
+    /// An endpoint of the topic that announced its type (`endpoint` itself, or another of the same topic and
+    /// type name, on either side), with the router's participant on its domain, where its owner answers type
+    /// look-ups. `None`: no endpoint of the topic announced one.
+    pub typed: Option<(&'a DiscoveredEndpoint, &'a Participant)>,
+    /// How many application readers on the destination side the route is for: its writer waits (up to
+    /// [`MATCH_WAIT`]) until it has matched that many before its reader is made.
+    pub far_readers: u32,
     pub placement: Placement,
     /// The route's override for this topic (protection, QoS, batch delay); the default when none matches.
     pub topic: &'a TopicOverride,
@@ -161,21 +168,25 @@ fn reader_and_writer_qos(ep: &DiscoveredEndpoint, ov: &TopicOverride, local_appl
 impl Forwarder {
     /// Creates the forwarder's topics, writer and reader; from then on its reader's callback forwards.
     pub(crate) fn start(spec: ForwarderSpec<'_>) -> partita_dds::Result<Forwarder> {
-        let ForwarderSpec { endpoint: ep, writer_owned, resolver, placement: at, topic: ov, batching, flusher, local_applications: local, router_writers: routers, mut sources, label } = spec;
+        let ForwarderSpec { endpoint: ep, writer_owned, typed, far_readers, placement: at, topic: ov, batching, flusher, local_applications: local, router_writers: routers, mut sources, label } = spec;
         let (mut rq, mut wq) = reader_and_writer_qos(ep, ov, local);
         rq.partitions = Some(at.src_partitions.clone());
         wq.partitions = Some(at.dst_partitions.clone());
-        let (src_topic, dst_topic) = if ep.has_type_info() {
-            // The type is known where the endpoint was discovered (its owner answers type look-ups there).
-            let desc = TopicDescriptor::resolve(resolver, ep, Duration::from_secs(2))?;
+        let (src_topic, dst_topic) = if let Some((typed, resolver)) = typed {
+            let desc = TopicDescriptor::resolve(resolver, typed, Duration::from_secs(2))?;
             (
                 RawTopic::with_descriptor(&at.src, &ep.topic_name, &desc, &wq)?,
                 RawTopic::with_descriptor(&at.dst, &ep.topic_name, &desc, &wq)?,
             )
+        } else if ep.key.keyed_endpoint() == Some(true) {
+            // Keyed (its entity kind says so), but no endpoint of the topic announced its type: instances are
+            // told apart by the key hash the wire carries (partita_dds's keyed_by_hash).
+            debug!(target: LOG, route = %label, "topic {} ({}): no type information anywhere; routing it keyed by key hash", ep.topic_name, ep.type_name);
+            (
+                RawTopic::keyed_by_hash(&at.src, &ep.topic_name, &ep.type_name)?,
+                RawTopic::keyed_by_hash(&at.dst, &ep.topic_name, &ep.type_name)?,
+            )
         } else {
-            // Without type information the key layout is unknown: forwarded as keyless, every sample is kept but
-            // instances of a keyed type collapse into one on the far side.
-            warn!(target: LOG, route = %label, "topic {} ({}) announced no type information; forwarding it as keyless", ep.topic_name, ep.type_name);
             (
                 RawTopic::keyless(&at.src, &ep.topic_name, &ep.type_name)?,
                 RawTopic::keyless(&at.dst, &ep.topic_name, &ep.type_name)?,
@@ -183,6 +194,9 @@ impl Forwarder {
         };
         let stats = Arc::new(ForwardStats::default());
         let writer = RawWriter::new(&dst_topic, &wq.writer_batching(batching.is_some()))?;
+        if far_readers > 0 && writer.wait_for_readers(far_readers, MATCH_WAIT).is_err() {
+            debug!(target: LOG, route = %label, "the writer matched fewer than {far_readers} reader(s) within {MATCH_WAIT:?}; routing anyway");
+        }
         // With applications in the process, its samples can reach the process's router readers: known as a
         // router's before its first sample (discovery, which also finds it, may come later). Otherwise those
         // readers ignore the process.

@@ -47,6 +47,17 @@ fn directions(routes: &[RouteConfig], sides: &[Side]) -> Vec<(usize, usize, usiz
     d
 }
 
+/// An application endpoint of `topic` and `type_name` that announced type information, on any side, with the
+/// side it was discovered on.
+fn typed_endpoint(sides: &[Side], topic: &str, type_name: &str) -> Option<(DiscoveredEndpoint, usize)> {
+    sides.iter().enumerate().find_map(|(i, s)| {
+        s.applications(&s.writers)
+            .chain(s.applications(&s.readers))
+            .find(|e| e.topic_name == topic && e.type_name == type_name && e.has_type_info())
+            .map(|e| (e.clone(), i))
+    })
+}
+
 /// A route direction as statistics and messages name it: `from->to`.
 fn route_name(shared: &Shared, key: &ForwardKey) -> String {
     format!("{}->{}", shared.side_names[key.from], shared.side_names[key.to])
@@ -179,10 +190,26 @@ pub(crate) fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Sha
             let sources = config
                 .mirror_participants
                 .then(|| Sources::new(groups.join(&key.unowned(), key.owner, writer_owned), key.owner, writer_owned));
+            // The type: the triggering endpoint's when it announced one, else that of any application endpoint
+            // of the topic and type name, on any side, that did (a Fast DDS writer announces none, the Cyclone
+            // reader it is routed to does). The endpoint's owner answers type look-ups on its own side.
+            let typed = if ep.has_type_info() {
+                Some((ep.clone(), seen_on))
+            } else {
+                typed_endpoint(&sides, &key.topic, &key.type_name)
+            };
+            // The route's reader is made once its writer has matched the readers it is for, so that what the
+            // reader takes at once (a durable history, a writer writing as soon as it matched) has somewhere to
+            // go instead of only the writer's own history.
+            let far_readers = sides[key.to]
+                .applications(&sides[key.to].readers)
+                .filter(|r| r.topic_name == key.topic && r.type_name == key.type_name)
+                .count() as u32;
             let spec = ForwarderSpec {
                 endpoint: &ep,
                 writer_owned,
-                resolver: &sides[seen_on].participant,
+                typed: typed.as_ref().map(|(e, side)| (e, &sides[*side].participant)),
+                far_readers,
                 placement,
                 topic: &ov,
                 batching: config.batching(&ov),
