@@ -21,6 +21,8 @@ pub enum Interface {
 pub struct DomainConfig {
     pub domain_id: u32,
     source: Source,
+    /// See [`DomainConfig::probing_peers_forever`].
+    probe_peers_forever: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +85,7 @@ impl DomainConfig {
                 max_message_size: lo.then_some(LOOPBACK_MAX_MESSAGE_SIZE),
                 fragment_size: lo.then_some(LOOPBACK_FRAGMENT_SIZE),
             }),
+            probe_peers_forever: false,
         }
     }
 
@@ -95,7 +98,7 @@ impl DomainConfig {
     /// The supervisor's `CYCLONEDDS_URI` with one of its domains, as `partita_env` read them.
     fn from_environment_domain(found: Option<std::result::Result<(String, u32), partita_env::BadDomain>>) -> Option<Result<Self>> {
         Some(match found? {
-            Ok((uri, domain_id)) => Ok(DomainConfig { domain_id, source: Source::Uri(uri) }),
+            Ok((uri, domain_id)) => Ok(DomainConfig { domain_id, source: Source::Uri(uri), probe_peers_forever: false }),
             Err(e) => Err(DdsError::Config(e.to_string())),
         })
     }
@@ -126,12 +129,29 @@ impl DomainConfig {
         }
     }
 
+    /// The configuration with its unicast peers probed for as long as the participant lives. Cyclone stops
+    /// probing a configured peer after 30 s without an answer (`Discovery/InitialLocatorPruneDelay`), so a
+    /// program that starts there later (a partition restarted, a Fast DDS program, which announces itself only
+    /// to its own peers) is never found. For partita's own long-lived participants (the router's): the element
+    /// is unknown to older Cyclone releases (Debian's ddsperf, 0.10.2, refuses a file holding it), so it is
+    /// added to this process's configuration, never written into the files partitions get.
+    pub fn probing_peers_forever(mut self) -> Self {
+        self.probe_peers_forever = true;
+        self
+    }
+
     /// The configuration string handed to `dds_create_domain`.
     pub fn to_cyclone_config(&self) -> Result<String> {
-        match &self.source {
-            Source::Uri(uri) => Ok(uri.clone()),
-            Source::Built(s) => s.to_xml(),
-        }
+        let base = match &self.source {
+            Source::Uri(uri) => uri.clone(),
+            Source::Built(s) => s.to_xml()?,
+        };
+        Ok(if self.probe_peers_forever {
+            // Cyclone reads a comma-separated list of files and fragments, each merged over the ones before.
+            format!("{base},<CycloneDDS><Domain id=\"any\"><Discovery><InitialLocatorPruneDelay>inf</InitialLocatorPruneDelay></Discovery></Domain></CycloneDDS>")
+        } else {
+            base
+        })
     }
 }
 
@@ -194,10 +214,6 @@ impl NetworkSettings {
                 let _ = write!(x, "<Peer address=\"{p}\"/>");
             }
             x.push_str("</Peers>");
-            // Cyclone stops probing a configured peer after 30 s without an answer: a program that starts later
-            // there (a partition restarted, a Fast DDS program, which announces itself only to its own peers)
-            // would never be found. partita's peers are the members of its networks: probe them for good.
-            x.push_str("<InitialLocatorPruneDelay>inf</InitialLocatorPruneDelay>");
         }
         x.push_str("</Discovery>");
         // Cyclone delivers synchronously from the receive thread when a writer's transport priority is at
@@ -243,6 +259,9 @@ mod tests {
         let bad = DomainConfig::on_interface(0, Interface::Loopback, vec!["<evil>".into()]);
         assert!(bad.to_cyclone_config().is_err());
         let nothing = DomainConfig::on_interface(0, Interface::Loopback, vec![]);
+        assert!(!DomainConfig::loopback(1).to_cyclone_config().unwrap().contains("InitialLocatorPruneDelay"), "not in files others read");
+        let forever = DomainConfig::loopback(1).probing_peers_forever().to_cyclone_config().unwrap();
+        assert!(forever.ends_with(",<CycloneDDS><Domain id=\"any\"><Discovery><InitialLocatorPruneDelay>inf</InitialLocatorPruneDelay></Discovery></Domain></CycloneDDS>"), "{forever}");
         assert!(matches!(nothing.to_cyclone_config(), Err(DdsError::Config(_))));
     }
 }

@@ -53,9 +53,18 @@ impl Guid {
     }
 }
 
+/// The RTPS vendor id of Eclipse Cyclone DDS (the first two bytes of its GUID prefixes).
+pub const CYCLONE_VENDOR: [u8; 2] = [0x01, 0x10];
+
 impl GuidPrefix {
     pub const fn from_bytes(bytes: [u8; 12]) -> GuidPrefix {
         GuidPrefix(bytes)
+    }
+
+    /// The vendor id in the prefix's first two bytes, where every implementation partita has met puts it
+    /// (RTPS 9.3.1.5 recommends it): Cyclone 01.10, Fast DDS 01.0f, RTI Connext 01.01.
+    pub fn vendor(&self) -> [u8; 2] {
+        [self.0[0], self.0[1]]
     }
 
     pub const fn to_bytes(self) -> [u8; 12] {

@@ -55,7 +55,7 @@ impl Router {
     /// Opens every side and starts discovery and forwarding.
     pub fn start(config: impl Into<RouterConfig>) -> Result<Router, RouterError> {
         let config = config.into();
-        let sides: Vec<Side> = config.sides.iter().map(|c| Side::open(c, config.domain_of(c), &config.name)).collect::<Result<_, _>>()?;
+        let sides: Vec<Side> = config.sides.iter().map(|c| Side::open(c, config.domain_of(c), &config.name, config.local_applications)).collect::<Result<_, _>>()?;
         let shared = Arc::new(Shared {
             name: config.name.clone(),
             side_names: sides.iter().map(|s| s.name.clone()).collect(),

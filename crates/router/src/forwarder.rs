@@ -150,6 +150,14 @@ fn reader_and_writer_qos(ep: &DiscoveredEndpoint, ov: &TopicOverride, local_appl
             DurabilityOverride::TransientLocal => Durability::TransientLocal,
         });
     }
+    // Only Cyclone announces an endpoint's history in discovery (the standard discovery data has no history);
+    // for any other implementation Cyclone fills in its default, keep-last 1, which would let the router's
+    // reader drop samples of an instance that arrive together (a durable history, a burst) before its callback
+    // took them. Keep them all: the reader hands each on at once, and the writer keeps only what is not yet
+    // acknowledged.
+    if ep.participant_key.prefix().vendor() != partita_dds::guid::CYCLONE_VENDOR && ov.history.is_none() {
+        base.history = Some(partita_dds::qos::History::KeepAll);
+    }
     let mut reader = base.clone();
     // Accept whatever encoding the source writer uses; the writer re-publishes in the same encoding.
     reader.data_representation = Some(vec![DataRepresentation::Xcdr1, DataRepresentation::Xcdr2]);

@@ -50,7 +50,12 @@ pub(crate) fn router_qos(name: &str) -> Qos {
 }
 
 impl Side {
-    pub(crate) fn open(cfg: &SideConfig, dc: DomainConfig, router: &str) -> Result<Side, RouterError> {
+    /// Opens the side's participant. The router lives as long as its system: it keeps probing its peers, so a
+    /// program that starts on a peer address later is found (Cyclone gives up on a silent peer after 30 s by
+    /// default) — unless applications share its process (`local`), which must create the domain with the
+    /// same configuration as the router.
+    pub(crate) fn open(cfg: &SideConfig, dc: DomainConfig, router: &str, local: bool) -> Result<Side, RouterError> {
+        let dc = if local { dc } else { dc.probing_peers_forever() };
         let e = |source| RouterError::Side { side: cfg.name.clone(), source };
         let participant = Participant::with_qos(&dc, &router_qos(router)).map_err(e)?;
         let prefix = participant.guid().map_err(e)?.prefix();
