@@ -299,6 +299,7 @@ fn plain_env(partition: &str) -> partita_env::PartitionEnv {
         external_domain: None,
         router_toml: None,
         cyclonedds_uri: partita_vm::launch::GUEST_DDS_URI.into(),
+        fastdds_profile: None,
         state_dir: None,
     }
 }

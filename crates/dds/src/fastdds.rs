@@ -10,10 +10,10 @@ use std::net::Ipv4Addr;
 /// The environment variable Fast DDS 2.x reads its default profile from.
 pub const PROFILES_VARIABLE: &str = "FASTRTPS_DEFAULT_PROFILES_FILE";
 
-/// A Fast DDS participant's network: the one address it binds (its V-NIC's, or 127.0.0.1) and its peers.
+/// A Fast DDS participant's network: the addresses it binds (its V-NICs', or 127.0.0.1) and its peers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FastDdsProfile {
-    pub address: Ipv4Addr,
+    pub addresses: Vec<Ipv4Addr>,
     /// Unicast discovery peers; Fast DDS sends its announcements to each, for participant ids 0 to
     /// `max_participant_index` (the ports Cyclone's participants use too).
     pub peers: Vec<Ipv4Addr>,
@@ -23,34 +23,44 @@ pub struct FastDdsProfile {
 impl FastDdsProfile {
     /// Loopback only: for tests and single-host benchmarks.
     pub fn loopback() -> Self {
-        FastDdsProfile { address: Ipv4Addr::LOCALHOST, peers: vec![Ipv4Addr::LOCALHOST], max_participant_index: 20 }
+        FastDdsProfile { addresses: vec![Ipv4Addr::LOCALHOST], peers: vec![Ipv4Addr::LOCALHOST], max_participant_index: 20 }
     }
 
     /// The profile as XML.
     pub fn to_xml(&self) -> Result<String> {
+        if self.addresses.is_empty() {
+            return Err(DdsError::Config("a Fast DDS profile needs an address to bind".into()));
+        }
         if self.peers.is_empty() {
             return Err(DdsError::Config("a Fast DDS profile without unicast peers could discover nothing (multicast is off); add peers".into()));
         }
         let locator = |a: &Ipv4Addr| format!("<locator><udpv4><address>{a}</address></udpv4></locator>");
+        let own: String = self.addresses.iter().map(locator).collect();
+        let allowed: String = self.addresses.iter().map(|a| format!("<address>{a}</address>")).collect();
         let mut x = String::from(
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<dds xmlns=\"http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles\"><profiles>",
         );
         let _ = write!(
             x,
             "<transport_descriptors><transport_descriptor><transport_id>partita-udp</transport_id><type>UDPv4</type>\
-             <maxInitialPeersRange>{}</maxInitialPeersRange><interfaceWhiteList><address>{}</address></interfaceWhiteList>\
+             <maxInitialPeersRange>{}</maxInitialPeersRange><interfaceWhiteList>{allowed}</interfaceWhiteList>\
              </transport_descriptor></transport_descriptors>",
             self.max_participant_index + 1,
-            self.address
         );
         x.push_str("<participant profile_name=\"partita\" is_default_profile=\"true\"><rtps>");
         x.push_str("<useBuiltinTransports>false</useBuiltinTransports><userTransports><transport_id>partita-udp</transport_id></userTransports>");
-        let _ = write!(x, "<builtin><metatrafficUnicastLocatorList>{}</metatrafficUnicastLocatorList><initialPeersList>", locator(&self.address));
+        let _ = write!(x, "<builtin><metatrafficUnicastLocatorList>{own}</metatrafficUnicastLocatorList><initialPeersList>");
         for p in &self.peers {
             x.push_str(&locator(p));
         }
-        let _ = write!(x, "</initialPeersList></builtin><defaultUnicastLocatorList>{}</defaultUnicastLocatorList>", locator(&self.address));
-        x.push_str("</rtps></participant></profiles></dds>\n");
+        let _ = write!(x, "</initialPeersList></builtin><defaultUnicastLocatorList>{own}</defaultUnicastLocatorList>");
+        x.push_str("</rtps></participant>");
+        // Data sharing (Fast DDS's shared-memory delivery between its own writers and readers on one host) off
+        // by default: partitions never share memory.
+        for kind in ["data_writer", "data_reader"] {
+            let _ = write!(x, "<{kind} profile_name=\"partita-{kind}\" is_default_profile=\"true\"><qos><data_sharing><kind>OFF</kind></data_sharing></qos></{kind}>");
+        }
+        x.push_str("</profiles></dds>\n");
         Ok(x)
     }
 }
@@ -61,7 +71,7 @@ mod tests {
 
     #[test]
     fn the_profile_binds_one_address_without_multicast_or_shared_memory() {
-        let p = FastDdsProfile { address: "198.18.1.2".parse().unwrap(), peers: vec!["198.18.1.1".parse().unwrap(), "198.18.1.3".parse().unwrap()], max_participant_index: 20 };
+        let p = FastDdsProfile { addresses: vec!["198.18.1.2".parse().unwrap()], peers: vec!["198.18.1.1".parse().unwrap(), "198.18.1.3".parse().unwrap()], max_participant_index: 20 };
         let x = p.to_xml().unwrap();
         assert!(x.contains("is_default_profile=\"true\""), "{x}");
         assert!(x.contains("<useBuiltinTransports>false</useBuiltinTransports>"), "no built-in UDP or shared memory: {x}");
@@ -69,7 +79,12 @@ mod tests {
         assert!(x.contains("<initialPeersList><locator><udpv4><address>198.18.1.1</address></udpv4></locator><locator><udpv4><address>198.18.1.3</address></udpv4></locator></initialPeersList>"), "{x}");
         assert!(!x.contains("ulticast</"), "no multicast locator: {x}");
         assert!(x.contains("<maxInitialPeersRange>21</maxInitialPeersRange>"), "{x}");
-        let lonely = FastDdsProfile { peers: vec![], ..p };
+        assert_eq!(x.matches("<data_sharing><kind>OFF</kind></data_sharing>").count(), 2, "{x}");
+        let lonely = FastDdsProfile { peers: vec![], ..p.clone() };
+        assert!(matches!(lonely.to_xml(), Err(DdsError::Config(_))));
+        let nowhere = FastDdsProfile { addresses: vec![], ..p };
+        assert!(matches!(nowhere.to_xml(), Err(DdsError::Config(_))));
+        let lonely = FastDdsProfile { addresses: vec![], peers: vec![], max_participant_index: 1 };
         assert!(matches!(lonely.to_xml(), Err(DdsError::Config(_))));
     }
 }

@@ -12,6 +12,7 @@
 //! | `PARTITA_ROUTER_TOML` | I/O partitions with a `[module.partition.router]` table: that table as TOML |
 //! | `PARTITA_STATE_DIR` | partitions: their private writable directory, kept across runs |
 //! | `CYCLONEDDS_URI` | `file://` of the Cyclone DDS configuration the supervisor wrote: every domain on its V-NIC |
+//! | `FASTRTPS_DEFAULT_PROFILES_FILE` | the Fast DDS XML profile the supervisor wrote: its V-NICs only, unicast peers, no multicast, no shared memory |
 #![forbid(unsafe_code)]
 
 /// The partition's or node's name.
@@ -28,12 +29,14 @@ pub const STATE_DIR: &str = "PARTITA_STATE_DIR";
 pub const ROUTER_TOML: &str = "PARTITA_ROUTER_TOML";
 /// Cyclone DDS's own variable: where its configuration is.
 pub const CYCLONEDDS_URI: &str = "CYCLONEDDS_URI";
+/// eProsima Fast DDS's (2.x) own variable: the XML file whose default profile its participants take.
+pub const FASTDDS_PROFILES_FILE: &str = "FASTRTPS_DEFAULT_PROFILES_FILE";
 /// Every variable partita sets starts with this; a system file may not set such variables itself.
 pub const RESERVED_PREFIX: &str = "PARTITA_";
 
 /// Whether a system file may set `name` in a partition's environment: not the supervisor's own variables.
 pub fn is_reserved(name: &str) -> bool {
-    name.starts_with(RESERVED_PREFIX) || name == CYCLONEDDS_URI
+    name.starts_with(RESERVED_PREFIX) || name == CYCLONEDDS_URI || name == FASTDDS_PROFILES_FILE
 }
 
 /// A variable that is set but does not hold what the supervisor writes.
@@ -54,6 +57,8 @@ pub struct PartitionEnv {
     pub router_toml: Option<String>,
     /// `file://...` of the generated DDS configuration.
     pub cyclonedds_uri: String,
+    /// The generated Fast DDS profile's path; `None` where there is none (a VM partition's guest).
+    pub fastdds_profile: Option<String>,
     /// A partition's private writable directory (none for a native node).
     pub state_dir: Option<String>,
 }
@@ -67,6 +72,9 @@ impl PartitionEnv {
             (DOMAIN.to_string(), self.domain.to_string()),
             (CYCLONEDDS_URI.to_string(), self.cyclonedds_uri.clone()),
         ];
+        if let Some(p) = &self.fastdds_profile {
+            v.push((FASTDDS_PROFILES_FILE.to_string(), p.clone()));
+        }
         if let Some(d) = self.external_domain {
             v.push((EXTERNAL_DOMAIN.to_string(), d.to_string()));
         }
@@ -130,7 +138,7 @@ mod tests {
 
     #[test]
     fn the_supervisors_variables_are_reserved_and_others_are_not() {
-        let all = PartitionEnv { partition: "p".into(), module: "m".into(), domain: 1, external_domain: Some(0), router_toml: Some("x".into()), cyclonedds_uri: "file:///x".into(), state_dir: Some("/s".into()) };
+        let all = PartitionEnv { partition: "p".into(), module: "m".into(), domain: 1, external_domain: Some(0), router_toml: Some("x".into()), cyclonedds_uri: "file:///x".into(), fastdds_profile: None, state_dir: Some("/s".into()) };
         for v in all.vars() {
             assert!(is_reserved(&v.0), "{}", v.0);
         }
@@ -139,7 +147,7 @@ mod tests {
 
     #[test]
     fn only_io_partitions_get_the_external_domain_and_router() {
-        let e = PartitionEnv { partition: "p".into(), module: "m".into(), domain: 3, external_domain: None, router_toml: None, cyclonedds_uri: "file:///x".into(), state_dir: None };
+        let e = PartitionEnv { partition: "p".into(), module: "m".into(), domain: 3, external_domain: None, router_toml: None, cyclonedds_uri: "file:///x".into(), fastdds_profile: None, state_dir: None };
         let names: Vec<String> = e.vars().into_iter().map(|(k, _)| k).collect();
         assert_eq!(names, vec![PARTITION, MODULE, DOMAIN, CYCLONEDDS_URI]);
         assert!(e.vars().contains(&(DOMAIN.to_string(), "3".to_string())));

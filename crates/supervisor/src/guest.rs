@@ -206,6 +206,7 @@ impl Guests {
         }
         let mut env = place.env;
         env.cyclonedds_uri = partita_vm::launch::GUEST_DDS_URI.into();
+        env.fastdds_profile = None;
         if self.applets.is_none() {
             let list = command::run("/bin/busybox", &["--list"]).map_err(|e| image_error(name, e))?;
             self.applets = Some(list.lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect());

@@ -16,6 +16,7 @@ use crate::registry::Registration;
 use crate::window_watch::{WindowCounts, WindowWatch};
 use partita_os::cpu_latency::CpuLatencyHold;
 use crate::vnet::{Bridge, NetNamespace, VirtualNic};
+use partita_dds::fastdds::FastDdsProfile;
 use partita_env::PartitionEnv;
 use serde::Serialize;
 use std::net::Ipv4Addr;
@@ -226,6 +227,7 @@ impl Supervisor {
             // A VM partition's V-NICs are taps (made below with its guest); its namespace stays empty.
             let vm = member.partition.and_then(|p| p.vm.as_ref());
             let mut domains = Vec::new();
+            let mut fastdds = FastDdsProfile { addresses: Vec::new(), peers: Vec::new(), max_participant_index: 20 };
             for nic in tree.nics.iter().filter(|_| vm.is_none()) {
                 let (net, bridge) = bridges
                     .iter()
@@ -234,23 +236,38 @@ impl Supervisor {
                     .ok_or_else(|| SupervisorError::Invalid(format!("{}: V-NIC {} names an unknown network", member.name, nic.name)))?;
                 s.nics.push(VirtualNic::create(&nic.host_name, &nic.name, &ns, bridge, nic.address, net.subnet.prefix())?);
                 domains.push(CycloneConfig::new(&nic.name, nic.domain.get(), system.addresses_on(nic.network)));
+                fastdds.addresses.push(nic.address);
+                fastdds.peers.extend(system.addresses_on(nic.network));
             }
             let xml_path = state_path.join(format!("{}.xml", member.name));
             let uri = match vm {
                 Some(_) => String::new(),
                 None => CycloneConfig::write_all(&domains, &xml_path)?,
             };
+            // The same network for Fast DDS programs (their default profile), which would otherwise bind every
+            // interface, multicast and share memory with every Fast DDS program of the host.
+            let fastdds_path = state_path.join(format!("{}.fastdds.xml", member.name));
+            let fastdds_written = match vm {
+                None if !fastdds.addresses.is_empty() => {
+                    let xml = fastdds.to_xml().map_err(|e| SupervisorError::Invalid(format!("{}: its Fast DDS profile: {e}", member.name)))?;
+                    std::fs::write(&fastdds_path, xml).map_err(path_err("write", &fastdds_path))?;
+                    true
+                }
+                _ => false,
+            };
             let confine = match &tree.confinement {
                 Some(c) => {
                     s._state_dirs.0.push(c.state_dir.clone());
                     let mut confine = confine(c, &state_path.join(format!("{}.root", member.name)), vm.is_none().then_some(xml_path.as_path()))?;
+                    confine.fastdds_profile = fastdds_written.then(|| fastdds_path.clone());
                     confine.memory = tree.memory.map(|m| m.0);
                     Some(confine)
                 }
                 None => None,
             };
-            // A confined partition reads its DDS configuration where its view puts it.
+            // A confined partition reads its DDS configurations where its view puts them.
             let uri = if confine.is_some() { format!("file://{}", rootfs::DDS_CONFIG) } else { uri };
+            let fastdds_profile = fastdds_written.then(|| if confine.is_some() { rootfs::FASTDDS_PROFILE.to_string() } else { fastdds_path.display().to_string() });
             freezers.push(match member.partition.and_then(|p| p.plan) {
                 Some(_) => {
                     let f = Freezer::new(&cg, options.backend.unwrap_or_else(|| FreezeBackend::best_for(&cg)))?;
@@ -272,6 +289,7 @@ impl Supervisor {
                 external_domain: io.and(tree.nics.iter().find(|n| n.network == NetworkId::InterModule)).map(|n| n.domain.get()),
                 router_toml: io.and_then(|p| p.router.clone()),
                 cyclonedds_uri: uri,
+                fastdds_profile,
                 state_dir: tree.confinement.as_ref().map(|c| c.state_dir.display().to_string()),
             };
             let mut spec = LaunchSpec {
@@ -468,7 +486,7 @@ fn confine(c: &partita_system::Confinement, root: &Path, dds_config: Option<&Pat
     std::os::unix::fs::chown(&c.state_dir, Some(c.uid), Some(c.uid)).map_err(path_err("chown", &c.state_dir))?;
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&c.state_dir, std::fs::Permissions::from_mode(0o700)).map_err(path_err("chmod", &c.state_dir))?;
-    Ok(Confine { granted: c.clone(), dds_config: dds_config.map(Path::to_path_buf), root: root.to_path_buf(), memory: None, kvm: None, guest_files: Vec::new() })
+    Ok(Confine { granted: c.clone(), dds_config: dds_config.map(Path::to_path_buf), root: root.to_path_buf(), memory: None, kvm: None, guest_files: Vec::new(), fastdds_profile: None })
 }
 
 /// A partition or native node, as the build loop sees it.

@@ -25,6 +25,7 @@ fn spec(system: &str, partition: &str, cg: &PartitionCgroup, netns: Option<&NetN
             external_domain: None,
             router_toml: None,
             cyclonedds_uri: "file:///nonexistent.xml".into(),
+            fastdds_profile: None,
             state_dir: None,
         }),
         output: None,

@@ -22,6 +22,7 @@ fn env(partition: &str) -> PartitionEnv {
         external_domain: None,
         router_toml: None,
         cyclonedds_uri: "file:///run/partita/host-side.xml".into(),
+        fastdds_profile: None,
         state_dir: None,
     }
 }

@@ -75,6 +75,8 @@ pub struct Confine {
     pub granted: partita_system::Confinement,
     /// Its DDS configuration on the host, seen inside at [`rootfs::DDS_CONFIG`].
     pub dds_config: Option<PathBuf>,
+    /// Its Fast DDS profile on the host, seen inside at [`rootfs::FASTDDS_PROFILE`].
+    pub fastdds_profile: Option<PathBuf>,
     /// An empty directory on the host its view of the file system is assembled in.
     pub root: PathBuf,
     /// Its memory limit: how much it may lock when its file lets it (`lock_memory`).
@@ -172,7 +174,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
     let mounts = match &spec.confine {
         Some(c) => {
             std::fs::create_dir_all(&c.root).map_err(path_err("mkdir", &c.root))?;
-            rootfs::steps(&rootfs::View { root: &c.root, uid: c.granted.uid, state_dir: &c.granted.state_dir, dds_config: c.dds_config.as_deref(), kvm: c.kvm.as_deref(), guest_files: &c.guest_files, program: hidden.then_some(program.as_path()) })
+            rootfs::steps(&rootfs::View { root: &c.root, uid: c.granted.uid, state_dir: &c.granted.state_dir, dds_config: c.dds_config.as_deref(), fastdds_profile: c.fastdds_profile.as_deref(), kvm: c.kvm.as_deref(), guest_files: &c.guest_files, program: hidden.then_some(program.as_path()) })
         }
         None => vec![
             rootfs::Step::Mount { source: None, target: c"/".into(), fstype: None, flags: libc::MS_REC | libc::MS_PRIVATE, data: None, optional: false },

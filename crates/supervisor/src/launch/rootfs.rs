@@ -64,6 +64,8 @@ pub fn hidden_place(path: &Path) -> Option<&'static str> {
 
 /// Where the partition finds its DDS configuration.
 pub const DDS_CONFIG: &str = "/run/partita/dds.xml";
+/// Where the partition finds its Fast DDS profile.
+pub const FASTDDS_PROFILE: &str = "/run/partita/fastdds.xml";
 /// Where a partition's program is bound when it lies in a place the partition does not see ([`PRIVATE`]): the
 /// partita binary of a clone under /tmp, for one.
 pub const PROGRAM: &str = "/run/partita/program";
@@ -85,6 +87,8 @@ pub struct View<'a> {
     pub state_dir: &'a Path,
     /// Its DDS configuration on the host, bound at [`DDS_CONFIG`].
     pub dds_config: Option<&'a Path>,
+    /// Its Fast DDS profile on the host, bound at [`FASTDDS_PROFILE`].
+    pub fastdds_profile: Option<&'a Path>,
     /// A device node for KVM owned by the partition's uid, bound at `/dev/kvm` (a VM partition under hardware
     /// virtualization; the host's own node is root's alone).
     pub kvm: Option<&'a Path>,
@@ -151,7 +155,7 @@ pub fn steps(v: &View) -> Vec<Step> {
     out.push(mount(Some(s("tmpfs")), at("/run"), Some("tmpfs"), nosuid_nodev | libc::MS_NOEXEC, owned("755")));
     // Files of the host bound read-only under /run/partita (the program one executable, the others not).
     let guest = v.guest_files.iter().map(|(h, i)| (Some(h.as_path()), *i, libc::MS_NOEXEC));
-    let files = [(v.dds_config, DDS_CONFIG, libc::MS_NOEXEC), (v.program, PROGRAM, 0)].into_iter().chain(guest);
+    let files = [(v.dds_config, DDS_CONFIG, libc::MS_NOEXEC), (v.fastdds_profile, FASTDDS_PROFILE, libc::MS_NOEXEC), (v.program, PROGRAM, 0)].into_iter().chain(guest);
     for (host, inside, noexec) in files.filter_map(|(h, i, x)| Some((h?, i, x))) {
         out.push(Step::Mkdir { path: at("/run/partita"), mode: 0o755 });
         out.push(Step::Touch { path: at(inside) });
@@ -209,7 +213,7 @@ mod tests {
 
     #[test]
     fn the_view_is_read_only_first_then_private_writable_places_then_the_pivot() {
-        let v = View { root: Path::new("/run/x/p.root"), uid: 7, state_dir: Path::new("/var/lib/partita/s/p"), dds_config: Some(Path::new("/run/x/p.xml")), kvm: None, guest_files: &[], program: None };
+        let v = View { root: Path::new("/run/x/p.root"), uid: 7, state_dir: Path::new("/var/lib/partita/s/p"), dds_config: Some(Path::new("/run/x/p.xml")), fastdds_profile: None, kvm: None, guest_files: &[], program: None };
         let steps = steps(&v);
         assert!(matches!(steps.last(), Some(Step::PivotRoot { new_root }) if new_root.to_str() == Ok("/run/x/p.root")));
         let ro = steps.iter().position(|s| matches!(s, Step::SetAttr { set, .. } if set & libc::MOUNT_ATTR_RDONLY != 0)).expect("the host view is read-only");
