@@ -296,6 +296,8 @@ fn values_the_kernel_or_execve_would_refuse_are_refused_here() {
     assert!(e.iter().any(|d| matches!(d.problem, Problem::BadEnvName { .. })), "{e:?}");
     let e = broken("command = [\"mon\"]", "command = [\"mon\"]\nenv = { CYCLONEDDS_URI = \"file:///x.xml\" }");
     assert!(e.iter().any(|d| matches!(&d.problem, Problem::ReservedEnv { name } if name == "CYCLONEDDS_URI")), "{e:?}");
+    let e = broken("command = [\"mon\"]", "command = [\"mon\"]\nenv = { FASTRTPS_DEFAULT_PROFILES_FILE = \"/x.xml\" }");
+    assert!(e.iter().any(|d| matches!(&d.problem, Problem::ReservedEnv { name } if name == "FASTRTPS_DEFAULT_PROFILES_FILE")), "{e:?}");
     let e = broken("command = [\"mon\"]", "command = [\"mon\"]\nenv = { PARTITA_DOMAIN = \"3\" }");
     assert!(e.iter().any(|d| matches!(d.problem, Problem::ReservedEnv { .. })), "{e:?}");
     let e = broken("command = [\"prog\"]", "command = [\"prog\"]\npids = 9223372036854775807");
