@@ -3,7 +3,7 @@
 //! router from looping (router writers' samples are dropped), from forwarding a sample twice (`owners.rs`) and
 //! from flooding the far side (`limit.rs`). Also here: where the reader and writer live and which QoS they take
 //! from the endpoint that asked for the route.
-use crate::batch::{Batching, Flusher};
+use crate::batch::{Batch, Batching, Flusher};
 use crate::config::{DurabilityOverride, ReliabilityOverride, TopicOverride};
 use crate::engine::ROUTER_TAG;
 use crate::limit::Limiter;
@@ -14,7 +14,7 @@ use partita_dds::{DiscoveredEndpoint, GuidPrefix, Participant, Qos, RawTopic, Ra
 use std::collections::{BTreeSet, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tracing::{debug, error};
 
 /// Target of the forwarders' events.
@@ -36,12 +36,17 @@ pub struct ForwardKey {
     /// mirroring, the router's endpoint on the other side lives in that participant's proxy. Without
     /// mirroring, all zeros.
     pub owner: GuidPrefix,
+    /// With participant mirroring, for a route asked for by a writer: the participant owning a reader of the
+    /// topic on the destination side (the lowest prefix, when several do); the router's reader on the source
+    /// side lives in that participant's proxy, so the source side sees that participant read the topic, as it
+    /// does (Cyclone's ddsperf checks this of every peer). All zeros otherwise.
+    pub reader_owner: GuidPrefix,
 }
 
 impl ForwardKey {
     /// The key of the topic and direction whatever the owner: the forwarders of one group (`owners.rs`).
     pub(crate) fn unowned(&self) -> ForwardKey {
-        ForwardKey { owner: GuidPrefix::default(), ..self.clone() }
+        ForwardKey { owner: GuidPrefix::default(), reader_owner: GuidPrefix::default(), ..self.clone() }
     }
 }
 
@@ -173,47 +178,48 @@ fn reader_and_writer_qos(ep: &DiscoveredEndpoint, ov: &TopicOverride, local_appl
     (reader, writer)
 }
 
-impl Forwarder {
-    /// Creates the forwarder's topics, writer and reader; from then on its reader's callback forwards.
-    pub(crate) fn start(spec: ForwarderSpec<'_>) -> partita_dds::Result<Forwarder> {
-        let ForwarderSpec { endpoint: ep, writer_owned, typed, far_readers, placement: at, topic: ov, batching, flusher, local_applications: local, router_writers: routers, mut sources, label } = spec;
-        let (mut rq, mut wq) = reader_and_writer_qos(ep, ov, local);
-        rq.partitions = Some(at.src_partitions.clone());
-        wq.partitions = Some(at.dst_partitions.clone());
-        let (src_topic, dst_topic) = if let Some((typed, resolver)) = typed {
-            let desc = TopicDescriptor::resolve(resolver, typed, Duration::from_secs(2))?;
-            (
-                RawTopic::with_descriptor(&at.src, &ep.topic_name, &desc, &wq)?,
-                RawTopic::with_descriptor(&at.dst, &ep.topic_name, &desc, &wq)?,
-            )
-        } else if ep.key.keyed_endpoint() == Some(true) {
-            // Keyed (its entity kind says so), but no endpoint of the topic announced its type: instances are
-            // told apart by the key hash the wire carries (partita_dds's keyed_by_hash).
-            debug!(target: LOG, route = %label, "topic {} ({}): no type information anywhere; routing it keyed by key hash", ep.topic_name, ep.type_name);
-            (
-                RawTopic::keyed_by_hash(&at.src, &ep.topic_name, &ep.type_name)?,
-                RawTopic::keyed_by_hash(&at.dst, &ep.topic_name, &ep.type_name)?,
-            )
-        } else {
-            (
-                RawTopic::keyless(&at.src, &ep.topic_name, &ep.type_name)?,
-                RawTopic::keyless(&at.dst, &ep.topic_name, &ep.type_name)?,
-            )
-        };
-        let stats = Arc::new(ForwardStats::default());
-        let writer = RawWriter::new(&dst_topic, &wq.writer_batching(batching.is_some()))?;
-        if far_readers > 0 && writer.wait_for_readers(far_readers, MATCH_WAIT).is_err() {
+/// A forwarder whose topics and writer exist and whose reader does not yet: its reader is made once the writer
+/// has matched the readers the route is for, or [`MATCH_WAIT`] has passed ([`Pending::ready`]), so that what the
+/// reader takes at once (a durable history, a writer that writes as soon as it matched) has somewhere to go. The
+/// manager keeps polling discovery meanwhile: blocking it would leave other routers' new writers unknown as
+/// routers' for that long, and their samples would be forwarded back.
+pub(crate) struct Pending {
+    since: Instant,
+    far_readers: u32,
+    writer_owned: bool,
+    src_topic: RawTopic,
+    reader_qos: Qos,
+    batch: Batch<RawWriter>,
+    stats: Arc<ForwardStats>,
+    limiter: Limiter,
+    routers: Arc<RwLock<HashSet<u64>>>,
+    sources: Option<Sources>,
+    local: bool,
+    own: Option<OwnWriter>,
+    label: String,
+}
+
+impl Pending {
+    pub(crate) fn writer_owned(&self) -> bool {
+        self.writer_owned
+    }
+
+    /// Whether its writer has matched the readers it waits for, or has waited long enough.
+    pub(crate) fn ready(&self) -> bool {
+        self.far_readers == 0
+            || self.since.elapsed() >= MATCH_WAIT
+            || self.batch.writer().matched_readers().map_or(true, |n| n >= self.far_readers)
+    }
+
+    /// Makes its reader; from then on the reader's callback forwards.
+    pub(crate) fn finish(self) -> partita_dds::Result<Forwarder> {
+        let Pending { since, far_readers, writer_owned, src_topic, reader_qos, mut batch, stats, mut limiter, routers, mut sources, local, own, label } = self;
+        if far_readers > 0 && since.elapsed() >= MATCH_WAIT && batch.writer().matched_readers().is_ok_and(|n| n < far_readers) {
             debug!(target: LOG, route = %label, "the writer matched fewer than {far_readers} reader(s) within {MATCH_WAIT:?}; routing anyway");
         }
-        // With applications in the process, its samples can reach the process's router readers: known as a
-        // router's before its first sample (discovery, which also finds it, may come later). Otherwise those
-        // readers ignore the process.
-        let own = if local { Some(OwnWriter::register(writer.instance_handle()?)) } else { None };
-        let mut batch = flusher.batch(writer, batching, stats.clone());
-        let mut limiter = Limiter::new(ov);
         let st = stats.clone();
         // Each sample is re-published straight from Cyclone's buffer on the delivery thread, without a copy.
-        let reader = partita_dds::ListeningReader::with_publications(&src_topic, &rq, move |bytes, info, matched| {
+        let reader = partita_dds::ListeningReader::with_publications(&src_topic, &reader_qos, move |bytes, info, matched| {
             let h = info.publication_handle;
             let looped = (local && is_own_writer(h)) || routers.read().unwrap_or_else(|p| p.into_inner()).contains(&h);
             // Another forwarder of this topic forwards this writer's samples.
@@ -253,6 +259,57 @@ impl Forwarder {
     }
 }
 
+impl Forwarder {
+    /// Creates the forwarder's topics and writer; its reader follows ([`Pending`]).
+    pub(crate) fn start(spec: ForwarderSpec<'_>) -> partita_dds::Result<Pending> {
+        let ForwarderSpec { endpoint: ep, writer_owned, typed, far_readers, placement: at, topic: ov, batching, flusher, local_applications: local, router_writers: routers, sources, label } = spec;
+        let (mut rq, mut wq) = reader_and_writer_qos(ep, ov, local);
+        rq.partitions = Some(at.src_partitions.clone());
+        wq.partitions = Some(at.dst_partitions.clone());
+        let (src_topic, dst_topic) = if let Some((typed, resolver)) = typed {
+            let desc = TopicDescriptor::resolve(resolver, typed, Duration::from_secs(2))?;
+            (
+                RawTopic::with_descriptor(&at.src, &ep.topic_name, &desc, &wq)?,
+                RawTopic::with_descriptor(&at.dst, &ep.topic_name, &desc, &wq)?,
+            )
+        } else if ep.key.keyed_endpoint() == Some(true) {
+            // Keyed (its entity kind says so), but no endpoint of the topic announced its type: instances are
+            // told apart by the key hash the wire carries (partita_dds's keyed_by_hash).
+            debug!(target: LOG, route = %label, "topic {} ({}): no type information anywhere; routing it keyed by key hash", ep.topic_name, ep.type_name);
+            (
+                RawTopic::keyed_by_hash(&at.src, &ep.topic_name, &ep.type_name)?,
+                RawTopic::keyed_by_hash(&at.dst, &ep.topic_name, &ep.type_name)?,
+            )
+        } else {
+            (
+                RawTopic::keyless(&at.src, &ep.topic_name, &ep.type_name)?,
+                RawTopic::keyless(&at.dst, &ep.topic_name, &ep.type_name)?,
+            )
+        };
+        let stats = Arc::new(ForwardStats::default());
+        let writer = RawWriter::new(&dst_topic, &wq.writer_batching(batching.is_some()))?;
+        // With applications in the process, its samples can reach the process's router readers: known as a
+        // router's before its first sample (discovery, which also finds it, may come later). Otherwise those
+        // readers ignore the process.
+        let own = if local { Some(OwnWriter::register(writer.instance_handle()?)) } else { None };
+        let batch = flusher.batch(writer, batching, stats.clone());
+        Ok(Pending {
+            since: Instant::now(),
+            far_readers,
+            writer_owned,
+            src_topic,
+            reader_qos: rq,
+            batch,
+            stats,
+            limiter: Limiter::new(ov),
+            routers,
+            sources,
+            local,
+            own,
+            label,
+        })
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -6,7 +6,7 @@
 use crate::batch::Flusher;
 use crate::config::{RouteConfig, RouterConfig, Trigger};
 use crate::engine::{Shared, RETIRED_KEPT};
-use crate::forwarder::{ForwardKey, Forwarder, ForwarderSpec, Placement};
+use crate::forwarder::{ForwardKey, Forwarder, ForwarderSpec, Pending, Placement};
 use crate::owners::{Groups, Sources};
 use crate::pattern::matches;
 use crate::proxies::Proxies;
@@ -70,10 +70,13 @@ pub(crate) fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Sha
     // With mirroring, the forwarders of one topic and direction, by key without the owner.
     let mut groups: Groups<ForwardKey> = Groups::default();
     let mut dirty = true;
+    // New forwarders whose readers wait for their writers to match (forwarder::Pending).
+    let mut pending: HashMap<ForwardKey, Pending> = HashMap::new();
     while !stop.load(Ordering::Relaxed) {
         for s in sides.iter_mut() {
             dirty |= s.poll();
         }
+        finish_pending(&mut pending, &shared, &mut failed, &mut dirty);
         if !dirty {
             // Wait on the first side's publications for news, briefly; the other sides are polled next round.
             let _ = sides[0].publications.wait(Duration::from_millis(20));
@@ -87,7 +90,7 @@ pub(crate) fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Sha
         let mut wanted: BTreeMap<ForwardKey, (DiscoveredEndpoint, usize)> = BTreeMap::new();
         for &(ri, from, to) in &dirs {
             let route = &config.routes[ri];
-            let mut want = |ep: &DiscoveredEndpoint, seen_on: usize| {
+            let mut want = |ep: &DiscoveredEndpoint, seen_on: usize, reader_owner: GuidPrefix| {
                 let mut partitions = ep.qos.partitions.clone().unwrap_or_default();
                 partitions.sort();
                 let key = ForwardKey {
@@ -98,6 +101,7 @@ pub(crate) fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Sha
                     type_name: ep.type_name.clone(),
                     partitions,
                     owner: if config.mirror_participants { ep.key.prefix() } else { GuidPrefix::default() },
+                    reader_owner: if config.mirror_participants { reader_owner } else { GuidPrefix::default() },
                 };
                 wanted.entry(key).or_insert_with(|| (ep.clone(), seen_on));
             };
@@ -105,17 +109,21 @@ pub(crate) fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Sha
                 if !allowed(route, w) {
                     continue;
                 }
+                let far_reader_owner = sides[to]
+                    .applications(&sides[to].readers)
+                    .filter(|r| r.topic_name == w.topic_name && r.type_name == w.type_name)
+                    .map(|r| r.participant_prefix())
+                    .min();
                 let enough = matches!(route.trigger, Trigger::Writer | Trigger::Either)
-                    || (route.trigger == Trigger::WriterAndReader
-                        && sides[to].applications(&sides[to].readers).any(|r| r.topic_name == w.topic_name && r.type_name == w.type_name));
+                    || (route.trigger == Trigger::WriterAndReader && far_reader_owner.is_some());
                 if enough {
-                    want(w, from);
+                    want(w, from, far_reader_owner.unwrap_or_default());
                 }
             }
             if matches!(route.trigger, Trigger::Reader | Trigger::Either) {
                 for r in sides[to].applications(&sides[to].readers) {
                     if allowed(route, r) {
-                        want(r, to);
+                        want(r, to, GuidPrefix::default());
                     }
                 }
             }
@@ -125,6 +133,7 @@ pub(crate) fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Sha
                 trace!(target: LOG, key = ?k, seen_on = %sides[*seen].name, "wanted");
             }
         }
+        pending.retain(|k, _| wanted.contains_key(k));
         let mut fw = shared.forwarders.lock().unwrap_or_else(|p| p.into_inner());
         let ended: Vec<ForwardKey> = fw.keys().filter(|k| !wanted.contains_key(*k)).cloned().collect();
         for k in ended {
@@ -143,13 +152,13 @@ pub(crate) fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Sha
             }
         }
         proxies.prune(&mut sides);
-        let topics_in_use: HashSet<String> = fw.keys().map(|k| k.topic.clone()).collect();
+        let topics_in_use: HashSet<String> = fw.keys().chain(pending.keys()).map(|k| k.topic.clone()).collect();
         let mut count = topics_in_use.len();
         let mut refused = shared.refused_topics.lock().unwrap_or_else(|p| p.into_inner());
         refused.clear();
         let mut new_topics: HashSet<String> = HashSet::new();
         for (key, (ep, seen_on)) in wanted {
-            if fw.contains_key(&key) {
+            if fw.contains_key(&key) || pending.contains_key(&key) {
                 continue;
             }
             if !topics_in_use.contains(&key.topic) && !new_topics.contains(&key.topic) {
@@ -179,8 +188,15 @@ pub(crate) fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Sha
                 (None, parts.clone())
             };
             let host = host.unwrap_or_else(|| sides[other].participant.clone());
+            // The reader on the source side of a writer's route stands for the participant of a reader it is
+            // for (see ForwardKey::reader_owner); the main participant when there is none or no proxy could be
+            // made.
+            let reader_host = (config.mirror_participants && key.reader_owner != GuidPrefix::default())
+                .then(|| proxies.get(&mut sides, key.from, key.to, key.reader_owner, &config.name))
+                .flatten()
+                .unwrap_or_else(|| sides[key.from].participant.clone());
             let (src_p, dst_p, src_parts, dst_parts) = if seen_on == key.from {
-                (sides[key.from].participant.clone(), host, parts, translated)
+                (reader_host, host, parts, translated)
             } else {
                 (host, sides[key.to].participant.clone(), translated, parts)
             };
@@ -220,10 +236,10 @@ pub(crate) fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Sha
                 label: format!("{} {}", route_name(&shared, &key), key.topic),
             };
             match Forwarder::start(spec) {
-                Ok(f) => {
-                    debug!(target: LOG, route = %route_name(&shared, &key), topic = %key.topic, type_name = %key.type_name, owner = %key.owner, "route started");
+                Ok(p) => {
+                    debug!(target: LOG, route = %route_name(&shared, &key), topic = %key.topic, type_name = %key.type_name, owner = %key.owner, "route started; its reader follows once its writer matched");
                     failed.remove(&key);
-                    fw.insert(key, f);
+                    pending.insert(key, p);
                 }
                 Err(e) => {
                     error!(target: LOG, route = %route_name(&shared, &key), "cannot route topic {} ({}), trying again in a second: {e}", key.topic, key.type_name);
@@ -233,7 +249,30 @@ pub(crate) fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Sha
             }
         }
         if config.mirror_participants {
-            groups.update(fw.iter().map(|(k, f)| (k.unowned(), k.owner, f.writer_owned)));
+            groups.update(fw.iter().map(|(k, f)| (k.unowned(), k.owner, f.writer_owned)).chain(pending.iter().map(|(k, p)| (k.unowned(), k.owner, p.writer_owned()))));
+        }
+    }
+}
+
+/// Makes the readers of the pending forwarders whose writers are ready; they join the running forwarders. The
+/// manager calls this on every turn (at least every 20 ms), so the ones still waiting are looked at again soon;
+/// `dirty` is set when one joined or failed (the groups and retries are worked out again).
+fn finish_pending(pending: &mut HashMap<ForwardKey, Pending>, shared: &Shared, failed: &mut HashMap<ForwardKey, Instant>, dirty: &mut bool) {
+    if pending.is_empty() {
+        return;
+    }
+    let ready: Vec<ForwardKey> = pending.iter().filter(|(_, p)| p.ready()).map(|(k, _)| k.clone()).collect();
+    *dirty |= !ready.is_empty();
+    for key in ready {
+        let Some(p) = pending.remove(&key) else { continue };
+        match p.finish() {
+            Ok(f) => {
+                shared.forwarders.lock().unwrap_or_else(|p| p.into_inner()).insert(key, f);
+            }
+            Err(e) => {
+                error!(target: LOG, route = %route_name(shared, &key), "cannot route topic {} ({}), trying again in a second: {e}", key.topic, key.type_name);
+                failed.insert(key, Instant::now());
+            }
         }
     }
 }

@@ -9,8 +9,12 @@ use partita_router::{Router, RouterConfig};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+/// Domain ids distinct per test process: the direct exchanges share the first, each routed exchange has two of
+/// its own (a router of its own between them), so that no domain holds more participants than Cyclone's and
+/// Fast DDS's unicast discovery probe (participant indices 0..=20).
 fn domain(n: u32) -> u32 {
-    (std::process::id() % 9) * 25 + 5 + n
+    assert!(n < 40);
+    20 + (std::process::id() % 5) * 40 + n
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -118,21 +122,27 @@ fn judge(name: &str, direct: &Outcome, routed: &Outcome) -> String {
 
 #[test]
 fn every_pair_of_implementations_crosses_the_router_as_it_exchanges_directly() {
-    let (direct, a, b) = (domain(0), domain(1), domain(2));
-    let config = RouterConfig::parse(
-        &format!("stats_period = \"1s\"\n[[side]]\nname = \"a\"\ndomain = {a}\n[[side]]\nname = \"b\"\ndomain = {b}\n[[route]]\nfrom = \"a\"\nto = \"b\"\n"),
-        Path::new("vendors.toml"),
-    )
-    .unwrap();
-    let router = Router::start(config).unwrap();
+    let direct = domain(0);
+    let router_for = |i: usize| {
+        let (a, b) = (domain(1 + 2 * i as u32), domain(2 + 2 * i as u32));
+        let config = RouterConfig::parse(
+            &format!("name = \"router{i}\"\nstats_period = \"1s\"\n[[side]]\nname = \"a\"\ndomain = {a}\n[[side]]\nname = \"b\"\ndomain = {b}\n[[route]]\nfrom = \"a\"\nto = \"b\"\n"),
+            Path::new("vendors.toml"),
+        )
+        .unwrap();
+        ((a, b), Router::start(config).unwrap())
+    };
+    let mut routers = Vec::new();
     let dir = std::env::temp_dir().join(format!("partita-vendors-{}", std::process::id()));
     let mut jobs: Vec<Job> = Vec::new();
     // PARTITA_VENDORS_ONLY=text runs only the cases whose name contains it (for a closer look at one).
     let only = std::env::var("PARTITA_VENDORS_ONLY").unwrap_or_default();
     for (i, case) in cases().into_iter().enumerate().filter(|(_, c)| c.name().contains(&only)) {
+        let (pair, router) = router_for(i);
+        routers.push(router);
         for routed in [false, true] {
             let dir = dir.join(format!("{i}-{routed}"));
-            let domains = if routed { (a, b) } else { (direct, direct) };
+            let domains = if routed { pair } else { (direct, direct) };
             jobs.push(Box::new(move || {
                 let topic = format!("vendors{i}");
                 let got = exchange(case.publisher, case.subscriber, domains, &topic, case.keyless, case.joining, &dir).unwrap();
@@ -141,8 +151,8 @@ fn every_pair_of_implementations_crosses_the_router_as_it_exchanges_directly() {
         }
     }
     let results = parallel(4, jobs);
-    let stats = router.stats();
-    drop(router);
+    let stats: Vec<_> = routers.iter().flat_map(|r| r.stats()).collect();
+    drop(routers);
     let _ = std::fs::remove_dir_all(&dir);
     let mut table = String::from("| exchange | direct: samples, states | routed: samples, states | routed |\n|---|---|---|---|\n");
     let mut failures = Vec::new();
