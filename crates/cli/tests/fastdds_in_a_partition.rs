@@ -15,7 +15,7 @@ cpus = [1]
 
 [[module.partition]]
 name = "fastpub"
-command = ["sh", "-c", "exec FASTPROBE pub $PARTITA_DOMAIN keyed --wait-readers 1 --linger 20"]
+command = ["FASTPROBE", "pub", "FASTDOMAIN", "keyed", "--wait-readers", "1", "--linger", "20"]
 memory = "64MiB"
 health = { action = "stop" }
 
@@ -42,8 +42,19 @@ fn a_fast_dds_program_with_its_defaults_in_a_partition_reaches_a_cyclone_subscri
     let dir = std::env::temp_dir().join(format!("partita-{name}"));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("system.toml");
-    let text = SYSTEM
-        .replace("NAME", &name)
+    // The probe is the partition's program itself (not run through a shell), so that the supervisor binds it into
+    // the partition's view wherever the build put it (a clone under /tmp: partitions do not see the host's /tmp);
+    // its domain is the module's, as the validated system says.
+    let named = SYSTEM.replace("NAME", &name);
+    let host = partita_system::Host { cpus: vec![0, 1], path: None };
+    let domain = partita_system::parse(&named, "system.toml", &host)
+        .unwrap()
+        .partitions()
+        .find(|(_, p)| p.name == "fastpub")
+        .and_then(|(_, p)| p.tree.nics.first().map(|n| n.domain.get()))
+        .expect("the publisher's V-NIC");
+    let text = named
+        .replace("FASTDOMAIN", &domain.to_string())
         .replace("FASTPROBE", partita_interop::fastdds_probe().to_str().unwrap())
         .replace("PYTHON", partita_interop::python().to_str().unwrap())
         .replace("PYPROBE", partita_interop::python_probe().to_str().unwrap());
