@@ -36,17 +36,12 @@ pub struct ForwardKey {
     /// mirroring, the router's endpoint on the other side lives in that participant's proxy. Without
     /// mirroring, all zeros.
     pub owner: GuidPrefix,
-    /// With participant mirroring, for a route asked for by a writer: the participant owning a reader of the
-    /// topic on the destination side (the lowest prefix, when several do); the router's reader on the source
-    /// side lives in that participant's proxy, so the source side sees that participant read the topic, as it
-    /// does (Cyclone's ddsperf checks this of every peer). All zeros otherwise.
-    pub reader_owner: GuidPrefix,
 }
 
 impl ForwardKey {
     /// The key of the topic and direction whatever the owner: the forwarders of one group (`owners.rs`).
     pub(crate) fn unowned(&self) -> ForwardKey {
-        ForwardKey { owner: GuidPrefix::default(), reader_owner: GuidPrefix::default(), ..self.clone() }
+        ForwardKey { owner: GuidPrefix::default(), ..self.clone() }
     }
 }
 

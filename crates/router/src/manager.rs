@@ -90,7 +90,7 @@ pub(crate) fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Sha
         let mut wanted: BTreeMap<ForwardKey, (DiscoveredEndpoint, usize)> = BTreeMap::new();
         for &(ri, from, to) in &dirs {
             let route = &config.routes[ri];
-            let mut want = |ep: &DiscoveredEndpoint, seen_on: usize, reader_owner: GuidPrefix| {
+            let mut want = |ep: &DiscoveredEndpoint, seen_on: usize| {
                 let mut partitions = ep.qos.partitions.clone().unwrap_or_default();
                 partitions.sort();
                 let key = ForwardKey {
@@ -101,7 +101,6 @@ pub(crate) fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Sha
                     type_name: ep.type_name.clone(),
                     partitions,
                     owner: if config.mirror_participants { ep.key.prefix() } else { GuidPrefix::default() },
-                    reader_owner: if config.mirror_participants { reader_owner } else { GuidPrefix::default() },
                 };
                 wanted.entry(key).or_insert_with(|| (ep.clone(), seen_on));
             };
@@ -109,21 +108,17 @@ pub(crate) fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Sha
                 if !allowed(route, w) {
                     continue;
                 }
-                let far_reader_owner = sides[to]
-                    .applications(&sides[to].readers)
-                    .filter(|r| r.topic_name == w.topic_name && r.type_name == w.type_name)
-                    .map(|r| r.participant_prefix())
-                    .min();
                 let enough = matches!(route.trigger, Trigger::Writer | Trigger::Either)
-                    || (route.trigger == Trigger::WriterAndReader && far_reader_owner.is_some());
+                    || (route.trigger == Trigger::WriterAndReader
+                        && sides[to].applications(&sides[to].readers).any(|r| r.topic_name == w.topic_name && r.type_name == w.type_name));
                 if enough {
-                    want(w, from, far_reader_owner.unwrap_or_default());
+                    want(w, from);
                 }
             }
             if matches!(route.trigger, Trigger::Reader | Trigger::Either) {
                 for r in sides[to].applications(&sides[to].readers) {
                     if allowed(route, r) {
-                        want(r, to, GuidPrefix::default());
+                        want(r, to);
                     }
                 }
             }
@@ -188,12 +183,18 @@ pub(crate) fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Sha
                 (None, parts.clone())
             };
             let host = host.unwrap_or_else(|| sides[other].participant.clone());
-            // The reader on the source side of a writer's route stands for the participant of a reader it is
-            // for (see ForwardKey::reader_owner); the main participant when there is none or no proxy could be
-            // made.
-            let reader_host = (config.mirror_participants && key.reader_owner != GuidPrefix::default())
-                .then(|| proxies.get(&mut sides, key.from, key.to, key.reader_owner, &config.name))
-                .flatten()
+            // With mirroring, the reader on the source side of a writer's route lives in the proxy of a participant
+            // that reads the topic on the destination side (the lowest prefix when several do, chosen once, when
+            // the route starts), so the source side sees that participant read the topic, as it does (Cyclone's
+            // ddsperf checks this of every peer); the main participant when none does or no proxy could be made.
+            let reader_owner = sides[key.to]
+                .applications(&sides[key.to].readers)
+                .filter(|r| r.topic_name == key.topic && r.type_name == key.type_name)
+                .map(|r| r.participant_prefix())
+                .min();
+            let reader_host = reader_owner
+                .filter(|_| config.mirror_participants && seen_on == key.from)
+                .and_then(|owner| proxies.get(&mut sides, key.from, key.to, owner, &config.name))
                 .unwrap_or_else(|| sides[key.from].participant.clone());
             let (src_p, dst_p, src_parts, dst_parts) = if seen_on == key.from {
                 (reader_host, host, parts, translated)
