@@ -111,14 +111,7 @@ impl RawTopic {
             cdds_create_blob_topic(participant.handle(), cname.as_ptr() as *mut _, ctype.as_ptr() as *mut _, true)
         };
         check(handle, "cdds_create_blob_topic", || format!("topic {name} ({type_name})"))?;
-        Ok(Topic {
-            entity: Arc::new(Entity { handle, what: format!("topic {name}"), _parent: participant.inner.clone() }),
-            participant: participant.inner.clone(),
-            name: name.into(),
-            type_name: type_name.into(),
-            keyed: false,
-            _t: PhantomData,
-        })
+        Ok(Self::from_parts(participant, handle, name, type_name, false))
     }
 }
 
@@ -140,14 +133,7 @@ impl RawTopic {
             unsafe { crate::keyhash::free(st) };
         }
         check(handle, "dds_create_topic_sertype", || format!("topic {name} ({type_name}) by key hash"))?;
-        Ok(Topic {
-            entity: Arc::new(Entity { handle, what: format!("topic {name}"), _parent: participant.inner.clone() }),
-            participant: participant.inner.clone(),
-            name: name.into(),
-            type_name: type_name.into(),
-            keyed: true,
-            _t: PhantomData,
-        })
+        Ok(Self::from_parts(participant, handle, name, type_name, true))
     }
 
     pub(crate) fn from_parts(participant: &Participant, handle: dds_entity_t, name: &str, type_name: &str, keyed: bool) -> Self {
