@@ -161,11 +161,15 @@ fn a_partition_kept_frozen_or_thawed_against_the_plan_is_reported() {
         partita_supervisor::cgroup::Layout::detect().unwrap().roots().into_iter().map(|r| r.join(relative)).find(|d| d.join("cgroup.freeze").exists()).unwrap()
     };
     // From the host (as the attack of a partition with access to cgroup files would): keep the recorder frozen
-    // for a second, then keep the routing partition thawed for a second.
+    // for three seconds, then keep the routing partition thawed for three seconds.
     let (recorder, routing) = (cgroup("recorder"), cgroup("routing"));
     let meddler = std::thread::spawn(move || {
+        // Off the plan's CPU (1), where the spinning partitions would take turns with it: on CPU 0 it writes as
+        // fast as it can (unpinned, it lost most of the race in one CI-like run and the freeze went unseen).
+        partita_os::sched::pin_current_thread(0).unwrap();
+        // Three seconds each: the supervisor judges only samples well inside a window, a few a second.
         for (dir, value) in [(recorder, "1"), (routing, "0")] {
-            let until = std::time::Instant::now() + Duration::from_secs(1);
+            let until = std::time::Instant::now() + Duration::from_secs(3);
             while std::time::Instant::now() < until {
                 let _ = std::fs::write(dir.join("cgroup.freeze"), value);
             }
