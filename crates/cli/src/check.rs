@@ -33,11 +33,36 @@ pub fn run(args: CheckArgs) -> ExitCode {
     }
 }
 
+/// For each plan of module `mi` with an I/O partition and another partition: the delay its windows alone add to
+/// a request from the network (I/O partition, the other partition, the I/O partition), over arrival instants.
+fn path_delays(s: &System, mi: usize) -> String {
+    let mut out = String::new();
+    let plans = partita_schedule::PlanWindows::of_system(s);
+    for (pi, plan) in s.modules[mi].plans.iter().enumerate() {
+        let at = partita_schedule::system::Located { module: mi, plan: pi, cpu: plan.cpu };
+        let Ok(path) = partita_schedule::system::default_path(s, at) else { continue };
+        let chain: Vec<&str> = path.iter().map(String::as_str).collect();
+        if let Some(d) = partita_schedule::window_delay(&plans, &chain) {
+            out.push_str(&format!(
+                "  request path {}: the windows alone add min {:.0} / mean {:.0} / p50 {:.0} / p99 {:.0} / max {:.0} µs\n    \
+                 (arrivals at any instant; `partita plan optimise` adds service times and searches better layouts)\n",
+                chain.join(" → "),
+                d.min_us,
+                d.mean_us,
+                d.p50_us,
+                d.p99_us,
+                d.max_us
+            ));
+        }
+    }
+    out
+}
+
 /// The whole report for a valid system.
 pub fn render(s: &System) -> String {
     let mut out = String::new();
     out.push_str(&format!("system {} ({})\n", s.name, s.source));
-    for m in &s.modules {
+    for (mi, m) in s.modules.iter().enumerate() {
         out.push_str(&format!("\nmodule {} — CPUs {:?}\n", m.name, m.cpus));
         if m.is_native() {
             let partitions: Vec<&str> = m.partitions.iter().map(|p| p.name.as_str()).collect();
@@ -101,6 +126,7 @@ pub fn render(s: &System) -> String {
         }
         let legend: Vec<String> = letters.iter().map(|(c, n)| format!("{c}={n}")).collect();
         out.push_str(&format!("           {}  .=idle\n", legend.join(" ")));
+        out.push_str(&path_delays(s, mi));
     }
 
     out.push_str("\nnetworks\n");

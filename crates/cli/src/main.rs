@@ -8,6 +8,7 @@ mod app;
 mod bench;
 mod check;
 mod paper;
+mod plan;
 mod route;
 mod soak;
 mod supervise;
@@ -34,6 +35,8 @@ enum Command {
     Demo(paper::DemoArgs),
     /// Validate a system file (the built-in default without one) and show its plans and networks.
     Check(check::CheckArgs),
+    /// Schedule analysis: search window layouts of a plan for better response times (`plan optimise`).
+    Plan(plan::PlanArgs),
     /// Run the DDS routing service between domains.
     Route(route::RouteArgs),
     /// Run benchmarks (request/response round trips: `bench rr`).
@@ -71,6 +74,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Demo(a) => paper::demo(a),
         Command::Check(a) => check::run(a),
+        Command::Plan(a) => plan::run(a),
         Command::Route(a) => route::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Up(a) => supervise::up(a),

@@ -101,9 +101,36 @@ pub struct PaperArgs {
     /// CPU of the routing partition in the multicore scenario.
     #[arg(long, default_value_t = 1)]
     routing_cpu: usize,
+    /// A system file (e.g. written by `partita plan optimise`) whose plan of the recorder and routing partitions
+    /// runs as an extra row beside the paper's plan: PARTITIONED DDS WITH ROUTING, THE PLAN OF --plan.
+    #[arg(long)]
+    plan: Option<PathBuf>,
+    /// The schedule model's cost of entering a window (docs/schedule.md), e.g. 25us; `measured`: the median of
+    /// the plan executors' measured window entries (lateness plus the freeze and thaw calls) in this run.
+    #[arg(long, default_value = "measured")]
+    switch_cost: String,
     /// The setup the scenarios' system files grant every partition and node, and the runs per table row.
     #[command(flatten)]
     measure: crate::bench::MeasureArgs,
+}
+
+/// The plan of the recorder and routing partitions in system file `path`, for `bench paper --plan`.
+fn plan_from(path: &std::path::Path) -> Result<partita_schedule::PlanWindows, String> {
+    let system = partita_system::load(path).map_err(|e| format!("--plan {}: not a valid system file:\n{e}", path.display()))?;
+    let at = partita_schedule::system::locate(&system, None).map_err(|e| format!("--plan: {e}"))?;
+    let plan = partita_schedule::PlanWindows::of_plan(&system.modules[at.module].plans[at.plan]);
+    let mut names: Vec<&str> = plan.slots.iter().map(|s| s.partition.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    if names != ["recorder", "routing"] {
+        return Err(format!(
+            "--plan {}: the plan of CPU {} has windows of {}; the paper's system needs a plan of exactly `recorder` and `routing` (write one with `partita plan optimise`)",
+            path.display(),
+            at.cpu,
+            names.join(", ")
+        ));
+    }
+    Ok(plan)
 }
 
 pub fn paper(a: PaperArgs) -> ExitCode {
@@ -151,6 +178,24 @@ pub fn paper(a: PaperArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let plan = match a.plan.as_deref().map(plan_from).transpose() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if plan.is_some() {
+        scenarios.push(Scenario::FilePlan);
+    }
+    let switch_ns = match a.switch_cost.parse::<partita_system::Duration>() {
+        _ if a.switch_cost == "measured" => None,
+        Ok(d) => Some(d.as_nanos()),
+        Err(e) => {
+            eprintln!("error: --switch-cost {:?}: {e}; give `measured` or a duration such as 25us", a.switch_cost);
+            return ExitCode::from(2);
+        }
+    };
     install_stop_signals();
     let cfg = BenchConfig {
         exe: exe(),
@@ -167,6 +212,8 @@ pub fn paper(a: PaperArgs) -> ExitCode {
         routing_cpu: a.routing_cpu,
         repeat: a.measure.repeat,
         setup,
+        plan,
+        switch_ns,
     };
     eprintln!("partita bench paper: {}; {}", setup.caption(), bench::granted(&setup));
     let res = match bench::run(&cfg, |l| eprintln!("{l}")) {

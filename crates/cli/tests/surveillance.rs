@@ -62,6 +62,7 @@ fn recording_goes_on_through_a_request_flood_and_a_killed_routing_partition_and_
         memory_bytes: 256 << 20,
         monitor_extra: ["--rate", "50", "--duration", "9", "--connect-timeout", "6"].map(String::from).to_vec(),
         setup: partita_bench::Setup::default(),
+        plan: None,
     };
     // The paper's system (its routing table protects the recorder with a per-monitor request rate), with a
     // second native node that floods the recorder with requests through the routing partition all along.
@@ -331,8 +332,70 @@ fn bench_paper_under_normal_scheduling_says_so() {
 }
 
 #[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn bench_paper_measures_a_plan_from_a_file_beside_the_papers_and_predicts_both() {
+    let dir = TempDir::new("paper-plan");
+    let plan_dir = dir.0.join("plan");
+    let made = Command::new(EXE).args(["plan", "optimise", "--service-time", "120us", "--max-overhead", "10", "--out", plan_dir.to_str().unwrap()]).output().unwrap();
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let file = plan_dir.join("video-surveillance-optimised.toml");
+    let out = Command::new(EXE)
+        .args(["bench", "paper", "--scenarios", "trad-routing,partitioned", "--plan", file.to_str().unwrap(), "--count", "300", "--warmup", "30"])
+        .args(["--sweep", "", "--repeat", "1", "--out", dir.0.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "bench paper failed: {stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.0.join("results.json")).unwrap()).unwrap();
+    let tables = v["tables"].as_array().unwrap();
+    assert_eq!(tables.iter().map(|r| r["key"].as_str().unwrap()).collect::<Vec<_>>(), ["trad-routing", "partitioned", "plan"]);
+    let plan_row = &tables[2];
+    assert_eq!(plan_row["answered"], 330, "{plan_row}");
+    // The file's plan has more, shorter windows than the paper's: more switches per ms, a smaller window delay.
+    assert!(plan_row["switches_per_ms"].as_f64().unwrap() > tables[1]["switches_per_ms"].as_f64().unwrap(), "{plan_row}");
+    assert!(plan_row["window_delay"]["max_us"].as_f64().unwrap() < 2200.0, "{plan_row}");
+    for row in &tables[1..] {
+        let p = &row["predicted"];
+        assert!(p["mean_us"].as_f64().unwrap() > 0.0 && p["p99_us"].as_f64().unwrap() >= p["p50_us"].as_f64().unwrap(), "{row}");
+        let entry = &row["runs"][0]["window_entry_us"];
+        assert!(entry[0].as_f64().unwrap() > 0.0 && entry[1].as_f64().unwrap() >= entry[0].as_f64().unwrap(), "{row}");
+        let windows = format!("{}-1024-r1-windows.json", row["key"].as_str().unwrap());
+        let w: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.0.join("raw").join(windows)).unwrap()).unwrap();
+        assert!(w["window_entry_ns"].as_array().unwrap().len() > 100);
+    }
+    assert!(tables[0]["predicted"].is_null(), "the unpartitioned row is the model's input");
+    let sch = &v["schedule"];
+    assert!(sch["switch_measured"].as_bool().unwrap() && sch["switch_samples"].as_u64().unwrap() > 100, "{sch}");
+    assert_eq!(sch["service_samples"], 300);
+    assert_eq!(sch["model"]["background"][0]["partition"], "recorder");
+    assert!(sch["layouts"].as_array().unwrap().len() > 20);
+    let ratios = v["ratios"].as_array().unwrap();
+    assert!(ratios.iter().any(|r| r["name"] == "the --plan plan/traditional with routing"), "{ratios:?}");
+    assert!(stdout.contains("## The schedule model: predicted beside measured"), "{stdout}");
+    assert!(stdout.contains("| PARTITIONED DDS WITH ROUTING, THE PLAN OF --plan |"), "{stdout}");
+    assert!(std::fs::read_to_string(dir.0.join("schedule.svg")).unwrap().starts_with("<svg"));
+    for s in ["trad-routing", "partitioned", "plan"] {
+        assert_nothing_left(&format!("paper-{s}"));
+    }
+}
+
+#[test]
 fn bad_bench_paper_arguments_exit_with_status_2() {
+    let three = std::env::temp_dir().join(format!("partita-three-{}.toml", std::process::id()));
+    std::fs::write(
+        &three,
+        "[system]\nname = \"three\"\n[[module]]\nname = \"m\"\ncpus = [0]\n[[module.partition]]\nname = \"a\"\ncommand = [\"true\"]\n\
+         [[module.partition]]\nname = \"b\"\ncommand = [\"true\"]\n[[module.plan]]\ncpu = 0\nmajor_frame = \"1ms\"\n\
+         [[module.plan.window]]\npartition = \"a\"\nstart = \"0us\"\nduration = \"500us\"\n\
+         [[module.plan.window]]\npartition = \"b\"\nstart = \"500us\"\nduration = \"500us\"\n",
+    )
+    .unwrap();
+    let multicore = format!("{}/../../examples/video-surveillance-multicore.toml", env!("CARGO_MANIFEST_DIR"));
     for (args, needle) in [
+        (&["--plan", "/nonexistent/plan.toml"][..], "--plan /nonexistent/plan.toml"),
+        (&["--plan", three.to_str().unwrap()][..], "exactly `recorder` and `routing`"),
+        (&["--plan", &multicore][..], "nothing to lay out"),
+        (&["--switch-cost", "quick"][..], "--switch-cost \"quick\""),
         (&["--repeat", "0"][..], "--repeat"),
         (&["--normal-scheduling", "--cpu-dma-latency", "0"][..], "--cpu-dma-latency 0 with --normal-scheduling"),
         (&["--fifo", "95"][..], "--fifo 95"),
@@ -342,6 +405,7 @@ fn bad_bench_paper_arguments_exit_with_status_2() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: {err}");
     }
+    let _ = std::fs::remove_file(three);
 }
 
 #[test]

@@ -5,7 +5,8 @@
 //! The Fig. 5 sweep makes one run per point (its 1 KiB point is the table's row). The measurement setup is
 //! granted by each scenario's system file ([`Params::setup`]); this process holds the setup's latency bound for
 //! the whole run, between systems too.
-use crate::prediction::{window_delay, PlanWindows, WindowDelay};
+use partita_schedule::optimise::{layouts, Objective, Search};
+use partita_schedule::{predict, window_delay, Arrivals, Background, Model, PlanWindows, Predicted, WindowDelay};
 use crate::run::{run_until_monitor_exits, RunError};
 use crate::scenario::{Params, Scenario, MONITOR};
 use partita_apps::summary::Summary;
@@ -37,6 +38,11 @@ pub struct BenchConfig {
     pub routing_cpu: usize,
     /// What the system files grant the measured partitions and nodes.
     pub setup: Setup,
+    /// The plan of the extra row [`Scenario::FilePlan`] (`--plan FILE`).
+    pub plan: Option<PlanWindows>,
+    /// The schedule model's cost of switching into a window, ns (docs/schedule.md); `None`: the median of the
+    /// measured window entries of the windowed rows' runs.
+    pub switch_ns: Option<u64>,
 }
 
 /// One run of a scenario at one size.
@@ -51,6 +57,12 @@ pub struct Run {
     pub summary: Summary,
     /// The plan executors' largest window-start lateness in this run (partitioned scenarios), µs.
     pub window_lateness_max_us: Option<f64>,
+    /// How long after its planned start a window was open to its partition (executor lateness plus its freeze
+    /// and thaw calls), over the executor's recorded window starts: p50, p99 and max, µs.
+    pub window_entry_us: Option<[f64; 3]>,
+    /// The window entries themselves, ns (also in `raw/<run>-windows.json`).
+    #[serde(skip)]
+    pub window_entries_ns: Vec<u64>,
     /// Where the raw samples are (relative to the output folder).
     pub raw: String,
 }
@@ -80,8 +92,12 @@ pub struct Row {
     pub window_lateness_max_us: Option<f64>,
     /// The delay the scenario's plans add to a request's path ([`CHAIN`]); `None` where the path is not
     /// windowed.
-    #[serde(skip)]
     pub window_delay: Option<WindowDelay>,
+    /// What the schedule model predicts for this row from TRADITIONAL DDS WITH ROUTING's raw samples (the
+    /// windowed rows, when that row ran).
+    pub predicted: Option<Predicted>,
+    /// The row's plan (windowed rows): window switches per ms.
+    pub switches_per_ms: Option<f64>,
     /// In the order they were made.
     pub runs: Vec<Run>,
 }
@@ -130,6 +146,8 @@ impl Row {
             flagged: p50.flagged(),
             window_lateness_max_us: runs.iter().filter_map(|r| r.window_lateness_max_us).reduce(f64::max),
             window_delay,
+            predicted: None,
+            switches_per_ms: None,
             runs,
         }
     }
@@ -159,6 +177,29 @@ pub struct Prediction {
     pub runs: usize,
 }
 
+/// What the schedule model (crates/schedule, docs/schedule.md) predicts, from this run's unpartitioned samples.
+#[derive(Debug, Clone, Serialize)]
+pub struct Schedule {
+    pub model: Model,
+    /// Whether the model's switch costs are the measured window entries (else one given with --switch-cost).
+    pub switch_measured: bool,
+    /// How many measured window entries the switch costs were drawn from (under the paper's plan when it ran).
+    pub switch_samples: usize,
+    /// TRADITIONAL DDS WITH ROUTING's raw response times the model drew service times from.
+    pub service_samples: usize,
+    /// Layouts of the paper's plan with its shares (the optimiser's candidates): predicted, for the trade-off
+    /// figure (schedule.svg).
+    pub layouts: Vec<Layout>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Layout {
+    pub major_frame_us: f64,
+    pub windows_per_frame: usize,
+    pub switches_per_ms: f64,
+    pub predicted: Predicted,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Ratio {
     pub name: &'static str,
@@ -185,6 +226,8 @@ pub struct Results {
     pub sweep: Vec<Row>,
     pub ratios: Vec<Ratio>,
     pub prediction: Option<Prediction>,
+    /// The schedule model's predictions beside the measured rows, and over layouts of the paper's plan.
+    pub schedule: Option<Schedule>,
     /// How much of the partitioning penalty (partitioned − traditional with routing, in mean and p99) the
     /// routing partition's own CPU removes.
     pub multicore_penalty_removed: Option<(f64, f64)>,
@@ -232,6 +275,7 @@ fn run_one(cfg: &BenchConfig, s: Scenario, size: usize, count: u64, warmup: u64,
         memory_bytes: 512 << 20,
         monitor_extra: Vec::new(),
         setup: cfg.setup,
+        plan: cfg.plan.clone(),
     };
     let system = s.system(&params).map_err(|e| RunError::Supervisor { system: format!("paper-{}", s.key()), message: e.to_string() })?;
     let ring = s.ring(&system, &params);
@@ -250,6 +294,16 @@ fn run_one(cfg: &BenchConfig, s: Scenario, size: usize, count: u64, warmup: u64,
     }
     let done = done?;
     let window_lateness_max_us = done.window_lateness_max_us();
+    let window_entries_ns = done.window_entries_ns();
+    let mut entries = window_entries_ns.clone();
+    entries.sort_unstable();
+    let q = |p: f64| entries[((entries.len() - 1) as f64 * p).round() as usize] as f64 / 1e3;
+    let window_entry_us = (!entries.is_empty()).then(|| [q(0.5), q(0.99), q(1.0)]);
+    if !entries.is_empty() {
+        let path = raw_dir.join(name.replace(".json", "-windows.json"));
+        let json = serde_json::json!({ "window_entry_ns": window_entries_ns });
+        std::fs::write(&path, json.to_string()).map_err(|e| RunError::File { path, message: e.to_string() })?;
+    }
     let r = done.report;
     let run = Run {
         repeat,
@@ -259,6 +313,8 @@ fn run_one(cfg: &BenchConfig, s: Scenario, size: usize, count: u64, warmup: u64,
         timeouts: r.timeouts,
         summary: r.summary,
         window_lateness_max_us,
+        window_entry_us,
+        window_entries_ns,
         raw: format!("raw/{name}"),
     };
     Ok((run, window_delay))
@@ -293,8 +349,9 @@ pub fn run(cfg: &BenchConfig, mut log: impl FnMut(&str)) -> Result<Results, RunE
         runs[i].0.push(run);
         runs[i].1 = wd;
     }
-    let tables: Vec<Row> =
+    let mut tables: Vec<Row> =
         cfg.scenarios.iter().zip(runs).map(|(&s, (runs, wd))| Row::of_runs(s, cfg.table_size, wd, runs)).collect();
+    let schedule = predict_rows(cfg, &mut tables);
     let mut sweep = Vec::new();
     let _ = std::fs::remove_dir(cfg.out.join("rings"));
     for &size in &cfg.sweep_sizes {
@@ -320,6 +377,7 @@ pub fn run(cfg: &BenchConfig, mut log: impl FnMut(&str)) -> Result<Results, RunE
         ("single partition/traditional", Scenario::SinglePartition, Scenario::Traditional),
         ("partitioned/traditional with routing", Scenario::PartitionedRouting, Scenario::TraditionalRouting),
         ("multicore partitioned/traditional with routing", Scenario::Multicore, Scenario::TraditionalRouting),
+        ("the --plan plan/traditional with routing", Scenario::FilePlan, Scenario::TraditionalRouting),
     ] {
         if let (Some(x), Some(y)) = (mean(a), mean(b)) {
             let paper = match (a.paper(), b.paper()) {
@@ -372,9 +430,102 @@ pub fn run(cfg: &BenchConfig, mut log: impl FnMut(&str)) -> Result<Results, RunE
         sweep,
         ratios,
         prediction,
+        schedule,
         multicore_penalty_removed,
         elapsed_s: t0.elapsed().as_secs_f64(),
     })
+}
+
+/// The recorder's own periodic work: what one frame capture (render and PNG-encode a 320×240 frame, as
+/// `partita app recorder` does 10 times a second) costs on this machine, measured here: the median of 21, ns.
+pub fn capture_cost_ns() -> u64 {
+    let mut v: Vec<u64> = (0..21u64)
+        .map(|i| {
+            let t = std::time::Instant::now();
+            let img = partita_apps::pattern::render(0, i, 0, 320, 240);
+            let _ = partita_apps::pattern::encode_png(&img);
+            t.elapsed().as_nanos() as u64
+        })
+        .collect();
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+/// The recorder's frame rate in every scenario (`Params::recorder_command`).
+pub const RECORDER_FPS: u64 = 10;
+
+/// The plan a windowed scenario runs under.
+fn plan_of(cfg: &BenchConfig, s: Scenario) -> Option<PlanWindows> {
+    match s {
+        Scenario::PartitionedRouting => Some(crate::scenario::paper_plan()),
+        Scenario::FilePlan => cfg.plan.clone(),
+        _ => None,
+    }
+}
+
+/// The raw response times (ns) of a row's runs, from their monitor reports.
+fn samples(out: &std::path::Path, row: &Row) -> Vec<u64> {
+    let mut v = Vec::new();
+    for r in &row.runs {
+        let Ok(text) = std::fs::read_to_string(out.join(&r.raw)) else { continue };
+        let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
+        v.extend(json["samples_ns"].as_array().into_iter().flatten().filter_map(|x| x.as_u64()));
+    }
+    v
+}
+
+/// The model's prediction for every windowed row and for layouts of the paper's plan, from TRADITIONAL DDS WITH
+/// ROUTING's raw samples of this run; `None` when that row did not run.
+fn predict_rows(cfg: &BenchConfig, tables: &mut [Row]) -> Option<Schedule> {
+    let service = samples(&cfg.out, tables.iter().find(|r| r.scenario == Scenario::TraditionalRouting)?);
+    if service.is_empty() {
+        return None;
+    }
+    // The switch costs: given, or the window entries the executor measured under the paper's plan (the same
+    // for every row: a plan is predicted from measurements made without it), else under the row's own plan.
+    let entries = |s: Scenario| -> Vec<u64> { tables.iter().filter(|r| r.scenario == s).flat_map(|r| r.runs.iter().flat_map(|x| x.window_entries_ns.iter().copied())).collect() };
+    let paper_entries = entries(Scenario::PartitionedRouting);
+    let median = |v: &[u64]| -> u64 {
+        let mut v = v.to_vec();
+        v.sort_unstable();
+        v.get(v.len() / 2).copied().unwrap_or(0)
+    };
+    // bench paper's monitor asks the next question as soon as it has the answer.
+    let capture = Background { partition: "recorder".into(), period_ns: 1_000_000_000 / RECORDER_FPS, cost_ns: capture_cost_ns() };
+    let base = Model { chain: CHAIN.iter().map(|s| s.to_string()).collect(), switch_ns: cfg.switch_ns.unwrap_or(0), switch_samples: Vec::new(), arrivals: Arrivals::Closed { think_ns: 0 }, requests: 100_000, background: vec![capture] };
+    let model_for = |s: Scenario| -> Model {
+        if cfg.switch_ns.is_some() {
+            return base.clone();
+        }
+        let samples = if paper_entries.is_empty() { entries(s) } else { paper_entries.clone() };
+        Model { switch_ns: median(&samples), switch_samples: samples, ..base.clone() }
+    };
+    let model = model_for(Scenario::PartitionedRouting);
+    if cfg.switch_ns.is_none() && model.switch_samples.is_empty() && plan_of(cfg, Scenario::FilePlan).is_none() {
+        return None;
+    }
+    let models: Vec<Model> = tables.iter().map(|r| model_for(r.scenario)).collect();
+    for (row, m) in tables.iter_mut().zip(&models) {
+        if let Some(plan) = plan_of(cfg, row.scenario) {
+            row.predicted = predict(std::slice::from_ref(&plan), m, &service).ok();
+            row.switches_per_ms = Some(plan.slots.iter().filter(|s| s.switched_in).count() as f64 * 1e6 / plan.major_frame_ns as f64);
+        }
+    }
+    let search = Search { min_window_ns: 50_000, min_frame_ns: 0, max_frame_ns: u64::MAX, max_overhead: 1.0, objective: Objective::Mean, search_requests: 0, final_requests: 0 };
+    let quick = Model { requests: 5_000, ..model.clone() };
+    let layouts = layouts(&crate::scenario::paper_plan(), &search)
+        .into_iter()
+        .filter_map(|(plan, _)| {
+            let predicted = predict(std::slice::from_ref(&plan), &quick, &service).ok()?;
+            Some(Layout {
+                major_frame_us: plan.major_frame_ns as f64 / 1e3,
+                windows_per_frame: plan.slots.len(),
+                switches_per_ms: plan.slots.iter().filter(|s| s.switched_in).count() as f64 * 1e6 / plan.major_frame_ns as f64,
+                predicted,
+            })
+        })
+        .collect();
+    Some(Schedule { switch_measured: cfg.switch_ns.is_none(), switch_samples: model.switch_samples.len(), model, service_samples: service.len(), layouts })
 }
 
 fn row_of(rows: &[Row], s: Scenario) -> Option<&Row> {

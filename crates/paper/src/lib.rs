@@ -3,14 +3,12 @@
 //! - [`demo`]: the video-surveillance system on its built-in defaults, measured by its monitoring node.
 //! - [`scenario`]: the evaluation's scenarios (Tables 1 and 2, the multicore future work) as systems.
 //! - [`run`]: boot a system, wait for its monitor, tear it down, read the report.
-//! - [`prediction`]: the window delay a cyclic plan adds to a request's path.
 //! - [`bench`] and [`report`]: `partita bench paper` and its Markdown, CSV, JSON and SVG outputs.
 //! - [`soak`]: `partita soak`, a system run for hours with per-interval figures and a verdict.
 //! - [`vm_bench`]: `partita bench vm`, the recorder as a VM partition against a process partition and native.
 #![forbid(unsafe_code)]
 pub mod bench;
 pub mod demo;
-pub mod prediction;
 pub mod report;
 pub mod run;
 pub mod scenario;

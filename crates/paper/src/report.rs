@@ -125,6 +125,48 @@ pub fn markdown(res: &Results, command: &str) -> String {
             p.measured_max_us
         );
     }
+    if let Some(sch) = &res.schedule {
+        let _ = writeln!(
+            o,
+            "## The schedule model: predicted beside measured\n\nThe model (docs/schedule.md) walks each row's plan with \
+             the recorder's own work ({}) and service times drawn from this run's {} raw TRADITIONAL DDS WITH ROUTING response times, spread evenly over \
+             the path's {} visits ({}), each window entered from another partition losing {}; \
+             closed-loop arrivals as the monitor asks; {} simulated requests.\n\n\
+             | row | switches per ms | window entry p50 / p99 / max µs | predicted mean / p50 / p99 / max µs | measured mean / p50 / p99 / max µs | mean error | p99 error |\n|---|---:|---|---|---|---:|---:|",
+            sch.model.background.iter().map(|b| format!("{:.2} ms of CPU every {} ms to capture a frame, measured here", b.cost_ns as f64 / 1e6, b.period_ns / 1_000_000)).collect::<Vec<_>>().join(", "),
+            sch.service_samples,
+            sch.model.chain.len(),
+            sch.model.chain.join(" → "),
+            if sch.switch_measured {
+                format!("one of the {} window entries the executor measured under the paper's plan in this run (median {:.1} µs; window entry below)", sch.switch_samples, sch.model.switch_ns as f64 / 1e3)
+            } else {
+                format!("{:.1} µs (given with --switch-cost)", sch.model.switch_ns as f64 / 1e3)
+            },
+            sch.model.requests
+        );
+        for r in res.tables.iter().filter(|r| r.predicted.is_some()) {
+            let (p, m) = (r.predicted.expect("filtered"), &r.summary);
+            let err = |a: f64, b: f64| format!("{:+.1}%", (a - b) / b * 100.0);
+            let _ = writeln!(
+                o,
+                "| {} | {:.2} | {} | {:.0} / {:.0} / {:.0} / {:.0} | {:.0} / {:.0} / {:.0} / {:.0} | {} | {} |",
+                r.title,
+                r.switches_per_ms.unwrap_or(0.0),
+                r.runs.iter().filter_map(|x| x.window_entry_us).next_back().map_or("–".into(), |e| format!("{:.1} / {:.1} / {:.1}", e[0], e[1], e[2])),
+                p.mean_us,
+                p.p50_us,
+                p.p99_us,
+                p.max_us,
+                m.mean_us,
+                m.p50_us,
+                m.p99_us,
+                m.max_us,
+                err(p.mean_us, m.mean_us),
+                err(p.p99_us, m.p99_us)
+            );
+        }
+        o.push_str("\n(error: predicted against measured, the medians over the runs; window entry: how long after its planned start a window was open to its partition, the executor's lateness plus its freeze and thaw calls, over the last run's recorded window starts.) schedule.svg draws the prediction for every layout of the paper's plan with its shares against window switches per ms, and the measured rows.\n\n");
+    }
     if let Some((mean, p99)) = res.multicore_penalty_removed {
         let _ = writeln!(
             o,
@@ -288,6 +330,26 @@ fn fmt_us(v: f64) -> String {
     }
 }
 
+/// The trade-off figure: predicted layouts of the paper's plan, and the measured windowed rows.
+pub fn schedule_svg(res: &Results) -> String {
+    use partita_schedule::svg::{tradeoff, Kind, Point};
+    let mut points: Vec<Point> = Vec::new();
+    if let Some(sch) = &res.schedule {
+        points.extend(sch.layouts.iter().map(|l| Point { switches_per_ms: l.switches_per_ms, mean_us: l.predicted.mean_us, p99_us: l.predicted.p99_us, kind: Kind::Predicted, label: None }));
+    }
+    for r in res.tables.iter().filter(|r| r.predicted.is_some()) {
+        let x = r.switches_per_ms.unwrap_or(0.0);
+        let p = r.predicted.expect("filtered");
+        let label = match r.scenario {
+            crate::scenario::Scenario::FilePlan => "--plan",
+            _ => "paper's plan",
+        };
+        points.push(Point { switches_per_ms: x, mean_us: p.mean_us, p99_us: p.p99_us, kind: Kind::Front, label: None });
+        points.push(Point { switches_per_ms: x, mean_us: r.summary.mean_us, p99_us: r.summary.p99_us, kind: Kind::Measured, label: Some(label.into()) });
+    }
+    tradeoff("Response time against window switches: layouts of the paper's plan (recorder 7/15, routing 8/15 of one CPU)", "the measured plans", &points)
+}
+
 /// Writes report.md, results.json, results.csv, runs.csv and fig5.svg into `out`.
 pub fn write_all(res: &Results, out: &Path, command: &str) -> std::io::Result<()> {
     std::fs::create_dir_all(out)?;
@@ -296,5 +358,8 @@ pub fn write_all(res: &Results, out: &Path, command: &str) -> std::io::Result<()
     std::fs::write(out.join("results.csv"), csv(res))?;
     std::fs::write(out.join("runs.csv"), runs_csv(res))?;
     std::fs::write(out.join("fig5.svg"), svg(res))?;
+    if res.schedule.is_some() {
+        std::fs::write(out.join("schedule.svg"), schedule_svg(res))?;
+    }
     Ok(())
 }

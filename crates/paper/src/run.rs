@@ -33,6 +33,12 @@ impl Finished {
     pub fn window_lateness_max_us(&self) -> Option<f64> {
         self.executors.iter().map(|e| e.max_lateness_ns).max().map(|ns| ns as f64 / 1e3)
     }
+
+    /// How long after its planned start each recorded window was open to its partition (the executor's
+    /// lateness and its freeze and thaw calls), ns; empty when the system had no plan.
+    pub fn window_entries_ns(&self) -> Vec<u64> {
+        self.executors.iter().flat_map(|e| e.starts.iter().map(|s| s.switched_ns.saturating_sub(s.planned_ns))).collect()
+    }
 }
 
 /// Whether the supervisor's event log says the partition or node `name` has exited.

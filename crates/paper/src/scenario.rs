@@ -11,7 +11,8 @@
 //! | PARTITIONED DDS WITH ROUTING | the paper's plan: recorder 700 µs, routing 800 µs, one 1500 µs frame on one CPU (examples/video-surveillance.toml) |
 //! | MULTICORE | the paper's future work: the same two partitions, each with its own CPU and a whole-frame window (examples/video-surveillance-multicore.toml) |
 use partita_bench::setup::{Setup, LOCK_MEMORY_FLAG};
-use partita_system::{ByteSize, Errors, Host, System};
+use partita_schedule::PlanWindows;
+use partita_system::{ByteSize, Duration, Errors, Host, System};
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -23,6 +24,9 @@ pub enum Scenario {
     TraditionalRouting,
     PartitionedRouting,
     Multicore,
+    /// PARTITIONED DDS WITH ROUTING with the plan of `bench paper --plan FILE` (an optimised plan) instead of
+    /// the paper's: not in [`Scenario::ALL`]; added when a plan is given.
+    FilePlan,
 }
 
 /// The paper's figures (µs): min, avg, max, std, p99 (Tables 1 and 2, 1 KiB).
@@ -61,6 +65,7 @@ impl Scenario {
             Scenario::TraditionalRouting => "trad-routing",
             Scenario::PartitionedRouting => "partitioned",
             Scenario::Multicore => "multicore",
+            Scenario::FilePlan => "plan",
         }
     }
 
@@ -77,6 +82,7 @@ impl Scenario {
             Scenario::TraditionalRouting => "TRADITIONAL DDS WITH ROUTING",
             Scenario::PartitionedRouting => "PARTITIONED DDS WITH ROUTING",
             Scenario::Multicore => "PARTITIONED DDS WITH ROUTING, ROUTING ON ITS OWN CPU",
+            Scenario::FilePlan => "PARTITIONED DDS WITH ROUTING, THE PLAN OF --plan",
         }
     }
 
@@ -88,7 +94,7 @@ impl Scenario {
             Scenario::SinglePartition => r(262.0, 331.0, 467.0, 28.0, 409.0),
             Scenario::TraditionalRouting => r(662.0, 764.0, 1632.0, 36.0, 876.0),
             Scenario::PartitionedRouting => r(1028.0, 1858.0, 4157.0, 539.0, 3346.0),
-            Scenario::Multicore => None,
+            Scenario::Multicore | Scenario::FilePlan => None,
         }
     }
 
@@ -107,7 +113,7 @@ impl Scenario {
             Scenario::Traditional => include_str!("../scenarios/traditional.toml"),
             Scenario::SinglePartition => include_str!("../scenarios/single.toml"),
             Scenario::TraditionalRouting => include_str!("../scenarios/trad-routing.toml"),
-            Scenario::PartitionedRouting => include_str!("../scenarios/partitioned.toml"),
+            Scenario::PartitionedRouting | Scenario::FilePlan => include_str!("../scenarios/partitioned.toml"),
             Scenario::Multicore => include_str!("../scenarios/multicore.toml"),
         }
     }
@@ -118,6 +124,10 @@ impl Scenario {
         let strings = |v: Vec<String>| toml::Value::Array(v.into_iter().map(toml::Value::String).collect()).to_string();
         let string = |s: &str| toml::Value::String(s.to_string()).to_string();
         let mut text = self.template().to_string();
+        let plan = match (self, &p.plan) {
+            (Scenario::FilePlan, Some(plan)) => plan.clone(),
+            _ => paper_plan(),
+        };
         for (key, value) in [
             ("@SYSTEM@", string(&format!("paper-{}", self.key()))),
             ("@CPU_DMA_LATENCY@", string(&p.cpu_dma_latency())),
@@ -130,6 +140,7 @@ impl Scenario {
             ("@RECORDER_CPU@", p.recorder_cpu.to_string()),
             ("@ROUTING_CPU@", p.routing_cpu.to_string()),
             ("@MEMORY@", string(&ByteSize(p.memory_bytes).to_string())),
+            ("@PLAN@", plan_toml(&plan, p.recorder_cpu)),
         ] {
             text = text.replace(key, &value);
         }
@@ -150,6 +161,21 @@ impl Scenario {
     pub fn system(self, p: &Params) -> Result<System, Errors> {
         partita_system::parse(&self.toml(p), &format!("<paper scenario {}>", self.key()), &Host::this_machine())
     }
+}
+
+/// The paper's plan: the recorder 700 µs, then the routing partition 800 µs, in a 1500 µs frame.
+pub fn paper_plan() -> PlanWindows {
+    PlanWindows::new(0, 1_500_000, &[("recorder".into(), 0, 700_000), ("routing".into(), 700_000, 800_000)])
+}
+
+/// `plan` as the `[[module.plan]]` of CPU `cpu`.
+fn plan_toml(plan: &PlanWindows, cpu: usize) -> String {
+    let d = |ns: u64| Duration::from_nanos(ns).to_string();
+    let mut t = format!("[[module.plan]]\ncpu = {cpu}\nmajor_frame = \"{}\"\n", d(plan.major_frame_ns));
+    for s in &plan.slots {
+        t.push_str(&format!("\n[[module.plan.window]]\npartition = \"{}\"\nstart = \"{}\"\nduration = \"{}\"\n", s.partition, d(s.start), d(s.duration)));
+    }
+    t
 }
 
 /// What one run of a scenario measures.
@@ -176,6 +202,9 @@ pub struct Params {
     /// The measurement setup the system file grants every partition and node: their scheduling class, their
     /// memory locked (`--lock-memory` on their commands) and the system's `cpu_dma_latency`.
     pub setup: Setup,
+    /// The plan of [`Scenario::FilePlan`] (the recorder and routing partitions' windows; its CPU is
+    /// `recorder_cpu`).
+    pub plan: Option<PlanWindows>,
 }
 
 /// Where the NETWORK scenario's answerer listens.
@@ -229,7 +258,7 @@ impl Params {
         if s == Scenario::Traditional {
             c.extend(["--ring".to_string(), self.ring.display().to_string()]);
         }
-        c.extend(["--ring-size".into(), "16MiB".into(), "--fps".into(), "10".into(), "--fsync".into(), "never".into()]);
+        c.extend(["--ring-size".into(), "16MiB".into(), "--fps".into(), crate::bench::RECORDER_FPS.to_string(), "--fsync".into(), "never".into()]);
         c.extend(["--reply-size".into(), self.reply_size.to_string()]);
         c
     }
@@ -270,6 +299,7 @@ mod tests {
             memory_bytes: 512 << 20,
             monitor_extra: Vec::new(),
             setup: Setup::default(),
+            plan: None,
         }
     }
 
@@ -348,6 +378,20 @@ mod tests {
             let router = |m: &partita_system::Module| m.io_partition().and_then(|p| p.router.clone());
             assert_eq!(router(a), router(b), "{}: the routing table differs from the example's", s.key());
             assert!(router(a).is_some());
+        }
+    }
+
+    #[test]
+    fn the_plan_scenario_is_the_partitioned_one_with_the_given_windows() {
+        let plan = PlanWindows::new(0, 300_000, &[("recorder".into(), 0, 70_000), ("routing".into(), 70_000, 80_000), ("recorder".into(), 150_000, 70_000), ("routing".into(), 220_000, 80_000)]);
+        let p = Params { plan: Some(plan.clone()), recorder_cpu: 1, ..params() };
+        let sys = partita_system::parse(&Scenario::FilePlan.toml(&p), "plan", &Host::with_cpus(2)).unwrap();
+        let got = PlanWindows::of_plan(&sys.modules[0].plans[0]);
+        assert_eq!((got.cpu, got.major_frame_ns, got.slots), (1, 300_000, plan.slots));
+        // Without a plan, and in the partitioned scenario, the paper's.
+        for s in [Scenario::FilePlan, Scenario::PartitionedRouting] {
+            let sys = partita_system::parse(&s.toml(&Params { plan: None, ..params() }), "p", &Host::with_cpus(2)).unwrap();
+            assert_eq!(PlanWindows::of_plan(&sys.modules[0].plans[0]).slots, paper_plan().slots);
         }
     }
 }

@@ -185,6 +185,7 @@ fn run_one(cfg: &VmBenchConfig, s: Scenario, placement: Placement, repeat: u32) 
         memory_bytes: 512 << 20,
         monitor_extra: Vec::new(),
         setup: cfg.setup,
+        plan: None,
     };
     let mut text = s.toml(&params).replace(&format!("\"paper-{}\"", s.key()), &format!("\"vmb-{}\"", tag.replace("traditional", "trad").replace("partitioned", "part")));
     if placement == Placement::Vm {

@@ -1,0 +1,94 @@
+//! The optimiser's plans, written into system files: every one validates as `partita check` validates a file
+//! and gives each partition exactly the share it had, for the paper's system, a three-partition module with idle
+//! time, and the multicore variant (one partition per CPU, nothing to lay out).
+use partita_schedule::optimise::{layouts, optimise, Objective, Search};
+use partita_schedule::system::{default_path, locate, written, SystemError};
+use partita_schedule::{Arrivals, Model, PlanWindows};
+use partita_system::Host;
+
+fn host() -> Host {
+    Host { cpus: vec![0, 1], path: None }
+}
+
+fn search() -> Search {
+    Search { min_window_ns: 50_000, min_frame_ns: 100_000, max_frame_ns: 3_000_000, max_overhead: 0.25, objective: Objective::P99, search_requests: 500, final_requests: 2000 }
+}
+
+const THREE: &str = r#"
+[system]
+name = "three"
+[[module]]
+name = "m"
+cpus = [0]
+[[module.partition]]
+name = "io"
+command = ["true"]
+io = true
+[[module.partition]]
+name = "control"
+command = ["true"]
+[[module.partition]]
+name = "logger"
+command = ["true"]
+[[module.plan]]
+cpu = 0
+major_frame = "2ms"   # 200 us idle at the end
+[[module.plan.window]]
+partition = "io"
+start = "0us"
+duration = "600us"
+[[module.plan.window]]
+partition = "control"
+start = "600us"
+duration = "800us"
+[[module.plan.window]]
+partition = "logger"
+start = "1400us"
+duration = "400us"
+"#;
+
+#[test]
+fn every_layout_written_into_the_file_validates_and_keeps_the_shares() {
+    for (text, name) in [(partita_system::BUILTIN_DEFAULT, "paper"), (THREE, "three")] {
+        let system = partita_system::parse(text, name, &host()).unwrap();
+        let at = locate(&system, None).unwrap();
+        let base = PlanWindows::of_plan(&system.modules[at.module].plans[at.plan]);
+        let all = layouts(&base, &search());
+        assert!(all.len() >= 10, "{name}: {} layouts", all.len());
+        for (plan, _) in all {
+            let (file, parsed) = written(&system, text, &host(), at, &plan).unwrap_or_else(|e| panic!("{name}: {e}\n{plan:?}"));
+            assert_eq!(PlanWindows::of_plan(&parsed.modules[at.module].plans[at.plan]).slots, plan.slots);
+            // Everything else stays: the partitions, the nodes, the comments.
+            assert_eq!(parsed.modules[0].partitions.len(), system.modules[0].partitions.len());
+            assert_eq!(parsed.nodes.len(), system.nodes.len());
+            assert!(name != "paper" || file.contains("# A native (non-partitioned) node on the inter-module network"), "{file}");
+        }
+    }
+}
+
+#[test]
+fn the_chosen_plan_of_the_three_partition_module_is_a_valid_file() {
+    let system = partita_system::parse(THREE, "three", &host()).unwrap();
+    let at = locate(&system, Some(0)).unwrap();
+    let path = default_path(&system, at).unwrap();
+    assert_eq!(path, ["io", "control", "io"]);
+    let model = Model { chain: path, switch_ns: 25_000, switch_samples: Vec::new(), arrivals: Arrivals::Open, requests: 2000, background: Vec::new() };
+    let plans = PlanWindows::of_system(&system);
+    let out = optimise(&plans, 0, &model, &[50_000, 90_000], &search()).unwrap();
+    let chosen = &out.candidates[out.chosen];
+    assert!(chosen.overhead <= 0.25);
+    let (_, parsed) = written(&system, THREE, &host(), at, &chosen.plan).unwrap();
+    assert_eq!(parsed.modules[0].plans[0].idle().as_nanos() * 2_000_000, 200_000 * parsed.modules[0].plans[0].frame().as_nanos());
+}
+
+#[test]
+fn systems_without_a_plan_to_lay_out_say_so() {
+    let multicore = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/video-surveillance-multicore.toml")).unwrap();
+    let system = partita_system::parse(&multicore, "multicore", &host()).unwrap();
+    let e = locate(&system, None).unwrap_err();
+    assert!(matches!(e, SystemError::NothingToLayOut { .. }), "{e}");
+    assert!(e.to_string().contains("multicore"), "{e}");
+    let paper = partita_system::parse(partita_system::BUILTIN_DEFAULT, "paper", &host()).unwrap();
+    let e = locate(&paper, Some(5)).unwrap_err();
+    assert!(e.to_string().contains("no plan schedules CPU 5"), "{e}");
+}
