@@ -8,7 +8,7 @@
 use partita_schedule::optimise::{layouts, Objective, Search};
 use partita_schedule::{predict, window_delay, Arrivals, Background, Model, PlanWindows, Predicted, WindowDelay};
 use crate::run::{run_until_monitor_exits, RunError};
-use crate::scenario::{Params, Scenario, MONITOR};
+use crate::scenario::{Params, Scenario, MONITOR, RECORDER_FPS};
 use partita_apps::summary::Summary;
 use partita_bench::repeat::{interleaved, Spread};
 use partita_bench::setup::{Setup, SetupRecord};
@@ -450,9 +450,6 @@ pub fn capture_cost_ns() -> u64 {
     v.sort_unstable();
     v[v.len() / 2]
 }
-
-/// The recorder's frame rate in every scenario (`Params::recorder_command`).
-pub const RECORDER_FPS: u64 = 10;
 
 /// The plan a windowed scenario runs under.
 fn plan_of(cfg: &BenchConfig, s: Scenario) -> Option<PlanWindows> {

@@ -43,6 +43,8 @@ pub struct PaperRow {
 /// and port.
 pub const UDP_ADDRESS: &str = "198.18.0.10";
 pub const UDP_PORT: u16 = 9500;
+/// The recorder's frame rate in every scenario.
+pub const RECORDER_FPS: u64 = 10;
 /// The name of the monitoring node in every scenario.
 pub const MONITOR: &str = "monitor";
 
@@ -258,7 +260,7 @@ impl Params {
         if s == Scenario::Traditional {
             c.extend(["--ring".to_string(), self.ring.display().to_string()]);
         }
-        c.extend(["--ring-size".into(), "16MiB".into(), "--fps".into(), crate::bench::RECORDER_FPS.to_string(), "--fsync".into(), "never".into()]);
+        c.extend(["--ring-size".into(), "16MiB".into(), "--fps".into(), RECORDER_FPS.to_string(), "--fsync".into(), "never".into()]);
         c.extend(["--reply-size".into(), self.reply_size.to_string()]);
         c
     }
