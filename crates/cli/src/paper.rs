@@ -105,8 +105,9 @@ pub struct PaperArgs {
     /// runs as an extra row beside the paper's plan: PARTITIONED DDS WITH ROUTING, THE PLAN OF --plan.
     #[arg(long)]
     plan: Option<PathBuf>,
-    /// The schedule model's cost of entering a window (docs/schedule.md), e.g. 25us; `measured`: the median of
-    /// the plan executors' measured window entries (lateness plus the freeze and thaw calls) in this run.
+    /// The schedule model's cost of entering a window (docs/schedule.md), e.g. 25us; `measured`: each window
+    /// instance loses one of the window entries (lateness plus the freeze and thaw calls) the executor measured
+    /// under the paper's plan in this run.
     #[arg(long, default_value = "measured")]
     switch_cost: String,
     /// The setup the scenarios' system files grant every partition and node, and the runs per table row.

@@ -40,8 +40,9 @@ pub struct BenchConfig {
     pub setup: Setup,
     /// The plan of the extra row [`Scenario::FilePlan`] (`--plan FILE`).
     pub plan: Option<PlanWindows>,
-    /// The schedule model's cost of switching into a window, ns (docs/schedule.md); `None`: the median of the
-    /// measured window entries of the windowed rows' runs.
+    /// The schedule model's cost of switching into a window, ns (docs/schedule.md); `None`: each window
+    /// instance loses one of the window entries the executor measured under the paper's plan in this run (under
+    /// the row's own plan when the paper's did not run).
     pub switch_ns: Option<u64>,
 }
 
@@ -451,7 +452,7 @@ pub fn capture_cost_ns() -> u64 {
     v[v.len() / 2]
 }
 
-/// The plan a windowed scenario runs under.
+/// The plan a windowed scenario runs under (the multicore scenario's whole-frame windows are not predicted).
 fn plan_of(cfg: &BenchConfig, s: Scenario) -> Option<PlanWindows> {
     match s {
         Scenario::PartitionedRouting => Some(crate::scenario::paper_plan()),
@@ -474,6 +475,9 @@ fn samples(out: &std::path::Path, row: &Row) -> Vec<u64> {
 /// The model's prediction for every windowed row and for layouts of the paper's plan, from TRADITIONAL DDS WITH
 /// ROUTING's raw samples of this run; `None` when that row did not run.
 fn predict_rows(cfg: &BenchConfig, tables: &mut [Row]) -> Option<Schedule> {
+    if !tables.iter().any(|r| plan_of(cfg, r.scenario).is_some()) {
+        return None;
+    }
     let service = samples(&cfg.out, tables.iter().find(|r| r.scenario == Scenario::TraditionalRouting)?);
     if service.is_empty() {
         return None;
@@ -498,9 +502,6 @@ fn predict_rows(cfg: &BenchConfig, tables: &mut [Row]) -> Option<Schedule> {
         Model { switch_ns: median(&samples), switch_samples: samples, ..base.clone() }
     };
     let model = model_for(Scenario::PartitionedRouting);
-    if cfg.switch_ns.is_none() && model.switch_samples.is_empty() && plan_of(cfg, Scenario::FilePlan).is_none() {
-        return None;
-    }
     let models: Vec<Model> = tables.iter().map(|r| model_for(r.scenario)).collect();
     for (row, m) in tables.iter_mut().zip(&models) {
         if let Some(plan) = plan_of(cfg, row.scenario) {

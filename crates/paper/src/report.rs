@@ -138,7 +138,7 @@ pub fn markdown(res: &Results, command: &str) -> String {
             sch.model.chain.len(),
             sch.model.chain.join(" → "),
             if sch.switch_measured {
-                format!("one of the {} window entries the executor measured under the paper's plan in this run (median {:.1} µs; window entry below)", sch.switch_samples, sch.model.switch_ns as f64 / 1e3)
+                format!("one of the {} window entries the executor measured under the paper's plan in this run, or under the row's own when the paper's did not run (median {:.1} µs; window entry below)", sch.switch_samples, sch.model.switch_ns as f64 / 1e3)
             } else {
                 format!("{:.1} µs (given with --switch-cost)", sch.model.switch_ns as f64 / 1e3)
             },
