@@ -40,6 +40,27 @@ enum BenchCommand {
 /// How every benchmark measures: the setup of the measured processes and the number of runs per cell.
 #[derive(Args)]
 pub struct MeasureArgs {
+    /// How the measured processes are scheduled.
+    #[command(flatten)]
+    pub setup: SetupArgs,
+    /// Runs of every cell, the compared cells interleaved (A B C A B C …); tables give the medians, the
+    /// min–max and the spread over the runs.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub repeat: u32,
+}
+
+impl MeasureArgs {
+    pub fn setup(&self) -> Result<Setup, BenchError> {
+        if self.repeat == 0 {
+            return Err(BenchError::BadRepeat);
+        }
+        self.setup.setup()
+    }
+}
+
+/// The measurement setup's flags, shared by the benchmarks and `partita soak`.
+#[derive(Args)]
+pub struct SetupArgs {
     /// Measure under normal scheduling (SCHED_OTHER, memory not locked, idle states as the machine sets them)
     /// instead of the real-time setup (SCHED_FIFO 50, memory locked, /dev/cpu_dma_latency held at 0 µs).
     #[arg(long)]
@@ -52,18 +73,16 @@ pub struct MeasureArgs {
     /// of idle states) [default: 0].
     #[arg(long, value_name = "US")]
     pub cpu_dma_latency: Option<u32>,
-    /// Runs of every cell, the compared cells interleaved (A B C A B C …); tables give the medians, the
-    /// min–max and the spread over the runs.
-    #[arg(long, value_name = "N", default_value_t = 3)]
-    pub repeat: u32,
 }
 
-impl MeasureArgs {
+impl SetupArgs {
     pub fn setup(&self) -> Result<Setup, BenchError> {
-        if self.repeat == 0 {
-            return Err(BenchError::BadRepeat);
-        }
         Setup::from_options(self.normal_scheduling, self.fifo, self.cpu_dma_latency)
+    }
+
+    /// Whether any of the flags was given.
+    pub fn given(&self) -> bool {
+        self.normal_scheduling || self.fifo.is_some() || self.cpu_dma_latency.is_some()
     }
 }
 

@@ -36,6 +36,32 @@ pub struct SoakArgs {
     /// Output folder: report.md, soak.svg, soak.json, intervals.jsonl.
     #[arg(long, default_value = "results/soak")]
     out: PathBuf,
+    /// How the built-in system's partitions and monitor are scheduled (default: the real-time setup, as
+    /// every benchmark). A system file grants its own scheduling instead.
+    #[command(flatten)]
+    setup: crate::bench::SetupArgs,
+}
+
+/// The measurement setup granted to every partition and node of the built-in system, as `bench paper`'s
+/// system files grant it: their scheduling class, the system's cpu_dma_latency (the supervisor holds it while
+/// the system is up), and the native nodes' memory lock.
+fn grant(s: &mut partita_system::System, setup: &partita_bench::Setup) {
+    let scheduling = match setup.fifo_priority() {
+        Some(p) => partita_system::Scheduling::Fifo { priority: p },
+        None => partita_system::Scheduling::Normal,
+    };
+    s.cpu_dma_latency = setup.cpu_dma_latency_us().map(|us| partita_system::Duration::from_micros(us as u64));
+    for m in &mut s.modules {
+        for p in &mut m.partitions {
+            p.tree.scheduling = scheduling;
+        }
+    }
+    for n in &mut s.nodes {
+        n.tree.scheduling = scheduling;
+        if setup.locks_memory() {
+            n.tree.command.push(partita_bench::setup::LOCK_MEMORY_FLAG.into());
+        }
+    }
 }
 
 fn usage(m: String) -> ExitCode {
@@ -66,6 +92,13 @@ pub fn run(a: SoakArgs) -> ExitCode {
         return usage("--max-response-us: give a positive number of µs".into());
     }
     let builtin = a.system.is_none();
+    if !builtin && a.setup.given() {
+        return usage("--normal-scheduling, --fifo and --cpu-dma-latency set up the built-in system; a system file grants its own (`scheduling` of each partition and node, [system] cpu_dma_latency)".into());
+    }
+    let setup = match a.setup.setup() {
+        Ok(s) => s,
+        Err(e) => return usage(e.to_string()),
+    };
     let mut system = match &a.system {
         Some(p) => partita_system::load(p),
         None => partita_system::builtin_default(),
@@ -77,6 +110,7 @@ pub fn run(a: SoakArgs) -> ExitCode {
         for n in s.nodes.iter_mut().filter(|n| n.tree.command.iter().any(|c| c == "monitor")) {
             n.tree.command.extend(["--count", "0", "--rate", &a.rate.to_string(), "--duration", &secs].map(String::from));
         }
+        grant(s, &setup);
     }
     let system = match system {
         Ok(s) => s,
@@ -94,6 +128,12 @@ pub fn run(a: SoakArgs) -> ExitCode {
         out: a.out.clone(),
         floor,
         limits: Limits { lateness_vs_floor: a.lateness_vs_floor, response_p99_us: a.max_response_us },
+        setup: if builtin {
+            let lock = if setup.locks_memory() { " (partitions do not lock their memory)" } else { "" };
+            format!("{}, granted to the built-in system's partitions and monitor{lock}", setup.caption())
+        } else {
+            "as the system file grants".into()
+        },
         trace_stalls: a.trace_stalls,
     };
     let report = match soak::run(&cfg, |l| eprintln!("{l}")) {

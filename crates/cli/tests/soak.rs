@@ -10,12 +10,38 @@ fn partita() -> Command {
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn a_short_soak_of_the_papers_system_reports_every_interval_against_the_floor() {
     let out = std::env::temp_dir().join(format!("partita-soak-{}", std::process::id()));
-    let o = partita().args(["soak", "--duration", "6s", "--interval", "2s", "--floor", "1s", "--max-response-us", "100000", "--out"]).arg(&out).output().unwrap();
+    let child = partita()
+        .args(["soak", "--duration", "6s", "--interval", "2s", "--floor", "1s", "--max-response-us", "100000", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // While it runs: the recorder partition is scheduled as the real-time setup says (SCHED_FIFO 50).
+    let state = std::path::Path::new("/run/partita/video-surveillance/state.json");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(6);
+    let mut policy = None;
+    while policy.is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let pid = std::fs::read_to_string(state).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok()).and_then(|v| {
+            v["partitions"].as_array()?.iter().find(|p| p["partition"] == "recorder")?["pid"].as_i64()
+        });
+        // /proc/PID/stat: field 40 is the real-time priority, 41 the policy (1: SCHED_FIFO); the command name
+        // in parentheses comes before them.
+        policy = pid.and_then(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()).and_then(|st| {
+            let after: Vec<String> = st.rsplit_once(") ")?.1.split_whitespace().map(String::from).collect();
+            Some((after.get(37)?.parse::<u32>().ok()?, after.get(38)?.parse::<u32>().ok()?))
+        });
+    }
+    let o = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(policy, Some((50, 1)), "the recorder's (rt_priority, policy): {err}");
     assert!(o.status.success(), "{err}");
     let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("soak.json")).unwrap()).unwrap();
     let intervals = r["intervals"].as_array().unwrap();
     assert_eq!(intervals.len(), 3, "{err}");
+    // The built-in system measures under the real-time setup by default, as every benchmark.
+    assert!(r["setup"].as_str().unwrap().starts_with("real-time setup: SCHED_FIFO 50"), "{}", r["setup"]);
     assert_eq!(r["floor"].as_array().unwrap().len(), 1, "one plan, one cyclictest");
     assert!(r["floor"][0][1]["samples"].as_u64().unwrap() >= 900, "{}", r["floor"]);
     for i in intervals {
@@ -34,6 +60,7 @@ fn a_short_soak_of_the_papers_system_reports_every_interval_against_the_floor() 
     assert_eq!(jsonl.lines().count(), 3);
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("## Verdict") && md.contains("of 3 intervals"), "{md}");
+    assert!(md.contains("- setup: real-time setup: SCHED_FIFO 50"), "{md}");
     assert!(std::fs::read_to_string(out.join("soak.svg")).unwrap().contains("<polyline"));
     std::fs::remove_dir_all(&out).unwrap();
 }
@@ -75,7 +102,17 @@ fn stalls_are_traced_and_the_trace_instance_is_removed() {
 
 #[test]
 fn bad_soak_arguments_exit_with_status_2() {
-    for args in [&["--duration", "0"][..], &["--duration", "10s", "--interval", "1m"], &["--floor", "x"], &["--rate", "-1"], &["--lateness-vs-floor", "0.5"], &["--duration", "1y"]] {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/video-surveillance.toml");
+    for args in [
+        &["--duration", "0"][..],
+        &["--duration", "10s", "--interval", "1m"],
+        &["--floor", "x"],
+        &["--rate", "-1"],
+        &["--lateness-vs-floor", "0.5"],
+        &["--duration", "1y"],
+        &["--fifo", "95"],
+        &[example, "--normal-scheduling"],
+    ] {
         let o = partita().arg("soak").args(args).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
     }

@@ -29,6 +29,8 @@ pub struct SoakConfig {
     pub limits: Limits,
     /// Trace each plan's CPU with ftrace and explain every window start later than 1 ms.
     pub trace_stalls: bool,
+    /// How the system's processes are scheduled, for the report.
+    pub setup: String,
 }
 
 /// A window start later than 1 ms, and what the kernel's trace says delayed it.
@@ -110,6 +112,8 @@ pub struct SoakReport {
     pub duration_s: f64,
     pub interval_s: f64,
     pub stopped_early: bool,
+    /// How the system's processes were scheduled.
+    pub setup: String,
     /// cyclictest per plan CPU, before the system started.
     pub floor: Vec<(usize, CyclicResult)>,
     pub limits: Limits,
@@ -404,6 +408,7 @@ pub fn run(cfg: &SoakConfig, log: impl Fn(&str) + Send + 'static) -> Result<Soak
         duration_s: intervals.last().map_or(0.0, |i| i.t_s),
         interval_s: cfg.interval.as_secs_f64(),
         stopped_early: intervals.last().is_some_and(|i| i.t_s + 0.5 < cfg.duration.as_secs_f64()),
+        setup: cfg.setup.clone(),
         floor,
         limits: cfg.limits,
         overall,
@@ -445,7 +450,7 @@ fn verdict(v: Option<bool>) -> &'static str {
 
 /// The report: the floor, the whole run, the verdict, a table per interval.
 pub fn markdown(r: &SoakReport, command: &str) -> String {
-    let mut s = format!("# Soak of {}\n\n`{command}`\n\n- machine: {}\n- {:.0} s in intervals of {:.0} s{}\n\n", r.system, r.machine, r.duration_s, r.interval_s, if r.stopped_early { " (stopped early)" } else { "" });
+    let mut s = format!("# Soak of {}\n\n`{command}`\n\n- machine: {}\n- setup: {}\n- {:.0} s in intervals of {:.0} s{}\n\n", r.system, r.machine, r.setup, r.duration_s, r.interval_s, if r.stopped_early { " (stopped early)" } else { "" });
     s.push_str("## The floor and the whole run\n\n| CPU | cyclictest p50/p99/max µs (before) | executor lateness p50/p99/max µs | window starts | p99 ratio |\n|---|---:|---:|---:|---:|\n");
     for p in &r.overall {
         let f = r.floor.iter().find(|(c, _)| *c == p.cpu).map(|x| x.1);
