@@ -33,18 +33,16 @@ pub fn run(args: CheckArgs) -> ExitCode {
     }
 }
 
-/// For each plan of module `mi` with an I/O partition and another partition: the delay its windows alone add to
-/// a request from the network (I/O partition, the other partition, the I/O partition), over arrival instants.
+/// For each request path of module `mi` (its `[[module.path]]`s, or else from its I/O partition to the plan's
+/// other partition and back): the delay the windows alone add, over arrival instants.
 fn path_delays(s: &System, mi: usize) -> String {
     let mut out = String::new();
     let plans = partita_schedule::PlanWindows::of_system(s);
-    for (pi, plan) in s.modules[mi].plans.iter().enumerate() {
-        let at = partita_schedule::system::Located { module: mi, plan: pi, cpu: plan.cpu };
-        let Ok(path) = partita_schedule::system::default_path(s, at) else { continue };
+    for (name, path) in partita_schedule::system::paths_of(s, mi) {
         let chain: Vec<&str> = path.iter().map(String::as_str).collect();
         if let Some(d) = partita_schedule::window_delay(&plans, &chain) {
             out.push_str(&format!(
-                "  request path {}: the windows alone add min {:.0} / mean {:.0} / p50 {:.0} / p99 {:.0} / max {:.0} µs\n    \
+                "  {name} path {}: the windows alone add min {:.0} / mean {:.0} / p50 {:.0} / p99 {:.0} / max {:.0} µs\n    \
                  (arrivals at any instant; `partita plan optimise` adds service times and searches better layouts)\n",
                 chain.join(" → "),
                 d.min_us,

@@ -46,8 +46,8 @@ struct OptimiseArgs {
     /// The CPU whose plan is laid out [default: the first plan with windows of two or more partitions].
     #[arg(long)]
     cpu: Option<usize>,
-    /// The partitions a request visits, in order [default: the module's I/O partition, the plan's first other
-    /// partition, the I/O partition again].
+    /// The partitions a request visits, in order [default: the module's first [[module.path]], else the I/O
+    /// partition, the plan's first other partition, the I/O partition again].
     #[arg(long, value_delimiter = ',')]
     path: Vec<String>,
     /// Service times of the path measured without a plan: a monitor report with raw samples (e.g.

@@ -24,7 +24,7 @@ fn a_valid_file_prints_its_plan_timeline_and_networks() {
         "partita-video-surveillance-recorder",
         "valid",
         // the windows-only delay of a request from the network, over arrival instants
-        "request path routing → recorder → routing: the windows alone add min 701 / mean 1450 / p50 1450 / p99 2185 / max 2200 µs",
+        "frame-request path routing → recorder → routing: the windows alone add min 701 / mean 1450 / p50 1450 / p99 2185 / max 2200 µs",
     ] {
         assert!(stdout.contains(needed), "missing {needed:?} in:\n{stdout}");
     }

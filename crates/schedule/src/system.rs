@@ -21,7 +21,7 @@ pub enum SystemError {
     NothingToLayOut { file: String },
     #[error("{file}: the path names {partition:?}, which no plan schedules; name partitions of the plan ({known})")]
     UnknownInPath { file: String, partition: String, known: String },
-    #[error("{file}: CPU {cpu}'s plan has no I/O partition and another one to form a request path; give --path, e.g. --path a,b,a")]
+    #[error("{file}: CPU {cpu}'s plan has no I/O partition and another one to form a request path; give --path, e.g. --path a,b,a, or declare a [[module.path]]")]
     NoDefaultPath { file: String, cpu: usize },
     #[error(transparent)]
     Write(#[from] WriteError),
@@ -59,17 +59,34 @@ pub fn locate(system: &System, cpu: Option<usize>) -> Result<Located, SystemErro
     }
 }
 
-/// The request path of a plan when none is given: from the module's I/O partition to the first other partition
-/// of the plan and back (a request from the network and its answer).
+/// The request path of a plan when none is given: the module's first `[[module.path]]` that visits the plan's
+/// partitions, else from the module's I/O partition to the first other partition of the plan and back (a request
+/// from the network and its answer).
 pub fn default_path(system: &System, at: Located) -> Result<Vec<String>, SystemError> {
     let m = &system.modules[at.module];
     let plan = &m.plans[at.plan];
-    let io = m.partitions.iter().find(|p| p.io && plan.windows.iter().any(|w| w.partition == p.name));
+    let in_plan = |p: &str| plan.windows.iter().any(|w| w.partition == p);
+    if let Some(declared) = m.paths.iter().find(|p| p.through.iter().any(|x| in_plan(x))) {
+        return Ok(declared.through.clone());
+    }
+    let io = m.partitions.iter().find(|p| p.io && in_plan(&p.name));
     let other = plan.sorted_windows().into_iter().map(|w| w.partition.clone()).find(|n| io.is_some_and(|io| io.name != *n));
     match (io, other) {
         (Some(io), Some(other)) => Ok(vec![io.name.clone(), other, io.name.clone()]),
         _ => Err(SystemError::NoDefaultPath { file: system.source.clone(), cpu: at.cpu }),
     }
+}
+
+/// The request paths of module `module` to analyse: its `[[module.path]]`s (name, visits), or else the default
+/// path of each of its plans.
+pub fn paths_of(system: &System, module: usize) -> Vec<(String, Vec<String>)> {
+    let m = &system.modules[module];
+    if !m.paths.is_empty() {
+        return m.paths.iter().map(|p| (p.name.clone(), p.through.clone())).collect();
+    }
+    (0..m.plans.len())
+        .filter_map(|pi| default_path(system, Located { module, plan: pi, cpu: m.plans[pi].cpu }).ok().map(|p| ("request".to_string(), p)))
+        .collect()
 }
 
 /// Checks that every partition of `path` is scheduled by some plan of `system`.
@@ -89,7 +106,7 @@ pub fn check_path(system: &System, path: &[String]) -> Result<(), SystemError> {
 /// `text` (the file of `system`) with the plan at `at` replaced by `new`, validated on `host` as `check` would,
 /// and checked to give every partition the share it had.
 pub fn written(system: &System, text: &str, host: &Host, at: Located, new: &PlanWindows) -> Result<(String, System), SystemError> {
-    let out = with_plan(text, &system.source, at.module, at.plan, new)?;
+    let out = with_plan(text, &system.source, at.module, new)?;
     let parsed = partita_system::parse(&out, &system.source, host).map_err(SystemError::Invalid)?;
     let (old, now) = (&system.modules[at.module].plans[at.plan], &parsed.modules[at.module].plans[at.plan]);
     for w in &old.windows {

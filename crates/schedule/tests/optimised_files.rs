@@ -92,3 +92,49 @@ fn systems_without_a_plan_to_lay_out_say_so() {
     let e = locate(&paper, Some(5)).unwrap_err();
     assert!(e.to_string().contains("no plan schedules CPU 5"), "{e}");
 }
+
+/// Plans need not be listed in CPU order: the plan of the CPU laid out is the one replaced.
+#[test]
+fn the_plan_replaced_is_the_one_of_its_cpu_whatever_the_order_in_the_file() {
+    let text = r#"
+[system]
+name = "two"
+[[module]]
+name = "m"
+cpus = [0, 1]
+[[module.partition]]
+name = "a"
+command = ["true"]
+cpus = [1]
+[[module.partition]]
+name = "b"
+command = ["true"]
+cpus = [1]
+[[module.partition]]
+name = "c"
+command = ["true"]
+cpus = [0]
+[[module.plan]]
+cpu = 1
+major_frame = "1ms"
+window = [{ partition = "a", start = "0us", duration = "500us" }, { partition = "b", start = "500us", duration = "500us" }]
+[[module.plan]]
+cpu = 0
+major_frame = "1ms"
+window = [{ partition = "c", start = "0us", duration = "1ms" }]
+[[module.path]]
+name = "ab"
+through = ["a", "b"]
+"#;
+    let system = partita_system::parse(text, "two", &host()).unwrap();
+    let at = locate(&system, None).unwrap();
+    assert_eq!(at.cpu, 1);
+    assert_eq!(default_path(&system, at).unwrap(), ["a", "b"], "the declared path");
+    let base = PlanWindows::of_plan(&system.modules[0].plans[at.plan]);
+    let (plan, _) = layouts(&base, &search()).into_iter().find(|(p, _)| p.slots.len() == 4).unwrap();
+    let (_, parsed) = written(&system, text, &host(), at, &plan).unwrap();
+    let cpu = |s: &partita_system::System, c: usize| s.modules[0].plans.iter().find(|p| p.cpu == c).cloned().unwrap();
+    assert_eq!(PlanWindows::of_plan(&cpu(&parsed, 1)).slots, plan.slots);
+    let (a, b) = (cpu(&parsed, 0), cpu(&system, 0));
+    assert_eq!((a.major_frame, a.windows), (b.major_frame, b.windows), "the other CPU's plan is left alone");
+}

@@ -205,7 +205,21 @@ struct RawModule {
     partition: Vec<RawPartition>,
     #[serde(default)]
     plan: Vec<RawPlan>,
+    #[serde(default)]
+    path: Vec<RawPath>,
 }
+
+/// A request path through the module's partitions, for the schedule analysis (`partita check`,
+/// `partita plan optimise`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPath {
+    name: S<String>,
+    through: S<Vec<String>>,
+}
+
+/// The most partitions one request path may visit.
+const MAX_PATH_VISITS: usize = 64;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -801,7 +815,28 @@ impl Cx<'_> {
                     p.tree.cpus = vec![plans[k].cpu];
                 }
             }
-            modules.push(Module { name, cpus, network: Network { domain, subnet, bridge: String::new() }, partitions, plans });
+            let mut paths: Vec<RequestPath> = Vec::new();
+            for (k, rp) in m.path.iter().enumerate() {
+                let ppath = format!("{path}.path[{k}]");
+                let pname = self.name(&rp.name, &format!("{ppath}.name"));
+                if paths.iter().any(|x| x.name == pname) {
+                    self.err(&rp.name.span(), &format!("{ppath}.name"), Problem::BadValue(format!("a second path named {pname:?}; give each path of a module its own name")));
+                }
+                let through = rp.through.get_ref();
+                if through.is_empty() || through.len() > MAX_PATH_VISITS {
+                    let why = format!("a path visits 1 to {MAX_PATH_VISITS} partitions, this one {}; list the partitions a request passes, e.g. [\"routing\", \"recorder\", \"routing\"]", through.len());
+                    self.err(&rp.through.span(), &format!("{ppath}.through"), Problem::BadValue(why));
+                    continue;
+                }
+                for (j, t) in through.iter().enumerate() {
+                    if !partitions.iter().any(|p| p.name == *t) {
+                        let known = partitions.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ");
+                        self.err(&rp.through.span(), &format!("{ppath}.through[{j}]"), Problem::UnknownPartition { name: t.clone(), known });
+                    }
+                }
+                paths.push(RequestPath { name: pname, through: through.clone() });
+            }
+            modules.push(Module { name, cpus, network: Network { domain, subnet, bridge: String::new() }, partitions, plans, paths });
         }
 
         // Native nodes.

@@ -378,6 +378,16 @@ pub struct Module {
     pub partitions: Vec<Partition>,
     /// One plan per CPU in `cpus`, in CPU order; none for a native machine, whose partitions run freely.
     pub plans: Vec<Plan>,
+    /// Request paths through the module's partitions (`[[module.path]]`), for the schedule analysis.
+    pub paths: Vec<RequestPath>,
+}
+
+/// A request's visits to the module's partitions, in order (`[[module.path]]`): what `partita check` and
+/// `partita plan optimise` predict response times for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestPath {
+    pub name: String,
+    pub through: Vec<String>,
 }
 
 /// A partition: an isolated process tree that runs only inside its windows.

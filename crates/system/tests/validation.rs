@@ -633,3 +633,19 @@ fn a_partition_may_be_a_virtual_machine() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn request_paths_name_partitions_of_their_module() {
+    let with = |path: &str| GOOD.replacen("[[node]]", &format!("{path}\n[[node]]"), 1);
+    let s = parse(&with("[[module.path]]\nname = \"req\"\nthrough = [\"b\", \"a\", \"b\"]"), "sys.toml", &host()).unwrap();
+    assert_eq!(s.modules[0].paths, vec![RequestPath { name: "req".into(), through: vec!["b".into(), "a".into(), "b".into()] }]);
+    let e = errors(&with("[[module.path]]\nname = \"req\"\nthrough = [\"b\", \"zz\"]"));
+    assert!(e.iter().any(|d| matches!(&d.problem, Problem::UnknownPartition { name, .. } if name == "zz") && d.path == "module[m].path[0].through[1]"), "{e:?}");
+    let e = errors(&with("[[module.path]]\nname = \"req\"\nthrough = []"));
+    assert!(e.iter().any(|d| d.path == "module[m].path[0].through" && d.to_string().contains("1 to 64 partitions")), "{e:?}");
+    let two = "[[module.path]]\nname = \"req\"\nthrough = [\"a\"]\n[[module.path]]\nname = \"req\"\nthrough = [\"b\"]";
+    let e = errors(&with(two));
+    assert!(e.iter().any(|d| d.path == "module[m].path[1].name" && d.to_string().contains("a second path named")), "{e:?}");
+    let e = errors(&with("[[module.path]]\nname = \"req\"\nvia = [\"a\"]"));
+    assert!(!e.is_empty(), "an unknown key is refused");
+}
