@@ -2,7 +2,7 @@
 //!
 //! Candidates: major frames from 1/8 to 2 times the plan's (within the bounds given), each cut into n equal
 //! repetitions (more, shorter windows), each repetition giving every partition its share in one window, in
-//! every order of the partitions up to rotation (up to six partitions; more keep the plan's order), the plan's idle time at
+//! every order of the partitions up to rotation (at most [`MAX_ORDERS`] of them), the plan's idle time at
 //! the end of each repetition. Only layouts whose windows are whole nanoseconds, at least the minimum window
 //! long, and at most [`MAX_WINDOWS`] per frame are kept: a kept layout gives each partition exactly its share.
 //! Each is predicted ([`crate::predict`]) and costs the switches it makes (windows entered from elsewhere ×
@@ -15,6 +15,10 @@ use thiserror::Error;
 
 /// The most windows one plan may have (the system file's limit).
 pub const MAX_WINDOWS: usize = 1000;
+
+/// The most partition orders the search tries: every order up to rotation of five partitions (4! = 24); plans
+/// of more partitions try the first 24 orders of theirs.
+pub const MAX_ORDERS: usize = 24;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Objective {
@@ -125,7 +129,9 @@ pub fn layouts(base: &PlanWindows, search: &Search) -> Vec<(PlanWindows, Vec<Str
     let (times, idle) = shares(base);
     let f = base.major_frame_ns;
     let names: Vec<String> = times.iter().map(|(n, _)| n.clone()).collect();
-    let orders = orders(&names);
+    // At most MAX_ORDERS orders (every order up to rotation of up to five partitions), so that the search stays
+    // seconds long for larger plans.
+    let orders: Vec<Vec<String>> = orders(&names).into_iter().take(MAX_ORDERS).collect();
     let mut seen: BTreeSet<(u64, Vec<String>)> = BTreeSet::new();
     let mut out = Vec::new();
     for j in 1..=16u64 {
