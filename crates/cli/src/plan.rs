@@ -94,6 +94,11 @@ pub fn run(a: PlanArgs) -> ExitCode {
                 eprintln!("error: {e}");
                 ExitCode::from(2)
             }
+            Err(Failure::Invalid(errors)) => {
+                eprintln!("{errors}");
+                eprintln!("{} error(s); the system is not valid", errors.0.len());
+                ExitCode::from(2)
+            }
             Err(Failure::Io(e)) => {
                 eprintln!("partita plan optimise: {e}");
                 ExitCode::FAILURE
@@ -104,6 +109,8 @@ pub fn run(a: PlanArgs) -> ExitCode {
 
 enum Failure {
     Usage(String),
+    /// The system file does not validate (printed as `partita check` prints it).
+    Invalid(partita_system::Errors),
     Io(String),
 }
 
@@ -167,11 +174,11 @@ fn service_samples(path: &Path) -> Result<Vec<u64>, Failure> {
 fn optimise_cmd(a: OptimiseArgs) -> Result<(), Failure> {
     let (system, text) = match &a.file {
         Some(f) => {
-            let system = partita_system::load(f).map_err(|e| Failure::Usage(format!("{e}")))?;
+            let system = partita_system::load(f).map_err(Failure::Invalid)?;
             let text = std::fs::read_to_string(f).map_err(|e| Failure::Usage(format!("{}: {e}", f.display())))?;
             (system, text)
         }
-        None => (partita_system::builtin_default().map_err(|e| Failure::Usage(format!("{e}")))?, partita_system::BUILTIN_DEFAULT.to_string()),
+        None => (partita_system::builtin_default().map_err(Failure::Invalid)?, partita_system::BUILTIN_DEFAULT.to_string()),
     };
     let at = locate(&system, a.cpu).map_err(|e| Failure::Usage(e.to_string()))?;
     let path = if a.path.is_empty() { default_path(&system, at).map_err(|e| Failure::Usage(e.to_string()))? } else { a.path.clone() };
