@@ -128,16 +128,15 @@ fn switch_cost(text: &str) -> Result<(u64, Vec<u64>, String), Failure> {
     let body = std::fs::read_to_string(path)
         .map_err(|e| Failure::Usage(format!("--switch-cost {text:?}: neither a duration (25us) nor a readable file ({e})")))?;
     let json: serde_json::Value = serde_json::from_str(&body).map_err(|e| Failure::Usage(format!("--switch-cost {text}: not JSON ({e})")))?;
-    let mut v: Vec<u64> = json["window_entry_ns"].as_array().into_iter().flatten().filter_map(|x| x.as_u64()).collect();
+    let v: Vec<u64> = json["window_entry_ns"].as_array().into_iter().flatten().filter_map(|x| x.as_u64()).collect();
     if v.is_empty() {
         return Err(Failure::Usage(format!(
             "--switch-cost {text}: no `window_entry_ns` in it; give a duration such as 25us or a raw/*-windows.json of `partita bench paper`"
         )));
     }
-    let samples = v.clone();
-    v.sort_unstable();
-    let median = v[v.len() / 2];
-    Ok((median, samples, format!("one of {} measured window entries of {text} (median {})", v.len(), Duration::from_nanos(median))))
+    let median = partita_supervisor::executor::Summary::of(&mut v.clone()).p50_ns;
+    let text = format!("one of {} measured window entries of {text} (median {})", v.len(), Duration::from_nanos(median));
+    Ok((median, v, text))
 }
 
 /// `PARTITION:PERIOD:COST` of `--background`.

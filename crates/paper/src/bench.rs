@@ -12,6 +12,7 @@ use crate::scenario::{Params, Scenario, MONITOR, RECORDER_FPS};
 use partita_apps::summary::Summary;
 use partita_bench::repeat::{interleaved, Spread};
 use partita_bench::setup::{Setup, SetupRecord};
+use partita_supervisor::executor::Summary as ExecutorSummary;
 use partita_supervisor::UpOptions;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -296,11 +297,9 @@ fn run_one(cfg: &BenchConfig, s: Scenario, size: usize, count: u64, warmup: u64,
     let done = done?;
     let window_lateness_max_us = done.window_lateness_max_us();
     let window_entries_ns = done.window_entries_ns();
-    let mut entries = window_entries_ns.clone();
-    entries.sort_unstable();
-    let q = |p: f64| entries[((entries.len() - 1) as f64 * p).round() as usize] as f64 / 1e3;
-    let window_entry_us = (!entries.is_empty()).then(|| [q(0.5), q(0.99), q(1.0)]);
-    if !entries.is_empty() {
+    let e = ExecutorSummary::of(&mut window_entries_ns.clone());
+    let window_entry_us = (e.count > 0).then(|| [e.p50_ns as f64 / 1e3, e.p99_ns as f64 / 1e3, e.max_ns as f64 / 1e3]);
+    if e.count > 0 {
         let path = raw_dir.join(name.replace(".json", "-windows.json"));
         let json = serde_json::json!({ "window_entry_ns": window_entries_ns });
         std::fs::write(&path, json.to_string()).map_err(|e| RunError::File { path, message: e.to_string() })?;
@@ -482,31 +481,24 @@ fn predict_rows(cfg: &BenchConfig, tables: &mut [Row]) -> Option<Schedule> {
     if service.is_empty() {
         return None;
     }
-    // The switch costs: given, or the window entries the executor measured under the paper's plan (the same
-    // for every row: a plan is predicted from measurements made without it), else under the row's own plan.
+    // The switch costs: given, or the window entries the executor measured under the paper's plan (a plan is
+    // predicted from measurements made without it), else under the plan of --plan (the only other windowed row).
     let entries = |s: Scenario| -> Vec<u64> { tables.iter().filter(|r| r.scenario == s).flat_map(|r| r.runs.iter().flat_map(|x| x.window_entries_ns.iter().copied())).collect() };
-    let paper_entries = entries(Scenario::PartitionedRouting);
-    let median = |v: &[u64]| -> u64 {
-        let mut v = v.to_vec();
-        v.sort_unstable();
-        v.get(v.len() / 2).copied().unwrap_or(0)
+    let measured = match entries(Scenario::PartitionedRouting) {
+        paper if paper.is_empty() => entries(Scenario::FilePlan),
+        paper => paper,
+    };
+    let (switch_ns, switch_samples) = match cfg.switch_ns {
+        Some(ns) => (ns, Vec::new()),
+        None => (ExecutorSummary::of(&mut measured.clone()).p50_ns, measured),
     };
     // bench paper's monitor asks the next question as soon as it has the answer.
     let capture = Background { partition: "recorder".into(), period_ns: 1_000_000_000 / RECORDER_FPS, cost_ns: capture_cost_ns() };
-    let base = Model { chain: CHAIN.iter().map(|s| s.to_string()).collect(), switch_ns: cfg.switch_ns.unwrap_or(0), switch_samples: Vec::new(), arrivals: Arrivals::Closed { think_ns: 0 }, requests: 100_000, background: vec![capture] };
-    let model_for = |s: Scenario| -> Model {
-        if cfg.switch_ns.is_some() {
-            return base.clone();
-        }
-        let samples = if paper_entries.is_empty() { entries(s) } else { paper_entries.clone() };
-        Model { switch_ns: median(&samples), switch_samples: samples, ..base.clone() }
-    };
-    let model = model_for(Scenario::PartitionedRouting);
-    let models: Vec<Model> = tables.iter().map(|r| model_for(r.scenario)).collect();
-    for (row, m) in tables.iter_mut().zip(&models) {
+    let model = Model { chain: CHAIN.iter().map(|s| s.to_string()).collect(), switch_ns, switch_samples, arrivals: Arrivals::Closed { think_ns: 0 }, requests: 100_000, background: vec![capture] };
+    for row in tables.iter_mut() {
         if let Some(plan) = plan_of(cfg, row.scenario) {
-            row.predicted = predict(std::slice::from_ref(&plan), m, &service).ok();
-            row.switches_per_ms = Some(plan.slots.iter().filter(|s| s.switched_in).count() as f64 * 1e6 / plan.major_frame_ns as f64);
+            row.predicted = predict(std::slice::from_ref(&plan), &model, &service).ok();
+            row.switches_per_ms = Some(plan.switches_per_ms());
         }
     }
     let search = Search { min_window_ns: 50_000, min_frame_ns: 0, max_frame_ns: u64::MAX, max_overhead: 1.0, objective: Objective::Mean, search_requests: 0, final_requests: 0 };
@@ -518,7 +510,7 @@ fn predict_rows(cfg: &BenchConfig, tables: &mut [Row]) -> Option<Schedule> {
             Some(Layout {
                 major_frame_us: plan.major_frame_ns as f64 / 1e3,
                 windows_per_frame: plan.slots.len(),
-                switches_per_ms: plan.slots.iter().filter(|s| s.switched_in).count() as f64 * 1e6 / plan.major_frame_ns as f64,
+                switches_per_ms: plan.switches_per_ms(),
                 predicted,
             })
         })

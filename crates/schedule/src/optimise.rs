@@ -179,13 +179,11 @@ fn with(plans: &[PlanWindows], plan: &PlanWindows) -> Vec<PlanWindows> {
 
 fn candidate(plan: PlanWindows, order: Vec<String>, plans: &[PlanWindows], model: &Model, service: &[u64]) -> Result<Candidate, PredictError> {
     let predicted = predict(&with(plans, &plan), model, service)?;
-    let switches = plan.slots.iter().filter(|s| s.switched_in).count();
-    let frame = plan.major_frame_ns.max(1) as f64;
     Ok(Candidate {
         major_frame_ns: plan.major_frame_ns,
         windows_per_frame: plan.slots.len(),
-        switches_per_ms: switches as f64 * 1e6 / frame,
-        overhead: switches as f64 * model.switch_ns as f64 / frame,
+        switches_per_ms: plan.switches_per_ms(),
+        overhead: plan.switches() as f64 * model.switch_ns as f64 / plan.major_frame_ns.max(1) as f64,
         order,
         predicted,
         pareto: false,

@@ -9,7 +9,7 @@
 //! `think` after the previous answer, as `bench paper`'s monitor asks) or open (uniform over the frame). Left
 //! out: the host preempting the machine, the executor's lateness beyond the switch cost, and queueing between
 //! requests (one request at a time in closed loop; open-loop requests are taken as not overlapping).
-use crate::windows::{plan_of, PlanWindows};
+use crate::windows::{plan_of, rank_us, PlanWindows};
 use serde::Serialize;
 use thiserror::Error;
 
@@ -154,12 +154,11 @@ pub fn predict(plans: &[PlanWindows], model: &Model, service_ns: &[u64]) -> Resu
         }
     }
     out.sort_unstable();
-    let rank = |q: f64| out[(((q * out.len() as f64).ceil() as usize).max(1) - 1).min(out.len() - 1)] as f64 / 1e3;
     Ok(Predicted {
         requests: out.len(),
         mean_us: out.iter().map(|&x| x as f64).sum::<f64>() / out.len() as f64 / 1e3,
-        p50_us: rank(0.5),
-        p99_us: rank(0.99),
+        p50_us: rank_us(&out, 0.5),
+        p99_us: rank_us(&out, 0.99),
         max_us: out[out.len() - 1] as f64 / 1e3,
     })
 }

@@ -59,6 +59,16 @@ impl PlanWindows {
         system.modules.iter().flat_map(|m| m.plans.iter()).map(PlanWindows::of_plan).collect()
     }
 
+    /// Windows entered from another partition or from idle time, per frame.
+    pub fn switches(&self) -> usize {
+        self.slots.iter().filter(|s| s.switched_in).count()
+    }
+
+    /// [`PlanWindows::switches`] per millisecond.
+    pub fn switches_per_ms(&self) -> f64 {
+        self.switches() as f64 * 1e6 / self.major_frame_ns.max(1) as f64
+    }
+
     pub fn has(&self, partition: &str) -> bool {
         self.slots.iter().any(|s| s.partition == partition)
     }
@@ -168,16 +178,19 @@ impl WindowDelay {
     /// Of delays in ns (sorted in place): nearest-rank percentiles.
     pub fn of(d: &mut [u64]) -> WindowDelay {
         d.sort_unstable();
-        let n = d.len().max(1);
-        let rank = |q: f64| d[(((q * n as f64).ceil() as usize).max(1) - 1).min(d.len() - 1)] as f64 / 1e3;
         WindowDelay {
             min_us: d[0] as f64 / 1e3,
-            mean_us: d.iter().map(|&x| x as f64).sum::<f64>() / n as f64 / 1e3,
-            p50_us: rank(0.5),
-            p99_us: rank(0.99),
+            mean_us: d.iter().map(|&x| x as f64).sum::<f64>() / d.len() as f64 / 1e3,
+            p50_us: rank_us(d, 0.5),
+            p99_us: rank_us(d, 0.99),
             max_us: d[d.len() - 1] as f64 / 1e3,
         }
     }
+}
+
+/// The nearest-rank `q` quantile of `sorted` (ns, not empty), µs.
+pub(crate) fn rank_us(sorted: &[u64], q: f64) -> f64 {
+    sorted[(((q * sorted.len() as f64).ceil() as usize).max(1) - 1).min(sorted.len() - 1)] as f64 / 1e3
 }
 
 #[cfg(test)]
