@@ -4,7 +4,10 @@
 //!   a bounded on-disk ring ([`ring`]), served over DDS ([`surveillance`] topics).
 //! - [`monitor`]: a monitoring node. Requests frames, measures each response time, saves the latest frame.
 //! - [`udp`]: the same request/response over raw UDP, the NETWORK baseline of the paper's Table 1.
+//! - [`exchange`]: paper 003's client-server exchange (data both ways, server work of a given length), over
+//!   DDS and raw UDP, and the client that sweeps it.
 #![forbid(unsafe_code)]
+pub mod exchange;
 pub mod monitor;
 pub mod pattern;
 pub mod recorder;

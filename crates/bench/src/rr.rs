@@ -145,48 +145,7 @@ pub struct ScenarioResult {
     pub samples_ns: Option<Vec<(u64, u64)>>,
 }
 
-/// A busy loop calibrated in iterations per microsecond, so the server spends CPU (and is slowed down when it
-/// is preempted) rather than merely waiting for the clock.
-#[derive(Debug, Clone, Copy)]
-pub struct BusyWork {
-    pub iterations_per_us: f64,
-}
-
-#[inline(never)]
-fn spin(iterations: u64) -> u64 {
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    for i in 0..iterations {
-        x = std::hint::black_box(x.rotate_left(7) ^ i).wrapping_mul(0x2545_F491_4F6C_DD1D);
-    }
-    std::hint::black_box(x)
-}
-
-impl BusyWork {
-    /// Measures the loop three times for ≥ 20 ms each and keeps the fastest (least disturbed) rate.
-    pub fn calibrate() -> BusyWork {
-        let mut best = 0.0f64;
-        for _ in 0..3 {
-            let mut n = 1_000u64;
-            loop {
-                let t = Instant::now();
-                spin(n);
-                let el = t.elapsed();
-                if el >= Duration::from_millis(20) {
-                    best = best.max(n as f64 / (el.as_nanos() as f64 / 1000.0));
-                    break;
-                }
-                n *= 2;
-            }
-        }
-        BusyWork { iterations_per_us: best }
-    }
-
-    pub fn run(&self, us: f64) {
-        if us > 0.0 {
-            spin((us * self.iterations_per_us) as u64);
-        }
-    }
-}
+pub use partita_os::busy::BusyWork;
 
 /// The server loop (`partita bench rr-server`): prints `READY <iterations-per-µs> <address>` on stdout, then
 /// answers requests until `stop` is set or stdin closes (the client went away).

@@ -28,6 +28,11 @@ enum App {
         #[arg(long, default_value = "127.0.0.1:9500")]
         bind: SocketAddr,
     },
+    /// Paper 003's server: answers exchange requests after busy work of the length each asks for (DDS on the
+    /// partition's network, or raw UDP with --udp), until SIGINT/SIGTERM.
+    ExchangeServer(ExchangeServerArgs),
+    /// Paper 003's client: measures the exchange at every size × server work, writes one JSON report.
+    ExchangeClient(ExchangeClientArgs),
     /// Spins and records when it actually ran (CLOCK_MONOTONIC intervals, one `start end` line in ns each):
     /// a gap longer than --gap-us between two readings means it was frozen or preempted.
     Probe {
@@ -170,6 +175,104 @@ struct MonitorArgs {
     dds: DdsArgs,
 }
 
+#[derive(Args)]
+struct ExchangeServerArgs {
+    /// Answer raw UDP on this address instead of DDS (the "ideal" baseline).
+    #[arg(long)]
+    udp: Option<SocketAddr>,
+    #[command(flatten)]
+    dds: DdsArgs,
+}
+
+#[derive(Args)]
+struct ExchangeClientArgs {
+    /// Data sizes, comma-separated (e.g. 64,512).
+    #[arg(long, value_delimiter = ',', default_value = "64,512", value_parser = parse_size)]
+    sizes: Vec<usize>,
+    /// The server's work per request, µs, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "0,10,25,50,75,100")]
+    works: Vec<f64>,
+    #[arg(long, default_value_t = 10_000)]
+    count: u64,
+    #[arg(long, default_value_t = 1000)]
+    warmup: u64,
+    #[arg(long, default_value_t = 1000)]
+    timeout_ms: u64,
+    /// Seconds to wait for the first answer (discovery, a VM partition's boot).
+    #[arg(long, default_value_t = 120.0)]
+    connect_timeout: f64,
+    /// Where the report goes (JSON).
+    #[arg(long)]
+    json: PathBuf,
+    /// Exchange raw UDP with `exchange-server --udp` at this address instead of DDS.
+    #[arg(long)]
+    udp: Option<SocketAddr>,
+    #[command(flatten)]
+    dds: DdsArgs,
+}
+
+fn exchange_server(a: ExchangeServerArgs) -> ExitCode {
+    use partita_apps::exchange;
+    partita_supervisor::supervisor::install_stop_signals();
+    let stop = partita_supervisor::supervisor::stop_flag();
+    if let Some(bind) = a.udp {
+        println!("exchange-server: raw UDP on {bind}");
+        return match exchange::serve_udp(bind, stop) {
+            Ok(n) => {
+                println!("exchange-server: answered {n} requests");
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail("exchange-server", &e.to_string()),
+        };
+    }
+    let dds = match a.dds.config() {
+        Ok(d) => d,
+        Err(e) => return fail("exchange-server", &e),
+    };
+    let server = match exchange::DdsServer::start(&dds) {
+        Ok(s) => s,
+        Err(e) => return fail("exchange-server", &e.to_string()),
+    };
+    println!("exchange-server: DDS domain {}, busy work {:.1} iterations/µs", dds.domain_id, server.calibration.iterations_per_us);
+    while !partita_supervisor::supervisor::stop_requested() {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    ExitCode::SUCCESS
+}
+
+fn exchange_client(a: ExchangeClientArgs) -> ExitCode {
+    use partita_apps::exchange;
+    if !(a.connect_timeout > 0.0 && a.connect_timeout.is_finite()) || a.timeout_ms == 0 {
+        return fail("exchange-client", "--connect-timeout and --timeout-ms must be positive");
+    }
+    let target = match a.udp {
+        Some(addr) => exchange::Target::Udp(addr),
+        None => match a.dds.config() {
+            Ok(d) => exchange::Target::Dds(d),
+            Err(e) => return fail("exchange-client", &e),
+        },
+    };
+    let cfg = exchange::SweepConfig {
+        name: format!("client-{}", std::process::id()),
+        sizes: a.sizes,
+        works_us: a.works,
+        count: a.count,
+        warmup: a.warmup,
+        timeout: Duration::from_millis(a.timeout_ms),
+        connect_timeout: Duration::from_secs_f64(a.connect_timeout),
+    };
+    partita_supervisor::supervisor::install_stop_signals();
+    let report = match exchange::sweep(&cfg, target, |l| eprintln!("{l}")) {
+        Ok(r) => r,
+        Err(e) => return fail("exchange-client", &e.to_string()),
+    };
+    let text = serde_json::to_string(&report).expect("a report always serializes");
+    match std::fs::write(&a.json, text) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail("exchange-client", &format!("{}: {e}", a.json.display())),
+    }
+}
+
 fn parse_size(s: &str) -> Result<usize, String> {
     partita_bench::size::parse_size(s).map_err(|e| e.to_string())
 }
@@ -189,6 +292,8 @@ pub fn run(a: AppArgs) -> ExitCode {
             }
         }
         App::Vm(v) => crate::vm::run_app(v),
+        App::ExchangeServer(x) => exchange_server(x),
+        App::ExchangeClient(x) => exchange_client(x),
         App::Probe { output, duration_ms, gap_us } => {
             let runs = partita_supervisor::probe::spin(duration_ms * 1_000_000, gap_us * 1000, 10_000_000);
             match partita_supervisor::probe::write_intervals(&output, &runs) {

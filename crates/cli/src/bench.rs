@@ -26,6 +26,9 @@ enum BenchCommand {
     /// The paper's recorder as a VM partition against a process partition and native: response times, window
     /// lateness, freeze/thaw cost, boot time.
     Vm(crate::paper::VmBenchArgs),
+    /// Paper 003: a DDS client-server exchange with the server native, in a process partition and in a VM
+    /// partition, alone and in a plan, against raw UDP; overhead split and deadline shares.
+    Virt(crate::studies::VirtArgs),
     /// The server side of `bench rr` (started by `bench rr` itself).
     #[command(name = "rr-server", hide = true)]
     RrServer(RrServerArgs),
@@ -180,6 +183,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
         },
         BenchCommand::Paper(a) => crate::paper::paper(a),
         BenchCommand::Vm(a) => crate::paper::vm(a),
+        BenchCommand::Virt(a) => crate::studies::virt(a),
         BenchCommand::RouterFlood(a) => match run_flood(a) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(e),

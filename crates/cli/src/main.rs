@@ -11,6 +11,7 @@ mod paper;
 mod plan;
 mod route;
 mod soak;
+mod studies;
 mod supervise;
 mod vm;
 

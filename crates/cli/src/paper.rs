@@ -322,7 +322,7 @@ pub fn vm(a: VmBenchArgs) -> ExitCode {
 
 /// The acceleration the VM rows will run under and why: what was asked, or for `auto` the probe's verdict
 /// (from its cache, or by booting the guest under KVM once).
-fn vm_accel(asked: &str) -> Result<(String, String), String> {
+pub fn vm_accel(asked: &str) -> Result<(String, String), String> {
     if asked != "auto" {
         return Ok((asked.to_string(), "asked for with --accel".into()));
     }

@@ -66,6 +66,19 @@ pub fn run_until_monitor_exits(
     report_path: &Path,
     limit: Duration,
 ) -> Result<Finished, RunError> {
+    let (report, executors) = run_until_exits::<Report>(system, options, monitor, report_path, limit)?;
+    Ok(Finished { report, executors })
+}
+
+/// [`run_until_monitor_exits`] for any report a measuring program writes as JSON: the report and the plan
+/// executors' logs.
+pub fn run_until_exits<T: serde::de::DeserializeOwned>(
+    system: &System,
+    options: &UpOptions,
+    monitor: &str,
+    report_path: &Path,
+    limit: Duration,
+) -> Result<(T, Vec<ExecutorLog>), RunError> {
     let sys_err = |e: &dyn std::fmt::Display| RunError::Supervisor { system: system.name.clone(), message: e.to_string() };
     if let Err(e) = std::fs::remove_file(report_path) {
         if e.kind() != std::io::ErrorKind::NotFound {
@@ -115,7 +128,7 @@ pub fn run_until_monitor_exits(
             return Err(RunError::Monitor { system: system.name.clone(), why, log_tail: tail(&log, 10) });
         }
     };
-    let report: Report =
+    let report: T =
         serde_json::from_str(&text).map_err(|e| RunError::File { path: report_path.into(), message: e.to_string() })?;
-    Ok(Finished { report, executors })
+    Ok((report, executors))
 }

@@ -1,0 +1,151 @@
+//! `partita bench virt` (paper 003) and `partita bench rt` (paper 004): arguments, checks and output.
+use clap::Args;
+use partita_studies::virt::{self, Placement, VirtConfig};
+use partita_supervisor::supervisor::{install_stop_signals, STATE_DIR};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+fn usage(m: String) -> ExitCode {
+    eprintln!("error: {m}");
+    ExitCode::from(2)
+}
+
+fn command_line() -> String {
+    std::iter::once("partita".to_string()).chain(std::env::args().skip(1)).collect::<Vec<_>>().join(" ")
+}
+
+fn exe() -> String {
+    std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "partita".into())
+}
+
+/// The CPUs this process may use, for checking `--cpu` arguments.
+fn check_cpu(flag: &str, cpu: usize) -> Result<(), String> {
+    let cpus = partita_os::sched::current_thread_cpus().unwrap_or_default();
+    if cpus.contains(&cpu) {
+        Ok(())
+    } else {
+        Err(format!("{flag}: CPU {cpu} is not one of this machine's {cpus:?}"))
+    }
+}
+
+#[derive(Args)]
+pub struct VirtArgs {
+    /// Output folder: virt.md, virt.json, virt-<size>.svg/.png, raw/ (every client report, the guests' consoles).
+    #[arg(long, default_value = "results/virt")]
+    out: PathBuf,
+    /// Rows, comma-separated: ideal, native, process, process-plan, vm, vm-plan.
+    #[arg(long, value_delimiter = ',', default_value = "ideal,native,process,process-plan,vm,vm-plan")]
+    placements: Vec<String>,
+    /// Data sizes each way, bytes, comma-separated (paper 003: 64 and 512).
+    #[arg(long, value_delimiter = ',', default_value = "64,512")]
+    sizes: Vec<String>,
+    /// The server's work per request, µs, comma-separated (paper 003: 0 to 100).
+    #[arg(long, value_delimiter = ',', default_value = "0,10,25,50,75,100")]
+    works: Vec<f64>,
+    /// Measured requests per point.
+    #[arg(long, default_value_t = 10_000)]
+    count: u64,
+    #[arg(long, default_value_t = 1_000)]
+    warmup: u64,
+    /// Runs of every row, the rows interleaved.
+    #[arg(long, default_value_t = 1)]
+    repeat: u32,
+    /// The server's CPU (and the plan's).
+    #[arg(long, default_value_t = 1)]
+    cpu: usize,
+    /// The client's CPU.
+    #[arg(long, default_value_t = 0)]
+    client_cpu: usize,
+    /// The VM rows' acceleration: auto (KVM when a stock guest boots under it here, else TCG), kvm or tcg.
+    #[arg(long, default_value = "auto")]
+    accel: String,
+    #[command(flatten)]
+    setup: crate::bench::SetupArgs,
+}
+
+pub fn virt(a: VirtArgs) -> ExitCode {
+    let mut placements = Vec::new();
+    for k in &a.placements {
+        match Placement::from_key(k.trim()) {
+            Some(p) if !placements.contains(&p) => placements.push(p),
+            Some(_) => return usage(format!("--placements: {k} is named twice")),
+            None => return usage(format!("--placements: {k:?} is not one of ideal, native, process, process-plan, vm, vm-plan")),
+        }
+    }
+    let mut sizes = Vec::new();
+    for s in &a.sizes {
+        match partita_bench::parse_size(s) {
+            Ok(n) if (1..=partita_apps::exchange::MAX_DATA).contains(&n) => sizes.push(n),
+            Ok(n) => return usage(format!("--sizes: {n} bytes is not in 1..={}", partita_apps::exchange::MAX_DATA)),
+            Err(e) => return usage(format!("--sizes: {e}")),
+        }
+    }
+    if let Some(w) = a.works.iter().find(|w| !(0.0..=100_000.0).contains(*w)) {
+        return usage(format!("--works: {w} µs is not in 0..=100000"));
+    }
+    if placements.is_empty() || sizes.is_empty() || a.works.is_empty() {
+        return usage("--placements, --sizes and --works each need at least one value".into());
+    }
+    if a.count == 0 || a.repeat == 0 {
+        return usage("--count and --repeat must be at least 1".into());
+    }
+    if let Err(e) = check_cpu("--cpu", a.cpu).and_then(|_| check_cpu("--client-cpu", a.client_cpu)) {
+        return usage(e);
+    }
+    if a.cpu == a.client_cpu {
+        return usage(format!("--cpu and --client-cpu are both {}: the client needs a CPU of its own", a.cpu));
+    }
+    if !["auto", "kvm", "tcg"].contains(&a.accel.as_str()) {
+        return usage(format!("--accel: {:?} is not auto, kvm or tcg", a.accel));
+    }
+    let setup = match a.setup.setup() {
+        Ok(s) => s,
+        Err(e) => return usage(e.to_string()),
+    };
+    let accel = if placements.iter().any(|p| p.is_vm()) {
+        match crate::paper::vm_accel(&a.accel) {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("partita bench virt: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        ("none".into(), "no VM row asked for".into())
+    };
+    install_stop_signals();
+    let cfg = VirtConfig {
+        exe: exe(),
+        out: a.out.clone(),
+        state_root: STATE_DIR.into(),
+        placements,
+        sizes,
+        works_us: a.works.clone(),
+        count: a.count,
+        warmup: a.warmup,
+        repeat: a.repeat,
+        cpu: a.cpu,
+        client_cpu: a.client_cpu,
+        accel: accel.0,
+        accel_reason: accel.1,
+        setup,
+    };
+    eprintln!("partita bench virt: VM rows under {} ({}); {}", cfg.accel, cfg.accel_reason, setup.caption());
+    let res = match virt::run(&cfg, |l| eprintln!("{l}")) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("partita bench virt: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let command = command_line();
+    match virt::write_all(&res, &a.out, &command) {
+        Ok(notes) => notes.iter().for_each(|n| eprintln!("partita bench virt: {n}")),
+        Err(e) => {
+            eprintln!("partita bench virt: writing {}: {e}", a.out.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    print!("{}", virt::markdown(&res, &command));
+    ExitCode::SUCCESS
+}
