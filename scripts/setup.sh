@@ -11,10 +11,11 @@ cd "$(dirname "$0")/.."
 # qemu-system-x86, busybox-static: VM partitions (crates/vm): QEMU runs the guest, busybox is the guest's
 # userland in the initramfs partita builds; kmod's depmod indexes the guest kernel's modules, lz4 unpacks the
 # kernel for direct (PVH) boot (below).
+# librsvg2-bin: rsvg-convert, the PNG copies of bench virt's and bench rt's figures.
 # libfastrtps-dev, fastddsgen: eProsima Fast DDS 2.9 and its type generator, for the Fast DDS probe of the
 # interoperability tests (crates/interop builds it).
 PACKAGES=(cmake libclang-dev build-essential pkg-config iproute2 cyclonedds-tools rt-tests stress-ng
-          python3-venv tcpdump qemu-system-x86 busybox-static kmod lz4 libfastrtps-dev fastddsgen)
+          python3-venv tcpdump qemu-system-x86 busybox-static kmod lz4 libfastrtps-dev fastddsgen librsvg2-bin)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -29,6 +29,10 @@ enum BenchCommand {
     /// Paper 003: a DDS client-server exchange with the server native, in a process partition and in a VM
     /// partition, alone and in a plan, against raw UDP; overhead split and deadline shares.
     Virt(crate::studies::VirtArgs),
+    /// Paper 004: cyclictest beside stress-ng in the testing profiles TP1–TP6, native, in a process partition
+    /// (with and without a plan) and in a VM partition; the paper's statistics, box plots, stability over
+    /// time, and a verdict against its Table 1.
+    Rt(crate::studies::RtArgs),
     /// The server side of `bench rr` (started by `bench rr` itself).
     #[command(name = "rr-server", hide = true)]
     RrServer(RrServerArgs),
@@ -184,6 +188,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
         BenchCommand::Paper(a) => crate::paper::paper(a),
         BenchCommand::Vm(a) => crate::paper::vm(a),
         BenchCommand::Virt(a) => crate::studies::virt(a),
+        BenchCommand::Rt(a) => crate::studies::rt(a),
         BenchCommand::RouterFlood(a) => match run_flood(a) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(e),

@@ -149,3 +149,136 @@ pub fn virt(a: VirtArgs) -> ExitCode {
     print!("{}", virt::markdown(&res, &command));
     ExitCode::SUCCESS
 }
+
+#[derive(Args)]
+pub struct RtArgs {
+    /// Output folder: rt.md, rt.json, rt-<profile>.svg/.png, raw/ (every latency).
+    #[arg(long, default_value = "results/rt")]
+    out: PathBuf,
+    /// System profiles, comma-separated: native, process, process-plan, vm.
+    #[arg(long, value_delimiter = ',', default_value = "native,process,process-plan,vm")]
+    profiles: Vec<String>,
+    /// Testing profiles of paper 004's Table 2, comma-separated (1..=6; native runs 1–4).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5,6")]
+    tps: Vec<String>,
+    /// cyclictest's run per cell (e.g. 20s, 10m, 8h: the paper's). The default, 20 s, makes the whole matrix
+    /// about ten minutes.
+    #[arg(long, default_value = "20s")]
+    duration: String,
+    /// Length of the slices of the stability-over-time table [default: a quarter of --duration].
+    #[arg(long)]
+    slice: Option<String>,
+    /// cyclictest's period, µs (paper 004: 10 ms).
+    #[arg(long, default_value_t = 10_000)]
+    interval_us: u32,
+    /// stress-ng CPU workers (sqrt).
+    #[arg(long, default_value_t = 4)]
+    cpu_workers: u32,
+    /// stress-ng VM workers.
+    #[arg(long, default_value_t = 4)]
+    vm_workers: u32,
+    /// Each VM worker's block, MiB (paper 004: 64).
+    #[arg(long, default_value_t = 64)]
+    vm_mib: u32,
+    /// The VM profile's acceleration: auto, kvm or tcg.
+    #[arg(long, default_value = "auto")]
+    accel: String,
+    #[command(flatten)]
+    setup: crate::bench::SetupArgs,
+}
+
+pub fn rt(a: RtArgs) -> ExitCode {
+    use partita_studies::rt::{self, Load, Profile, RtConfig};
+    let mut profiles = Vec::new();
+    for k in &a.profiles {
+        match Profile::from_key(k.trim()) {
+            Some(p) if !profiles.contains(&p) => profiles.push(p),
+            Some(_) => return usage(format!("--profiles: {k} is named twice")),
+            None => return usage(format!("--profiles: {k:?} is not one of native, process, process-plan, vm")),
+        }
+    }
+    let mut tps = Vec::new();
+    for t in &a.tps {
+        match t.trim().trim_start_matches("TP").trim_start_matches("tp").parse::<u8>() {
+            Ok(n) if (1..=6).contains(&n) && !tps.contains(&n) => tps.push(n),
+            _ => return usage(format!("--tps: {t:?} is not a testing profile 1..=6 named once")),
+        }
+    }
+    if profiles.is_empty() || tps.is_empty() {
+        return usage("--profiles and --tps each need at least one value".into());
+    }
+    if profiles.iter().all(|p| !tps.iter().any(|&t| p.runs(t))) {
+        return usage("nothing to run: the native profile runs TP1–TP4 only".into());
+    }
+    let Some(duration) = partita_paper::soak::parse_duration(&a.duration).filter(|d| d.as_secs() >= 1) else {
+        return usage(format!("--duration: {:?} is not a duration of at least 1 s (e.g. 20s, 10m, 8h)", a.duration));
+    };
+    let slice = match &a.slice {
+        None => duration / 4,
+        Some(s) => match partita_paper::soak::parse_duration(s).filter(|d| *d <= duration && d.as_millis() as u64 >= a.interval_us as u64 / 1000) {
+            Some(d) => d,
+            None => return usage(format!("--slice: {s:?} is not a duration between one period and --duration")),
+        },
+    };
+    if !(100..=1_000_000).contains(&a.interval_us) {
+        return usage(format!("--interval-us: {} is not in 100..=1000000", a.interval_us));
+    }
+    if a.cpu_workers > 64 || a.vm_workers > 64 || !(1..=1024).contains(&a.vm_mib) {
+        return usage("--cpu-workers and --vm-workers are at most 64, --vm-mib 1..=1024".into());
+    }
+    if let Err(e) = check_cpu("this benchmark", 0).and_then(|_| check_cpu("this benchmark", 1)) {
+        return usage(format!("{e}: it needs CPUs 0 and 1 (the RT task on 1, the load on 0)"));
+    }
+    if !["auto", "kvm", "tcg"].contains(&a.accel.as_str()) {
+        return usage(format!("--accel: {:?} is not auto, kvm or tcg", a.accel));
+    }
+    let setup = match a.setup.setup() {
+        Ok(s) => s,
+        Err(e) => return usage(e.to_string()),
+    };
+    let accel = if profiles.contains(&Profile::Vm) {
+        match crate::paper::vm_accel(&a.accel) {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("partita bench rt: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        ("none".into(), "no VM profile asked for".into())
+    };
+    install_stop_signals();
+    let cfg = RtConfig {
+        exe: exe(),
+        out: a.out.clone(),
+        state_root: STATE_DIR.into(),
+        profiles,
+        tps,
+        duration,
+        slice,
+        interval_us: a.interval_us,
+        load: Load { cpu_workers: a.cpu_workers, vm_workers: a.vm_workers, vm_bytes_mib: a.vm_mib },
+        accel: accel.0,
+        accel_reason: accel.1,
+        setup,
+        guest_tools: None,
+    };
+    eprintln!("partita bench rt: {:?} per cell; VM profile under {} ({}); {}", duration, cfg.accel, cfg.accel_reason, setup.caption());
+    let res = match rt::run(&cfg, |l| eprintln!("{l}")) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("partita bench rt: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let command = command_line();
+    match rt::write_all(&res, &a.out, &command) {
+        Ok(notes) => notes.iter().for_each(|n| eprintln!("partita bench rt: {n}")),
+        Err(e) => {
+            eprintln!("partita bench rt: writing {}: {e}", a.out.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    print!("{}", rt::markdown(&res, &command));
+    ExitCode::SUCCESS
+}

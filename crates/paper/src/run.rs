@@ -79,26 +79,47 @@ pub fn run_until_exits<T: serde::de::DeserializeOwned>(
     report_path: &Path,
     limit: Duration,
 ) -> Result<(T, Vec<ExecutorLog>), RunError> {
-    let sys_err = |e: &dyn std::fmt::Display| RunError::Supervisor { system: system.name.clone(), message: e.to_string() };
     if let Err(e) = std::fs::remove_file(report_path) {
         if e.kind() != std::io::ErrorKind::NotFound {
             return Err(RunError::File { path: report_path.into(), message: e.to_string() });
         }
     }
-    if system.node(monitor).is_none() && !system.partitions().any(|(_, p)| p.name == monitor) {
-        return Err(RunError::Supervisor { system: system.name.clone(), message: format!("it has no partition or node {monitor:?} to wait for") });
+    let (executors, timed_out) = run_until_exit(system, options, monitor, limit)?;
+    let log = options.state_root.join(&system.name).join(format!("{monitor}.log"));
+    let text = match std::fs::read_to_string(report_path) {
+        Ok(t) => t,
+        Err(e) => {
+            let why = if timed_out {
+                format!("still running after {:.0} s", limit.as_secs_f64())
+            } else {
+                format!("{}: {e}", report_path.display())
+            };
+            return Err(RunError::Monitor { system: system.name.clone(), why, log_tail: tail(&log, 10) });
+        }
+    };
+    let report: T =
+        serde_json::from_str(&text).map_err(|e| RunError::File { path: report_path.into(), message: e.to_string() })?;
+    Ok((report, executors))
+}
+
+/// Runs `system` until its partition or node `name` exits or `limit` passes, then tears it down: the plan
+/// executors' logs, and whether `limit` passed first. The state directory (logs, events) is left for the
+/// caller to read and remove.
+pub fn run_until_exit(system: &System, options: &UpOptions, name: &str, limit: Duration) -> Result<(Vec<ExecutorLog>, bool), RunError> {
+    let sys_err = |e: &dyn std::fmt::Display| RunError::Supervisor { system: system.name.clone(), message: e.to_string() };
+    if system.node(name).is_none() && !system.partitions().any(|(_, p)| p.name == name) {
+        return Err(RunError::Supervisor { system: system.name.clone(), message: format!("it has no partition or node {name:?} to wait for") });
     }
     let sup = Supervisor::up(system, options).map_err(|e| sys_err(&e))?;
     let events = sup.state_dir().join("events.jsonl");
-    let log = sup.state_dir().join(format!("{monitor}.log"));
-    let stop = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
     let timed_out = Arc::new(AtomicBool::new(false));
     let watcher = {
-        let (stop, timed_out, monitor) = (stop.clone(), timed_out.clone(), monitor.to_string());
+        let (stop, timed_out, name) = (stop.clone(), timed_out.clone(), name.to_string());
         std::thread::spawn(move || {
             let t0 = Instant::now();
             while !stop.load(Ordering::SeqCst) {
-                if has_exited(&events, &monitor) {
+                if has_exited(&events, &name) {
                     break;
                 }
                 if t0.elapsed() >= limit {
@@ -117,18 +138,5 @@ pub fn run_until_exits<T: serde::de::DeserializeOwned>(
     if stop_requested() {
         return Err(RunError::Interrupted);
     }
-    let text = match std::fs::read_to_string(report_path) {
-        Ok(t) => t,
-        Err(e) => {
-            let why = if timed_out.load(Ordering::SeqCst) {
-                format!("still running after {:.0} s", limit.as_secs_f64())
-            } else {
-                format!("{}: {e}", report_path.display())
-            };
-            return Err(RunError::Monitor { system: system.name.clone(), why, log_tail: tail(&log, 10) });
-        }
-    };
-    let report: T =
-        serde_json::from_str(&text).map_err(|e| RunError::File { path: report_path.into(), message: e.to_string() })?;
-    Ok((report, executors))
+    Ok((executors, timed_out.load(Ordering::SeqCst)))
 }

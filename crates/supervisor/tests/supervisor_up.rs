@@ -280,3 +280,33 @@ fn a_partition_holds_no_privilege_and_runs_in_a_session_of_its_own() {
     assert!(group != my_group && session != my_session, "a signal to the supervisor's group or terminal session misses the partition");
     assert_nothing_left(&name, Some(&link_prefix(&name)));
 }
+
+/// The real-time allowance `bench rt` grants its cyclictest partition (`scheduling = { policy = "fifo",
+/// priority = 89 }`): the partition's processes start at SCHED_FIFO 89 and may set it again (cyclictest does),
+/// but not rise to the plan executors' 90 or above, nor take another CPU's real-time time through a child.
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn a_partition_granted_fifo_89_keeps_it_and_cannot_rise_to_the_executors_priority() {
+    let name = system_name("rt");
+    let root = tempdir("state");
+    let script = "import os\n\
+                  def try_(p):\n    try:\n        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(p)); return 'set'\n    except PermissionError:\n        return 'refused'\n\
+                  print('start', os.sched_getscheduler(0) == os.SCHED_FIFO, os.sched_getparam(0).sched_priority)\n\
+                  print('89', try_(89)); print('90', try_(90)); print('99', try_(99))\n\
+                  print('now', os.sched_getparam(0).sched_priority)\n";
+    let sys = system(&format!(
+        "[system]\nname = \"{name}\"\n[[module]]\nname = \"m\"\ncpus = [1]\n[[module.partition]]\nname = \"p\"\ncommand = [\"sh\", \"-c\", \"exec python3 -c \\\"$SCRIPT\\\"\"]\nenv = {{ SCRIPT = '''{}''' }}\n\
+         scheduling = {{ policy = \"fifo\", priority = 89 }}\nhealth = {{ action = \"stop\" }}\n\
+         [[module.plan]]\ncpu = 1\nmajor_frame = \"2ms\"\nwindow = [{{ partition = \"p\", start = \"0us\", duration = \"1ms\" }}]\n",
+        script
+    ));
+    let sup = Supervisor::up(&sys, &options(&root)).unwrap();
+    sup.run(Some(Duration::from_millis(1500)), None).unwrap();
+    let log = std::fs::read_to_string(root.0.join(&name).join("p.log")).unwrap();
+    let events = std::fs::read_to_string(root.0.join(&name).join("events.jsonl")).unwrap_or_default();
+    assert!(log.contains("start True 89"), "{log}{events}");
+    assert!(log.contains("89 set"), "setting its own priority again is allowed: {log}");
+    assert!(log.contains("90 refused") && log.contains("99 refused"), "{log}");
+    assert!(log.contains("now 89"), "{log}");
+    assert_nothing_left(&name, Some(&link_prefix(&name)));
+}

@@ -16,7 +16,7 @@ use crate::init::{self, shell_quote};
 use partita_env::PartitionEnv;
 use std::fmt;
 use std::net::Ipv4Addr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
@@ -108,6 +108,41 @@ pub struct LaunchSpec {
 /// Where an absolute path of the host goes in the archive: relative to `/`, `.` and `..` resolved by name
 /// (a library found through `$ORIGIN/../lib` lands where the loader will look for it); `None` for a relative
 /// path or one that climbs above `/`.
+/// Adds host programs to an archive at their own paths, each with the shared libraries `ldd` names and their
+/// directories; `copied` holds the paths already in the archive (each is added once).
+fn add_programs<W: std::io::Write>(w: &mut cpio::Writer<W>, programs: &[PathBuf], copied: &mut std::collections::BTreeSet<String>) -> Result<(), LaunchError> {
+    let io = |e: std::io::Error| LaunchError::Invalid(format!("building the archive: {e}"));
+    for program in programs {
+        let libs = crate::image::shared_libraries(program).map_err(|e| LaunchError::Invalid(format!("program {}: {e}", program.display())))?;
+        for file in std::iter::once(program.clone()).chain(libs) {
+            let Some(rel) = file.to_str().and_then(guest_path) else {
+                return Err(LaunchError::Invalid(format!("{}: not an absolute UTF-8 path inside /", file.display())));
+            };
+            if !copied.insert(rel.clone()) {
+                continue;
+            }
+            let mut at = String::new();
+            for part in rel.split('/').take(rel.split('/').count() - 1) {
+                at = if at.is_empty() { part.to_string() } else { format!("{at}/{part}") };
+                if copied.insert(at.clone()) {
+                    w.dir(&at, 0o755).map_err(io)?;
+                }
+            }
+            let data = std::fs::read(&file).map_err(|e| LaunchError::Invalid(format!("reading {}: {e}", file.display())))?;
+            w.file(&rel, 0o755, &data).map_err(io)?;
+        }
+    }
+    Ok(())
+}
+
+/// An archive of host programs with their libraries, for a system file's `vm.initramfs`: programs a guest
+/// command starts itself (from a shell line, say), which partita copies only when they are the command.
+pub fn programs_archive(programs: &[PathBuf]) -> Result<Vec<u8>, LaunchError> {
+    let mut w = cpio::Writer::new(Vec::new());
+    add_programs(&mut w, programs, &mut std::collections::BTreeSet::new())?;
+    w.finish().map_err(|e| LaunchError::Invalid(format!("building the archive: {e}")))
+}
+
 fn guest_path(host: &str) -> Option<String> {
     let rest = host.strip_prefix('/')?;
     let mut parts: Vec<&str> = Vec::new();
@@ -214,26 +249,7 @@ impl LaunchSpec {
         w.file(init::COMMAND_FILE, 0o644, command.as_bytes()).map_err(io)?;
 
         let mut copied = std::collections::BTreeSet::new();
-        for program in &self.programs {
-            let libs = crate::image::shared_libraries(program).map_err(|e| LaunchError::Invalid(format!("program {}: {e}", program.display())))?;
-            for file in std::iter::once(program.clone()).chain(libs) {
-                let Some(rel) = file.to_str().and_then(guest_path) else {
-                    return Err(LaunchError::Invalid(format!("{}: not an absolute UTF-8 path inside /", file.display())));
-                };
-                if !copied.insert(rel.clone()) {
-                    continue;
-                }
-                let mut at = String::new();
-                for part in rel.split('/').take(rel.split('/').count() - 1) {
-                    at = if at.is_empty() { part.to_string() } else { format!("{at}/{part}") };
-                    if copied.insert(at.clone()) {
-                        w.dir(&at, 0o755).map_err(io)?;
-                    }
-                }
-                let data = std::fs::read(&file).map_err(|e| LaunchError::Invalid(format!("reading {}: {e}", file.display())))?;
-                w.file(&rel, 0o755, &data).map_err(io)?;
-            }
-        }
+        add_programs(&mut w, &self.programs, &mut copied)?;
         if let Some(state) = &self.env.state_dir {
             let rel = state.trim_start_matches('/');
             if !rel.is_empty() && !rel.split('/').any(|c| c.is_empty() || c == "..") {

@@ -1,0 +1,72 @@
+//! `partita bench rt` (paper 004) runs a reduced matrix end to end: cyclictest natively, in a process
+//! partition, under a plan and in a VM partition (TCG), with and without stress-ng; its report and raw
+//! latencies parse. Bad arguments exit with status 2.
+use std::process::Command;
+
+fn partita() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_partita"))
+}
+
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn bench_rt_runs_cyclictest_in_every_system_profile_and_writes_the_papers_statistics() {
+    let out = std::env::temp_dir().join(format!("partita-bench-rt-{}", std::process::id()));
+    let run = partita()
+        .args(["bench", "rt", "--profiles", "native,process,process-plan,vm", "--tps", "1,4,5", "--duration", "2s"])
+        .args(["--interval-us", "5000", "--cpu-workers", "1", "--vm-workers", "1", "--vm-mib", "16", "--accel", "tcg", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("rt.json")).unwrap()).unwrap();
+    assert_eq!(v["accel"], "tcg");
+    let cells = v["cells"].as_array().unwrap();
+    // native runs TP1 and TP4 (TP5 needs partitions); the three partitioned profiles all three.
+    let keys: Vec<String> = cells.iter().map(|c| format!("{}-{}", c["profile"].as_str().unwrap(), c["tp"])).collect();
+    assert_eq!(keys, ["native-1", "native-4", "process-1", "process-4", "process-5", "process-plan-1", "process-plan-4", "process-plan-5", "vm-1", "vm-4", "vm-5"]);
+    for c in cells {
+        let s = &c["stats"];
+        // 2 s at 5 ms: about 400 wake-ups (a TCG guest's clock runs on its own).
+        let n = s["samples"].as_u64().unwrap();
+        assert!((200..=450).contains(&n), "{n} samples: {c}");
+        let (lw, q1, md, q3, uw, mx) = (s["lower_whisker"].as_f64().unwrap(), s["lower_quartile"].as_f64().unwrap(), s["median"].as_f64().unwrap(), s["upper_quartile"].as_f64().unwrap(), s["upper_whisker"].as_f64().unwrap(), s["max"].as_f64().unwrap());
+        assert!(0.0 <= lw && lw <= q1 && q1 <= md && md <= q3 && q3 <= uw && uw <= mx, "{c}");
+        assert_eq!(c["slices"].as_array().unwrap().len(), 4, "{c}");
+        // cyclictest ran at the priority its profile grants: the host's and a guest's top, a partition's 89.
+        let want = if c["profile"] == "native" || c["profile"] == "vm" { 99 } else { 89 };
+        assert_eq!(c["priority"], want, "{c}");
+        let raw = std::fs::read_to_string(out.join(c["raw"].as_str().unwrap())).unwrap();
+        assert_eq!(raw.lines().count() as u64, n);
+    }
+    let md = std::fs::read_to_string(out.join("rt.md")).unwrap();
+    for want in ["VM profile: **tcg**", "## The paper's table", "## Stability over time", "## Verdict against paper 004's Table 1", "| Factory automation (motion control) | 1.000 ms | 0.001 ms |", "| VM partition (tcg) | 5 | 99 |"] {
+        assert!(md.contains(want), "{want}:\n{md}");
+    }
+    for f in ["rt-native.svg", "rt-process.png", "rt-process-plan.svg", "rt-vm.png"] {
+        assert!(std::fs::metadata(out.join(f)).map(|m| m.len() > 200).unwrap_or(false), "{f}");
+    }
+    let status = partita().arg("status").output().unwrap();
+    assert!(!String::from_utf8_lossy(&status.stdout).contains("rt-"), "a system was left: {}", String::from_utf8_lossy(&status.stdout));
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
+fn bad_bench_rt_arguments_exit_with_status_2_and_say_which() {
+    for (args, says) in [
+        (&["--profiles", "xen"][..], "--profiles"),
+        (&["--tps", "7"], "--tps"),
+        (&["--tps", "1,1"], "--tps"),
+        (&["--profiles", "native", "--tps", "5,6"], "TP1–TP4"),
+        (&["--duration", "0s"], "--duration"),
+        (&["--duration", "forever"], "--duration"),
+        (&["--duration", "10s", "--slice", "1m"], "--slice"),
+        (&["--interval-us", "10"], "--interval-us"),
+        (&["--vm-mib", "0"], "--vm-mib"),
+        (&["--accel", "xen"], "--accel"),
+    ] {
+        let o = partita().args(["bench", "rt"]).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
