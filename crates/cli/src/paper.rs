@@ -7,7 +7,15 @@ use partita_supervisor::supervisor::{install_stop_signals, STATE_DIR};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-fn exe() -> String {
+/// This invocation as a report quotes it: `partita` and its arguments, those with spaces quoted.
+pub fn command_line() -> String {
+    std::iter::once("partita".to_string())
+        .chain(std::env::args().skip(1).map(|a| if a.contains(' ') { format!("{a:?}") } else { a }))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub fn exe() -> String {
     std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "partita".into())
 }
 
@@ -224,10 +232,7 @@ pub fn paper(a: PaperArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let command = std::iter::once("partita".to_string())
-        .chain(std::env::args().skip(1).map(|a| if a.contains(' ') { format!("{a:?}") } else { a }))
-        .collect::<Vec<_>>()
-        .join(" ");
+    let command = command_line();
     if let Err(e) = partita_paper::report::write_all(&res, &a.out, &command) {
         eprintln!("partita bench paper: writing {}: {e}", a.out.display());
         return ExitCode::FAILURE;
@@ -311,7 +316,7 @@ pub fn vm(a: VmBenchArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let command = std::iter::once("partita".to_string()).chain(std::env::args().skip(1)).collect::<Vec<_>>().join(" ");
+    let command = command_line();
     if let Err(e) = partita_paper::vm_bench::write_all(&res, &a.out, &command) {
         eprintln!("partita bench vm: writing {}: {e}", a.out.display());
         return ExitCode::FAILURE;

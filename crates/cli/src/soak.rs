@@ -143,7 +143,7 @@ pub fn run(a: SoakArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let command = std::iter::once("partita".to_string()).chain(std::env::args().skip(1)).collect::<Vec<_>>().join(" ");
+    let command = crate::paper::command_line();
     if let Err(e) = soak::write_all(&report, &a.out, &command) {
         eprintln!("partita soak: writing {}: {e}", a.out.display());
         return ExitCode::FAILURE;

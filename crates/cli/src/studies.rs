@@ -10,14 +10,6 @@ fn usage(m: String) -> ExitCode {
     ExitCode::from(2)
 }
 
-fn command_line() -> String {
-    std::iter::once("partita".to_string()).chain(std::env::args().skip(1)).collect::<Vec<_>>().join(" ")
-}
-
-fn exe() -> String {
-    std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "partita".into())
-}
-
 /// The CPUs this process may use, for checking `--cpu` arguments.
 fn check_cpu(flag: &str, cpu: usize) -> Result<(), String> {
     let cpus = partita_os::sched::current_thread_cpus().unwrap_or_default();
@@ -115,7 +107,7 @@ pub fn virt(a: VirtArgs) -> ExitCode {
     };
     install_stop_signals();
     let cfg = VirtConfig {
-        exe: exe(),
+        exe: crate::paper::exe(),
         out: a.out.clone(),
         state_root: STATE_DIR.into(),
         placements,
@@ -138,7 +130,7 @@ pub fn virt(a: VirtArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let command = command_line();
+    let command = crate::paper::command_line();
     match virt::write_all(&res, &a.out, &command) {
         Ok(notes) => notes.iter().for_each(|n| eprintln!("partita bench virt: {n}")),
         Err(e) => {
@@ -249,7 +241,7 @@ pub fn rt(a: RtArgs) -> ExitCode {
     };
     install_stop_signals();
     let cfg = RtConfig {
-        exe: exe(),
+        exe: crate::paper::exe(),
         out: a.out.clone(),
         state_root: STATE_DIR.into(),
         profiles,
@@ -271,7 +263,7 @@ pub fn rt(a: RtArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let command = command_line();
+    let command = crate::paper::command_line();
     match rt::write_all(&res, &a.out, &command) {
         Ok(notes) => notes.iter().for_each(|n| eprintln!("partita bench rt: {n}")),
         Err(e) => {
@@ -280,5 +272,12 @@ pub fn rt(a: RtArgs) -> ExitCode {
         }
     }
     print!("{}", rt::markdown(&res, &command));
-    ExitCode::SUCCESS
+    let failed = res.failed();
+    if failed.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    for c in failed {
+        eprintln!("partita bench rt: {} TP{} failed: {}", c.profile.key(), c.tp, c.error.as_deref().unwrap_or_default());
+    }
+    ExitCode::FAILURE
 }

@@ -70,3 +70,41 @@ fn bad_bench_rt_arguments_exit_with_status_2_and_say_which() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// Processes whose command line holds `needle`, with their pids.
+fn processes_with(needle: &str) -> Vec<(u32, String)> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            cmd.contains(needle).then_some((pid, cmd))
+        })
+        .collect()
+}
+
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn sigterm_during_a_cell_ends_cyclictest_and_the_load_and_leaves_nothing() {
+    let out = std::env::temp_dir().join(format!("partita-bench-rt-term-{}", std::process::id()));
+    // An unusual block size marks this run's stress-ng processes.
+    let mut child = partita()
+        .args(["bench", "rt", "--profiles", "native,process", "--tps", "3", "--duration", "60s", "--cpu-workers", "1", "--vm-workers", "1", "--vm-mib", "13", "--out"])
+        .arg(&out)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(!processes_with("--vm-bytes 13M").is_empty(), "the load should be running");
+    partita_os::process::send_signal(child.id() as i32, libc::SIGTERM).unwrap();
+    let t = std::time::Instant::now();
+    let status = child.wait().unwrap();
+    assert!(t.elapsed() < std::time::Duration::from_secs(10), "it took {:?} to stop", t.elapsed());
+    assert!(!status.success());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(processes_with("--vm-bytes 13M").is_empty(), "{:?}", processes_with("--vm-bytes 13M"));
+    assert!(processes_with("cyclictest -q -v").is_empty(), "{:?}", processes_with("cyclictest -q -v"));
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -9,10 +9,16 @@
 //!   paper's statistics, box plots, stability over time and a verdict against the paper's Table 1.
 //! - [`boxstats`] and [`plot`]: the statistics of paper 004's tables and the figures (SVG, PNG through
 //!   `rsvg-convert`).
+#![forbid(unsafe_code)]
 pub mod boxstats;
 pub mod plot;
 pub mod rt;
 pub mod virt;
+
+/// A TOML array of strings (a command in a generated system file).
+pub(crate) fn toml_strings(v: &[String]) -> String {
+    toml::Value::Array(v.iter().cloned().map(toml::Value::String).collect()).to_string()
+}
 
 /// The machine, as reports name it: CPU, CPUs, kernel, and what virtualizes it (`systemd-detect-virt`, or the
 /// CPU's hypervisor flag).

@@ -157,10 +157,6 @@ fn shell_quote(v: &[String]) -> String {
     v.iter().map(|a| format!("'{}'", a.replace('\'', "'\\''"))).collect::<Vec<_>>().join(" ")
 }
 
-fn strings(v: &[String]) -> String {
-    toml::Value::Array(v.iter().cloned().map(toml::Value::String).collect()).to_string()
-}
-
 /// The memory a partition running `load`'s share needs (its VM workers' blocks, and room for the rest).
 fn memory_mib(load: &Load, share: u32) -> u32 {
     256 + load.vm_workers.div_ceil(share) * load.vm_bytes_mib * 2
@@ -183,10 +179,10 @@ pub fn system_toml(cfg: &RtConfig, profile: Profile, tp: u8, name: &str) -> Stri
     let cpus = if planned { "[1]" } else { "[0, 1]" };
     let mut t = format!("[system]\nname = \"{name}\"\ncpu_dma_latency = \"{dma}\"\n\n[[module]]\nname = \"rt-module\"\ncpus = {cpus}\n\n");
     let partition = |t: &mut String, pname: &str, cmd: &[String], mem: u32, rt: bool, pin0: bool| {
-        let _ = write!(t, "[[module.partition]]\nname = \"{pname}\"\ncommand = {}\npids = 256\nhealth = {{ action = \"stop\" }}\n", strings(cmd));
+        let _ = write!(t, "[[module.partition]]\nname = \"{pname}\"\ncommand = {}\npids = 256\nhealth = {{ action = \"stop\" }}\n", crate::toml_strings(cmd));
         if vm {
             let tools = cfg.guest_tools.as_ref().map(|p| format!(", initramfs = {}", toml::Value::String(p.display().to_string()))).unwrap_or_default();
-            let _ = writeln!(t, "kind = \"vm\"\nvm = {{ memory = \"{mem}MiB\", vcpus = 2, accel = \"{}\", boot_timeout = \"180s\"{tools} }}", cfg.accel);
+            let _ = writeln!(t, "kind = \"vm\"\nvm = {{ memory = \"{mem}MiB\", vcpus = 2, accel = \"{}\", boot_timeout = \"90s\"{tools} }}", cfg.accel);
         } else {
             let _ = writeln!(t, "memory = \"{mem}MiB\"");
             if rt {
@@ -250,7 +246,14 @@ pub struct RtCell {
     /// Where the raw latencies are, relative to the output folder.
     pub raw: String,
     pub wall_s: f64,
+    /// Why the cell has no figures, when it failed (the run goes on with the next cell).
+    pub error: Option<String>,
+    /// Whether the cell was run a second time because its guest did not boot.
+    pub retried: bool,
 }
+
+/// What the VM runner says when a guest did not start its command within the boot timeout.
+const BOOT_TIMEOUT_LINE: &str = "no start marker within the boot timeout";
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RtResults {
@@ -267,33 +270,74 @@ pub struct RtResults {
 }
 
 impl RtResults {
+    /// The cells that failed.
+    pub fn failed(&self) -> Vec<&RtCell> {
+        self.cells.iter().filter(|c| c.error.is_some()).collect()
+    }
+
     pub fn cell(&self, p: Profile, tp: u8) -> Option<&RtCell> {
         self.cells.iter().find(|c| c.profile == p && c.tp == tp)
     }
 }
 
-/// Runs the native profile's cell: cyclictest and stress-ng as children of this process, ended by pid.
+/// A child process of this command, ended when dropped: SIGTERM first (stress-ng then stops its workers, which
+/// SIGKILL would orphan), SIGKILL after a second, then reaped. Only this pid is signalled.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let pid = self.0.id() as i32;
+        if matches!(self.0.try_wait(), Ok(None)) {
+            let _ = partita_os::process::send_signal(pid, libc::SIGTERM);
+            let t = std::time::Instant::now();
+            while matches!(self.0.try_wait(), Ok(None)) && t.elapsed() < Duration::from_secs(1) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = self.0.kill();
+        }
+        let _ = self.0.wait();
+    }
+}
+
+/// Runs the native profile's cell: cyclictest and stress-ng as children of this process, both ended by pid
+/// when the cell ends, fails or is interrupted (Ctrl-C, SIGTERM).
 fn run_native(cfg: &RtConfig, tp: u8) -> Result<String, RunError> {
     let (affinity, beside, _) = testing_profile(tp);
     let secs = cfg.duration.as_secs().max(1) + 5;
     let fail = |m: String| RunError::Setup(m);
-    let mut load = if beside {
+    let _load = if beside {
         let s = stress(&cfg.load, 1, affinity, secs);
-        Some(Command::new(&s[0]).args(&s[1..]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().map_err(|e| fail(format!("stress-ng: {e} (Debian package stress-ng; scripts/setup.sh installs it)")))?)
+        Some(Child(Command::new(&s[0]).args(&s[1..]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().map_err(|e| fail(format!("stress-ng: {e} (Debian package stress-ng; scripts/setup.sh installs it)")))?))
     } else {
         None
     };
     let ct = cyclictest(cfg, NATIVE_PRIORITY, affinity);
-    let out = Command::new(&ct[0]).args(&ct[1..]).stderr(Stdio::null()).output();
-    if let Some(l) = load.as_mut() {
-        let _ = l.kill();
-        let _ = l.wait();
+    let mut child = Child(
+        Command::new(&ct[0]).args(&ct[1..]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().map_err(|e| fail(format!("cyclictest: {e} (Debian package rt-tests; scripts/setup.sh installs it)")))?,
+    );
+    let mut stdout = child.0.stdout.take().expect("piped stdout");
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut stdout, &mut text);
+        text
+    });
+    let status = loop {
+        if partita_os::signal::stop_requested() {
+            drop(child);
+            let _ = reader.join();
+            return Err(RunError::Interrupted);
+        }
+        match child.0.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => return Err(fail(format!("waiting for cyclictest: {e}"))),
+        }
+    };
+    let text = reader.join().unwrap_or_default();
+    if !status.success() {
+        return Err(fail(format!("cyclictest failed ({status})")));
     }
-    let out = out.map_err(|e| fail(format!("cyclictest: {e} (Debian package rt-tests; scripts/setup.sh installs it)")))?;
-    if !out.status.success() {
-        return Err(fail(format!("cyclictest failed ({})", out.status)));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    Ok(text)
 }
 
 /// Runs a partitioned cell as a system under the supervisor; returns the RT partition's log.
@@ -361,23 +405,45 @@ pub fn run(cfg: &RtConfig, mut log: impl FnMut(&str)) -> Result<RtResults, RunEr
         for &tp in cfg.tps.iter().filter(|&&tp| p.runs(tp)) {
             log(&format!("{}, TP{tp}…", p.title()));
             let t = std::time::Instant::now();
-            let text = match p {
-                Profile::Native => run_native(cfg, tp)?,
-                _ => run_system(cfg, p, tp)?,
+            let mut outcome = match p {
+                Profile::Native => run_native(cfg, tp),
+                _ => run_system(cfg, p, tp),
+            };
+            // A TCG guest now and then hangs while booting (about one boot in a dozen here, with its
+            // neighbours busy): such a cell is run once more, and says so.
+            let mut retried = false;
+            if outcome.as_ref().is_ok_and(|t| t.contains(BOOT_TIMEOUT_LINE)) {
+                log("  the guest did not boot within its boot timeout: running the cell once more");
+                retried = true;
+                outcome = run_system(cfg, p, tp);
+            }
+            let file = format!("raw/{}-tp{tp}.txt", p.key());
+            let failed = |error: String| RtCell { profile: p, tp, priority: None, stats: None, slices: Vec::new(), cumulative: Vec::new(), raw: file.clone(), wall_s: t.elapsed().as_secs_f64(), error: Some(error), retried };
+            let text = match outcome {
+                Ok(text) => text,
+                Err(RunError::Interrupted) => return Err(RunError::Interrupted),
+                Err(e) => {
+                    log(&format!("  failed: {e}"));
+                    cells.push(failed(e.to_string()));
+                    continue;
+                }
             };
             let samples = parse_verbose(&text);
-            let file = format!("raw/{}-tp{tp}.txt", p.key());
             let body: String = samples.iter().map(|(i, v)| format!("{i} {v}\n")).collect();
             std::fs::write(cfg.out.join(&file), body).map_err(|e| RunError::File { path: cfg.out.join(&file), message: e.to_string() })?;
             if samples.is_empty() {
-                return Err(RunError::Monitor { system: format!("{} TP{tp}", p.key()), why: "cyclictest printed no latency".into(), log_tail: text.lines().rev().take(10).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n") });
+                let tail: Vec<&str> = text.lines().rev().take(10).collect();
+                let e = format!("cyclictest printed no latency; its output ends with:\n{}", tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
+                log(&format!("  failed: {e}"));
+                cells.push(failed(e));
+                continue;
             }
             let stats = BoxStats::of(&samples.iter().map(|s| s.1).collect::<Vec<_>>());
             let (sl, cumulative) = slices(&samples, cfg.interval_us, cfg.slice, cfg.duration);
             if let Some(s) = &stats {
                 log(&format!("  {} samples: median {:.0} µs, mean {:.1} µs, p99 {:.0} µs, max {:.0} µs", s.samples, s.median, s.mean, s.p99, s.max));
             }
-            cells.push(RtCell { profile: p, tp, priority: parse_priority(&text), stats, slices: sl, cumulative, raw: file, wall_s: t.elapsed().as_secs_f64() });
+            cells.push(RtCell { profile: p, tp, priority: parse_priority(&text), stats, slices: sl, cumulative, raw: file, wall_s: t.elapsed().as_secs_f64(), error: None, retried });
         }
     }
     Ok(RtResults {
@@ -475,6 +541,12 @@ pub fn markdown(r: &RtResults, command: &str) -> String {
         for c in r.cells.iter().filter(|c| c.profile == p) {
             o.push_str(&stats_row(&format!("{} | {} | {}", profile_title(r, p), c.tp, c.priority.map_or("?".into(), |x| x.to_string())), &c.stats));
         }
+    }
+    for c in r.cells.iter().filter(|c| c.retried) {
+        let _ = writeln!(o, "\n{} TP{} was run twice: its guest did not boot within the boot timeout the first time.", profile_title(r, c.profile), c.tp);
+    }
+    for c in r.cells.iter().filter(|c| c.error.is_some()) {
+        let _ = writeln!(o, "\n**{} TP{} failed**: {}", profile_title(r, c.profile), c.tp, c.error.as_deref().unwrap_or_default().lines().next().unwrap_or_default());
     }
     o.push_str("\n## Stability over time: each slice of the run (ms)\n\n");
     let _ = writeln!(o, "| system profile | TP | slice | {}\n|---|---:|---:|{}", STATS_HEAD.trim_start_matches("| "), "---:|".repeat(11));
