@@ -83,11 +83,11 @@ pub fn lines(title: &str, x_label: &str, lines: &[Line]) -> String {
 /// Box plots on a log-scale µs axis, one per label: the box from quartile to quartile with the median, the
 /// whiskers of [`BoxStats`], the mean as a dot and the max as a cross.
 pub fn boxes(title: &str, items: &[(String, BoxStats)]) -> String {
-    let (left, right, top, bottom) = (70.0, 20.0, 34.0, 110.0);
+    let (left, right, top, bottom) = (70.0, 20.0, 34.0, 80.0);
     let slot = 46.0;
-    let w = left + right + slot * items.len().max(1) as f64;
+    let w = (left + right + slot * items.len().max(1) as f64).max(460.0);
     let h = 440.0;
-    let mut o = head(w.max(420.0), h, title);
+    let mut o = head(w, h, title);
     if items.is_empty() {
         o.push_str("<text x=\"20\" y=\"60\">no data</text>\n</svg>\n");
         return o;
@@ -115,7 +115,8 @@ pub fn boxes(title: &str, items: &[(String, BoxStats)]) -> String {
         let _ = writeln!(o, "<path d=\"M{:.1},{:.1} l8,8 m0,-8 l-8,8\" stroke=\"{c}\"/>", cx - 4.0, mx - 4.0);
         let _ = writeln!(o, "<text x=\"{cx:.1}\" y=\"{:.1}\" transform=\"rotate(60 {cx:.1} {:.1})\" font-size=\"10\">{}</text>", h - bottom + 12.0, h - bottom + 12.0, escape(label));
     }
-    let _ = writeln!(o, "<text x=\"{left}\" y=\"{:.1}\" font-size=\"10\">box: quartiles and median; whiskers: 2.5th and 97.5th percentiles; dot: mean; cross: max</text>", h - 6.0);
+    let _ = writeln!(o, "<text x=\"10\" y=\"{:.1}\" font-size=\"10\">box: quartiles and median; whiskers: 2.5th and 97.5th percentiles;</text>", h - 20.0);
+    let _ = writeln!(o, "<text x=\"10\" y=\"{:.1}\" font-size=\"10\">dot: mean; cross: max</text>", h - 7.0);
     o.push_str("</svg>\n");
     o
 }
