@@ -271,7 +271,13 @@ pub fn sweep(cfg: &SweepConfig, target: Target, mut log: impl FnMut(&str)) -> Re
             ("dds", Box::new(DdsClient { name: cfg.name.clone(), requests, replies, _topics: (req, rep), _participant: participant }))
         }
         Target::Udp(addr) => {
-            let bind: SocketAddr = if addr.is_ipv4() { "0.0.0.0:0".parse().expect("an address") } else { "[::]:0".parse().expect("an address") };
+            // Loopback for a loopback server; inside a node's namespace (partita's bridge) any local address.
+            let bind: SocketAddr = match addr {
+                SocketAddr::V4(a) if a.ip().is_loopback() => "127.0.0.1:0".parse().expect("an address"),
+                SocketAddr::V4(_) => "0.0.0.0:0".parse().expect("an address"),
+                SocketAddr::V6(a) if a.ip().is_loopback() => "[::1]:0".parse().expect("an address"),
+                SocketAddr::V6(_) => "[::]:0".parse().expect("an address"),
+            };
             let sock = UdpSocket::bind(bind).map_err(io("binding the client's socket"))?;
             sock.connect(addr).map_err(io(format!("connecting to {addr}")))?;
             ("udp", Box::new(UdpClient { sock, buf: vec![0u8; HEADER + MAX_DATA], out: Vec::with_capacity(HEADER + MAX_DATA) }))

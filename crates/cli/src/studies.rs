@@ -75,6 +75,12 @@ pub fn virt(a: VirtArgs) -> ExitCode {
     if let Some(w) = a.works.iter().find(|w| !(0.0..=100_000.0).contains(*w)) {
         return usage(format!("--works: {w} µs is not in 0..=100000"));
     }
+    if (1..sizes.len()).any(|i| sizes[..i].contains(&sizes[i])) || (1..a.works.len()).any(|i| a.works[..i].contains(&a.works[i])) {
+        return usage("--sizes and --works: name each value once".into());
+    }
+    if a.count > 1_000_000 || a.warmup > 1_000_000 {
+        return usage("--count and --warmup are at most 1000000".into());
+    }
     if placements.is_empty() || sizes.is_empty() || a.works.is_empty() {
         return usage("--placements, --sizes and --works each need at least one value".into());
     }
@@ -154,7 +160,7 @@ pub struct RtArgs {
     #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5,6")]
     tps: Vec<String>,
     /// cyclictest's run per cell (e.g. 20s, 10m, 8h: the paper's). The default, 20 s, makes the whole matrix
-    /// about ten minutes.
+    /// about eight minutes.
     #[arg(long, default_value = "20s")]
     duration: String,
     /// Length of the slices of the stability-over-time table [default: a quarter of --duration].
@@ -218,6 +224,12 @@ pub fn rt(a: RtArgs) -> ExitCode {
     if a.cpu_workers > 64 || a.vm_workers > 64 || !(1..=1024).contains(&a.vm_mib) {
         return usage("--cpu-workers and --vm-workers are at most 64, --vm-mib 1..=1024".into());
     }
+    // The VM workers' blocks must fit this machine's memory with room to spare (the native profile runs them
+    // on the host without a limit).
+    let mem_mib = std::fs::read_to_string("/proc/meminfo").ok().and_then(|t| t.lines().find_map(|l| l.strip_prefix("MemTotal:")?.split_whitespace().next()?.parse::<u64>().ok())).unwrap_or(0) / 1024;
+    if mem_mib > 0 && a.vm_workers as u64 * a.vm_mib as u64 * 2 > mem_mib {
+        return usage(format!("--vm-workers {} × --vm-mib {} is more than half of this machine's {mem_mib} MiB: give fewer or smaller workers", a.vm_workers, a.vm_mib));
+    }
     if let Err(e) = check_cpu("this benchmark", 0).and_then(|_| check_cpu("this benchmark", 1)) {
         return usage(format!("{e}: it needs CPUs 0 and 1 (the RT task on 1, the load on 0)"));
     }
@@ -255,6 +267,9 @@ pub fn rt(a: RtArgs) -> ExitCode {
         setup,
         guest_tools: None,
     };
+    if let Err(e) = rt::check_systems(&cfg) {
+        return usage(format!("a cell's system is not valid on this machine: {e}"));
+    }
     eprintln!("partita bench rt: {:?} per cell; VM profile under {} ({}); {}", duration, cfg.accel, cfg.accel_reason, setup.caption());
     let res = match rt::run(&cfg, |l| eprintln!("{l}")) {
         Ok(r) => r,

@@ -62,6 +62,7 @@ fn bad_bench_rt_arguments_exit_with_status_2_and_say_which() {
         (&["--duration", "10s", "--slice", "1m"], "--slice"),
         (&["--interval-us", "10"], "--interval-us"),
         (&["--vm-mib", "0"], "--vm-mib"),
+        (&["--vm-workers", "64", "--vm-mib", "1024"], "more than half"),
         (&["--accel", "xen"], "--accel"),
     ] {
         let o = partita().args(["bench", "rt"]).args(args).output().unwrap();

@@ -176,3 +176,23 @@ mod tests {
         assert!(!plain_is_executable, "a file without execute bits, even for root");
     }
 }
+
+/// Makes the child that `cmd` starts receive `signal` when the thread that starts it ends, even by SIGKILL or a
+/// crash (prctl PR_SET_PDEATHSIG): a benchmark's load or probe must not outlive the benchmark.
+pub fn end_with_parent(cmd: &mut std::process::Command, signal: libc::c_int) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the child between fork and exec and calls only prctl and getppid, which are
+    // async-signal-safe; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, signal as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // The parent may have ended before the prctl: then nothing would ever send the signal.
+            if libc::getppid() == 1 {
+                return Err(io::Error::other("the parent ended before the child started"));
+            }
+            Ok(())
+        });
+    }
+}

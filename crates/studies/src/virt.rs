@@ -259,9 +259,11 @@ fn run_one(cfg: &VirtConfig, p: Placement, k: u32) -> Result<(SweepReport, Vec<E
     let system = partita_system::parse(&text, &format!("<bench virt {tag}>"), &partita_system::Host::this_machine())
         .map_err(|e| RunError::Supervisor { system: name.clone(), message: e.to_string() })?;
     let options = UpOptions { partita: Some(cfg.exe.clone().into()), ..UpOptions::new(&cfg.state_root) };
-    let points = (cfg.sizes.len() * cfg.works_us.len()) as u32;
-    // Boot and discovery, then every request at up to 25 ms (a VM in a plan under TCG).
-    let limit = Duration::from_secs(240) + Duration::from_millis(25) * (cfg.count + cfg.warmup) as u32 * points;
+    // Boot and discovery, then every request at up to 25 ms (a VM in a plan under TCG) plus three times its work
+    // (a planned server runs about half the time).
+    let requests = cfg.count + cfg.warmup;
+    let per_size: f64 = cfg.works_us.iter().map(|w| requests as f64 * (25_000.0 + 3.0 * w)).sum();
+    let limit = Duration::from_secs(240) + Duration::from_secs_f64(per_size * cfg.sizes.len() as f64 / 1e6);
     let done = run_until_exits::<SweepReport>(&system, &options, "client", &json, limit);
     let state = cfg.state_root.join(&system.name);
     if p.is_vm() {
@@ -373,14 +375,14 @@ pub fn markdown(r: &VirtResults, command: &str) -> String {
     }
     o.push_str("## Overhead split (means, µs): middleware = DDS native − ideal; each placement − DDS native\n\n");
     let others: Vec<Placement> = places.iter().copied().filter(|p| !matches!(p, Placement::Ideal | Placement::Native)).collect();
-    let _ = writeln!(o, "| size B | work µs | middleware | {} |", others.iter().map(|p| title(r, *p)).collect::<Vec<_>>().join(" | "));
+    let _ = writeln!(o, "| size B | work µs | middleware (share of native DDS) | {} |", others.iter().map(|p| title(r, *p)).collect::<Vec<_>>().join(" | "));
     let _ = writeln!(o, "|---:|---:|---:|{}", "---:|".repeat(others.len()));
     for &size in &r.sizes {
         for &w in &r.works_us {
             let mean = |p| r.cell(p, size, w).and_then(|c| c.median(|x| x.summary.mean_us));
             let native = mean(Placement::Native);
             let mw = match (native, mean(Placement::Ideal)) {
-                (Some(n), Some(i)) => format!("{:.1} ({:+.0} %)", n - i, (n - i) / i * 100.0),
+                (Some(n), Some(i)) => format!("{:.1} ({:.0} %)", n - i, (n - i) / n * 100.0),
                 _ => "–".into(),
             };
             let cols: Vec<String> = others

@@ -283,7 +283,7 @@ fn a_partition_holds_no_privilege_and_runs_in_a_session_of_its_own() {
 
 /// The real-time allowance `bench rt` grants its cyclictest partition (`scheduling = { policy = "fifo",
 /// priority = 89 }`): the partition's processes start at SCHED_FIFO 89 and may set it again (cyclictest does),
-/// but not rise to the plan executors' 90 or above, nor take another CPU's real-time time through a child.
+/// but not rise to the plan executors' 90 or above.
 #[test]
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn a_partition_granted_fifo_89_keeps_it_and_cannot_rise_to_the_executors_priority() {

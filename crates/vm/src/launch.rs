@@ -105,9 +105,6 @@ pub struct LaunchSpec {
     pub programs: Vec<std::path::PathBuf>,
 }
 
-/// Where an absolute path of the host goes in the archive: relative to `/`, `.` and `..` resolved by name
-/// (a library found through `$ORIGIN/../lib` lands where the loader will look for it); `None` for a relative
-/// path or one that climbs above `/`.
 /// Adds host programs to an archive at their own paths, each with the shared libraries `ldd` names and their
 /// directories; `copied` holds the paths already in the archive (each is added once).
 fn add_programs<W: std::io::Write>(w: &mut cpio::Writer<W>, programs: &[PathBuf], copied: &mut std::collections::BTreeSet<String>) -> Result<(), LaunchError> {
@@ -143,6 +140,9 @@ pub fn programs_archive(programs: &[PathBuf]) -> Result<Vec<u8>, LaunchError> {
     w.finish().map_err(|e| LaunchError::Invalid(format!("building the archive: {e}")))
 }
 
+/// Where an absolute path of the host goes in the archive: relative to `/`, `.` and `..` resolved by name
+/// (a library found through `$ORIGIN/../lib` lands where the loader will look for it); `None` for a relative
+/// path or one that climbs above `/`.
 fn guest_path(host: &str) -> Option<String> {
     let rest = host.strip_prefix('/')?;
     let mut parts: Vec<&str> = Vec::new();
