@@ -138,8 +138,10 @@ fn cyclictest(cfg: &RtConfig, prio: u8, affinity: bool) -> Vec<String> {
 /// stress-ng with `share` of the load (1 or 2: half of it), pinned to CPU 0 when `pinned`, running at most
 /// `secs` (it also ends with its partition).
 fn stress(load: &Load, share: u32, pinned: bool, secs: u64, in_partition: bool) -> Vec<String> {
-    // Not --quiet: its "dispatching hogs" line is how a cell knows that the load started.
-    let mut c: Vec<String> = vec!["stress-ng".into()];
+    // Not --quiet: its "dispatching hogs" line is how a cell knows that the load started. `--sched other`: the
+    // load runs under normal scheduling, as the paper's did, also where it inherits the RT partition's
+    // SCHED_FIFO 89 (spinning at 89 beside cyclictest, it kept cyclictest from ever finishing).
+    let mut c: Vec<String> = vec!["stress-ng".into(), "--sched".into(), "other".into()];
     if in_partition {
         // stress-ng refuses to start in a directory it cannot write, and a process partition's working
         // directory is its read-only view of the host: its own /tmp is writable.
@@ -727,6 +729,7 @@ mod tests {
                 assert_eq!(has("-a", "1"), affinity, "{} TP{tp}", p.key());
                 // Under the plan the load cannot leave the plan's CPU: it is not pinned there.
                 assert_eq!(has("--taskset", "0"), affinity && beside && p != Profile::ProcessPlan, "{} TP{tp}", p.key());
+                assert_eq!(has("--sched", "other"), beside || neighbours, "the load runs under normal scheduling: {} TP{tp}", p.key());
                 assert_eq!(text.matches("stress-ng").count(), if beside { 1 } else if neighbours { 2 } else { 0 }, "{} TP{tp}", p.key());
                 assert_eq!(text.contains("[[module.plan]]"), p == Profile::ProcessPlan, "{} TP{tp}", p.key());
                 assert_eq!(text.matches("kind = \"vm\"").count(), if p == Profile::Vm { names.len() } else { 0 }, "{} TP{tp}", p.key());
