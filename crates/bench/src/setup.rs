@@ -107,6 +107,22 @@ impl Setup {
         }
     }
 
+    /// The `scheduling` a system file grants for this setup (an inline TOML table).
+    pub fn scheduling_toml(&self) -> String {
+        match self.fifo_priority() {
+            Some(p) => format!("{{ policy = \"fifo\", priority = {p} }}"),
+            None => "{ policy = \"normal\" }".into(),
+        }
+    }
+
+    /// A system file's `cpu_dma_latency` for this setup: its bound, or `off` (the value, unquoted).
+    pub fn cpu_dma_latency_value(&self) -> String {
+        match self.cpu_dma_latency_us() {
+            Some(us) => format!("{us}us"),
+            None => "off".into(),
+        }
+    }
+
     pub fn locks_memory(&self) -> bool {
         self.is_realtime()
     }

@@ -280,9 +280,8 @@ pub fn vm(a: VmBenchArgs) -> ExitCode {
     if !["auto", "kvm", "tcg"].contains(&a.accel.as_str()) {
         return usage(format!("--accel: {:?} is not auto, kvm or tcg", a.accel));
     }
-    let cpus = partita_os::sched::current_thread_cpus().unwrap_or_default();
-    if !cpus.contains(&a.cpu) {
-        return usage(format!("--cpu: CPU {} is not one of this machine's {cpus:?}", a.cpu));
+    if let Err(e) = crate::studies::check_cpu("--cpu", a.cpu) {
+        return usage(e);
     }
     let setup = match a.measure.setup() {
         Ok(s) => s,

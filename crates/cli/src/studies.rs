@@ -11,12 +11,34 @@ fn usage(m: String) -> ExitCode {
 }
 
 /// The CPUs this process may use, for checking `--cpu` arguments.
-fn check_cpu(flag: &str, cpu: usize) -> Result<(), String> {
+pub fn check_cpu(flag: &str, cpu: usize) -> Result<(), String> {
     let cpus = partita_os::sched::current_thread_cpus().unwrap_or_default();
     if cpus.contains(&cpu) {
         Ok(())
     } else {
         Err(format!("{flag}: CPU {cpu} is not one of this machine's {cpus:?}"))
+    }
+}
+
+/// The keys of a comma-separated flag, each named once, in the order given.
+fn keys<T: PartialEq>(flag: &str, given: &[String], from_key: fn(&str) -> Option<T>, known: &str) -> Result<Vec<T>, String> {
+    let mut out = Vec::new();
+    for k in given {
+        match from_key(k.trim()) {
+            Some(x) if !out.contains(&x) => out.push(x),
+            Some(_) => return Err(format!("{flag}: {k} is named twice")),
+            None => return Err(format!("{flag}: {k:?} is not one of {known}")),
+        }
+    }
+    Ok(out)
+}
+
+/// The acceleration VM rows will run under and why, when there are VM rows (`what`: row or profile).
+fn accel(vm_rows: bool, asked: &str, what: &str) -> Result<(String, String), String> {
+    if vm_rows {
+        crate::paper::vm_accel(asked)
+    } else {
+        Ok(("none".into(), format!("no VM {what} asked for")))
     }
 }
 
@@ -56,14 +78,10 @@ pub struct VirtArgs {
 }
 
 pub fn virt(a: VirtArgs) -> ExitCode {
-    let mut placements = Vec::new();
-    for k in &a.placements {
-        match Placement::from_key(k.trim()) {
-            Some(p) if !placements.contains(&p) => placements.push(p),
-            Some(_) => return usage(format!("--placements: {k} is named twice")),
-            None => return usage(format!("--placements: {k:?} is not one of ideal, native, process, process-plan, vm, vm-plan")),
-        }
-    }
+    let placements = match keys("--placements", &a.placements, Placement::from_key, "ideal, native, process, process-plan, vm, vm-plan") {
+        Ok(p) => p,
+        Err(e) => return usage(e),
+    };
     let mut sizes = Vec::new();
     for s in &a.sizes {
         match partita_bench::parse_size(s) {
@@ -100,16 +118,12 @@ pub fn virt(a: VirtArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return usage(e.to_string()),
     };
-    let accel = if placements.iter().any(|p| p.is_vm()) {
-        match crate::paper::vm_accel(&a.accel) {
-            Ok(x) => x,
-            Err(e) => {
-                eprintln!("partita bench virt: {e}");
-                return ExitCode::FAILURE;
-            }
+    let accel = match accel(placements.iter().any(|p| p.is_vm()), &a.accel, "row") {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("partita bench virt: {e}");
+            return ExitCode::FAILURE;
         }
-    } else {
-        ("none".into(), "no VM row asked for".into())
     };
     install_stop_signals();
     let cfg = VirtConfig {
@@ -187,14 +201,10 @@ pub struct RtArgs {
 
 pub fn rt(a: RtArgs) -> ExitCode {
     use partita_studies::rt::{self, Load, Profile, RtConfig};
-    let mut profiles = Vec::new();
-    for k in &a.profiles {
-        match Profile::from_key(k.trim()) {
-            Some(p) if !profiles.contains(&p) => profiles.push(p),
-            Some(_) => return usage(format!("--profiles: {k} is named twice")),
-            None => return usage(format!("--profiles: {k:?} is not one of native, process, process-plan, vm")),
-        }
-    }
+    let profiles = match keys("--profiles", &a.profiles, Profile::from_key, "native, process, process-plan, vm") {
+        Ok(p) => p,
+        Err(e) => return usage(e),
+    };
     let mut tps = Vec::new();
     for t in &a.tps {
         match t.trim().trim_start_matches("TP").trim_start_matches("tp").parse::<u8>() {
@@ -240,16 +250,12 @@ pub fn rt(a: RtArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return usage(e.to_string()),
     };
-    let accel = if profiles.contains(&Profile::Vm) {
-        match crate::paper::vm_accel(&a.accel) {
-            Ok(x) => x,
-            Err(e) => {
-                eprintln!("partita bench rt: {e}");
-                return ExitCode::FAILURE;
-            }
+    let accel = match accel(profiles.contains(&Profile::Vm), &a.accel, "profile") {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("partita bench rt: {e}");
+            return ExitCode::FAILURE;
         }
-    } else {
-        ("none".into(), "no VM profile asked for".into())
     };
     install_stop_signals();
     let cfg = RtConfig {

@@ -320,7 +320,8 @@ pub fn svg(res: &Results) -> String {
     o
 }
 
-fn fmt_us(v: f64) -> String {
+/// A time in µs as an axis label: `µs`, `ms` or `s`.
+pub fn fmt_us(v: f64) -> String {
     if v >= 1e6 {
         format!("{} s", v / 1e6)
     } else if v >= 1e3 {

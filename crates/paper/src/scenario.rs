@@ -229,18 +229,12 @@ impl Params {
 
     /// The `scheduling` of every partition and node (an inline TOML table).
     pub fn scheduling(&self) -> String {
-        match self.setup.fifo_priority() {
-            Some(p) => format!("{{ policy = \"fifo\", priority = {p} }}"),
-            None => "{ policy = \"normal\" }".into(),
-        }
+        self.setup.scheduling_toml()
     }
 
     /// The system's `cpu_dma_latency`: the setup's bound, or `off`.
     pub fn cpu_dma_latency(&self) -> String {
-        match self.setup.cpu_dma_latency_us() {
-            Some(us) => format!("{us}us"),
-            None => "off".into(),
-        }
+        self.setup.cpu_dma_latency_value()
     }
 
     pub fn router_command(&self) -> Vec<String> {

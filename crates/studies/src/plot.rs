@@ -1,6 +1,7 @@
 //! The studies' figures as SVG, and PNG copies made by `rsvg-convert` (Debian's librsvg2-bin, which
 //! `scripts/setup.sh` installs).
 use crate::boxstats::BoxStats;
+use partita_paper::report::fmt_us;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -23,16 +24,6 @@ pub fn escape(s: &str) -> String {
 fn decades(lo: f64, hi: f64) -> (f64, f64) {
     let a = lo.max(1e-3).log10().floor();
     (a, hi.max(lo).max(1e-3).log10().ceil().max(a + 1.0))
-}
-
-fn fmt_us(v: f64) -> String {
-    if v >= 1e6 {
-        format!("{} s", v / 1e6)
-    } else if v >= 1e3 {
-        format!("{} ms", v / 1e3)
-    } else {
-        format!("{v} µs")
-    }
 }
 
 /// One line of a chart: its name and (x, y) points.

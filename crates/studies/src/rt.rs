@@ -185,7 +185,7 @@ pub fn system_toml(cfg: &RtConfig, profile: Profile, tp: u8, name: &str) -> Stri
     } else {
         ct
     };
-    let dma = cfg.setup.cpu_dma_latency_us().map_or("off".to_string(), |us| format!("{us}us"));
+    let dma = cfg.setup.cpu_dma_latency_value();
     let cpus = if planned { "[1]" } else { "[0, 1]" };
     let mut t = format!("[system]\nname = \"{name}\"\ncpu_dma_latency = \"{dma}\"\n\n[[module]]\nname = \"rt-module\"\ncpus = {cpus}\n\n");
     let partition = |t: &mut String, pname: &str, cmd: &[String], mem: u32, rt: bool, pin0: bool| {

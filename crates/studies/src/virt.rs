@@ -20,7 +20,7 @@
 use crate::plot::{self, Line};
 use partita_apps::exchange::SweepReport;
 use partita_apps::summary::Summary;
-use partita_bench::repeat::interleaved;
+use partita_bench::repeat::{interleaved, Spread};
 use partita_bench::setup::{Setup, LOCK_MEMORY_FLAG};
 use partita_paper::run::{run_until_exits, RunError};
 use partita_supervisor::executor::ExecutorLog;
@@ -109,11 +109,8 @@ pub const DEADLINES_US: [f64; 2] = [10_000.0, 100_000.0];
 
 /// The row's system file.
 pub fn system_toml(cfg: &VirtConfig, p: Placement, name: &str, json: &Path) -> String {
-    let sched = match cfg.setup.fifo_priority() {
-        Some(prio) => format!("{{ policy = \"fifo\", priority = {prio} }}"),
-        None => "{ policy = \"normal\" }".into(),
-    };
-    let dma = cfg.setup.cpu_dma_latency_us().map_or("off".to_string(), |us| format!("{us}us"));
+    let sched = cfg.setup.scheduling_toml();
+    let dma = cfg.setup.cpu_dma_latency_value();
     let native = |mut c: Vec<String>| {
         if cfg.setup.locks_memory() {
             c.push(LOCK_MEMORY_FLAG.into());
@@ -199,12 +196,7 @@ pub struct Cell {
 impl Cell {
     /// The median over the runs of `f`.
     pub fn median(&self, f: impl Fn(&PointRun) -> f64) -> Option<f64> {
-        let mut v: Vec<f64> = self.runs.iter().map(f).collect();
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_by(f64::total_cmp);
-        Some(v[(v.len() - 1) / 2])
+        Spread::of(&self.runs.iter().map(f).collect::<Vec<_>>()).map(|s| s.median)
     }
 }
 
