@@ -301,10 +301,6 @@ impl RtResults {
     pub fn failed(&self) -> Vec<&RtCell> {
         self.cells.iter().filter(|c| c.error.is_some()).collect()
     }
-
-    pub fn cell(&self, p: Profile, tp: u8) -> Option<&RtCell> {
-        self.cells.iter().find(|c| c.profile == p && c.tp == tp)
-    }
 }
 
 /// A child process of this command, ended when dropped: SIGTERM first (stress-ng then stops its workers, which
