@@ -15,11 +15,44 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// USER_DATA every router endpoint announces, so routers never take each other's endpoints for applications
-/// and never forward samples another router wrote (no loops, also with several routers in a ring).
+/// USER_DATA every router endpoint announces, followed by the domains its router bridges
+/// (`partita-router domains=1,0`): a router never takes the endpoints of a router that bridges one of the
+/// domains it forwards to for applications, and never forwards samples such a router wrote (no loops, also
+/// with several routers in a ring between the same domains), while a chain — module A's I/O partition
+/// bridging domains 1 and 0, module B's bridging 0 and 2 — forwards end to end.
 pub const ROUTER_TAG: &[u8] = b"partita-router";
 
+/// The USER_DATA of the endpoints of a router that bridges `domains`.
+pub fn router_tag(domains: &[u32]) -> Vec<u8> {
+    let list = domains.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(",");
+    format!("partita-router domains={list}").into_bytes()
+}
+
+/// The domains a router endpoint's USER_DATA says its router bridges: `None` for an endpoint that is not a
+/// router's, `Some(None)` for a router that does not say (taken as bridging every domain).
+pub fn tagged_domains(user_data: &[u8]) -> Option<Option<Vec<u32>>> {
+    let rest = user_data.strip_prefix(ROUTER_TAG)?;
+    if rest.is_empty() {
+        return Some(None);
+    }
+    let list = std::str::from_utf8(rest).ok().and_then(|r| r.strip_prefix(" domains="));
+    Some(list.and_then(|l| l.split(',').map(|d| d.parse().ok()).collect::<Option<Vec<u32>>>()))
+}
+
 /// Engine failures.
+#[cfg(test)]
+mod tag_tests {
+    use super::*;
+
+    #[test]
+    fn a_router_tag_names_the_domains_it_bridges() {
+        assert_eq!(tagged_domains(&router_tag(&[1, 0])), Some(Some(vec![1, 0])));
+        assert_eq!(tagged_domains(ROUTER_TAG), Some(None));
+        assert_eq!(tagged_domains(b"partita-router domains=x"), Some(None));
+        assert_eq!(tagged_domains(b"an application"), None);
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum RouterError {
     #[error("side {side}: {source}")]
@@ -55,7 +88,17 @@ impl Router {
     /// Opens every side and starts discovery and forwarding.
     pub fn start(config: impl Into<RouterConfig>) -> Result<Router, RouterError> {
         let config = config.into();
-        let sides: Vec<Side> = config.sides.iter().map(|c| Side::open(c, config.domain_of(c), &config.name, config.local_applications)).collect::<Result<_, _>>()?;
+        let domains: Vec<u32> = config.sides.iter().map(|c| config.domain_of(c).domain_id).collect();
+        let tag = router_tag(&domains);
+        let sides: Vec<Side> = config
+            .sides
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let reach = domains.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, d)| *d).collect();
+                Side::open(c, config.domain_of(c), &config.name, config.local_applications, reach, tag.clone())
+            })
+            .collect::<Result<_, _>>()?;
         let shared = Arc::new(Shared {
             name: config.name.clone(),
             side_names: sides.iter().map(|s| s.name.clone()).collect(),
@@ -72,7 +115,7 @@ impl Router {
             .unwrap_or(0);
         let stats_writer = {
             let p = &sides[stats_idx].participant;
-            let q = Qos::reliable().keep_last(1).transient_local().user_data(ROUTER_TAG);
+            let q = Qos::reliable().keep_last(1).transient_local().user_data(tag.clone());
             let t = partita_dds::Topic::<RouteStats>::new(p, "partita/router/stats", &q).map_err(RouterError::Stats)?;
             Writer::new(&t, &q).map_err(RouterError::Stats)?
         };

@@ -5,7 +5,6 @@
 //! from the endpoint that asked for the route.
 use crate::batch::{Batch, Batching, Flusher};
 use crate::config::{DurabilityOverride, ReliabilityOverride, TopicOverride};
-use crate::engine::ROUTER_TAG;
 use crate::limit::Limiter;
 use crate::owners::Sources;
 use crate::stats::ForwardStats;
@@ -133,11 +132,13 @@ pub(crate) struct ForwarderSpec<'a> {
     pub sources: Option<Sources>,
     /// The route as messages name it: `from->to topic`.
     pub label: String,
+    /// The USER_DATA of the router's endpoints (`engine::router_tag`).
+    pub tag: Vec<u8>,
 }
 
-fn reader_and_writer_qos(ep: &DiscoveredEndpoint, ov: &TopicOverride, local_applications: bool) -> (Qos, Qos) {
+fn reader_and_writer_qos(ep: &DiscoveredEndpoint, ov: &TopicOverride, local_applications: bool, tag: &[u8]) -> (Qos, Qos) {
     let mut base = ep.qos.clone();
-    base.user_data = Some(ROUTER_TAG.to_vec());
+    base.user_data = Some(tag.to_vec());
     if let Some(r) = ov.reliability {
         base.reliability = Some(match r {
             ReliabilityOverride::BestEffort => Reliability::BestEffort,
@@ -257,8 +258,8 @@ impl Pending {
 impl Forwarder {
     /// Creates the forwarder's topics and writer; its reader follows ([`Pending`]).
     pub(crate) fn start(spec: ForwarderSpec<'_>) -> partita_dds::Result<Pending> {
-        let ForwarderSpec { endpoint: ep, writer_owned, typed, far_readers, placement: at, topic: ov, batching, flusher, local_applications: local, router_writers: routers, sources, label } = spec;
-        let (mut rq, mut wq) = reader_and_writer_qos(ep, ov, local);
+        let ForwarderSpec { endpoint: ep, writer_owned, typed, far_readers, placement: at, topic: ov, batching, flusher, local_applications: local, router_writers: routers, sources, label, tag } = spec;
+        let (mut rq, mut wq) = reader_and_writer_qos(ep, ov, local, &tag);
         rq.partitions = Some(at.src_partitions.clone());
         wq.partitions = Some(at.dst_partitions.clone());
         let (src_topic, dst_topic) = if let Some((typed, resolver)) = typed {

@@ -21,6 +21,6 @@ mod side;
 pub mod stats;
 
 pub use config::{ConfigError, RouterConfig};
-pub use engine::{Router, RouterError, ROUTER_TAG};
+pub use engine::{router_tag, tagged_domains, Router, RouterError, ROUTER_TAG};
 pub use forwarder::ForwardKey;
 pub use stats::RouteStats;

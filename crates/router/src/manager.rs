@@ -235,6 +235,7 @@ pub(crate) fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Sha
                 router_writers: sides[key.from].router_writers.clone(),
                 sources,
                 label: format!("{} {}", route_name(&shared, &key), key.topic),
+                tag: sides[key.from].tag.clone(),
             };
             match Forwarder::start(spec) {
                 Ok(p) => {

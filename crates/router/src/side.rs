@@ -2,7 +2,7 @@
 //! discovery reports there, and which of them are applications (not a router's, not built-in) that routes
 //! follow. The manager polls every side and rebuilds the wanted routes from this state.
 use crate::config::SideConfig;
-use crate::engine::{RouterError, ROUTER_TAG};
+use crate::engine::{tagged_domains, RouterError};
 use partita_dds::{
     DiscoveredEndpoint, DiscoveredParticipant, DomainConfig, EndpointKind, EndpointWatcher, Guid, GuidPrefix, Participant,
     ParticipantWatcher, Qos,
@@ -31,10 +31,23 @@ pub(crate) struct Side {
     /// Publication handles of router writers on this side as discovery finds them (any router's; this
     /// process's own are in `forwarder::OWN_WRITERS` from their creation): their samples are never forwarded.
     pub(crate) router_writers: Arc<RwLock<HashSet<u64>>>,
+    /// The domains this router forwards to from this side (its other sides').
+    pub(crate) reach: Vec<u32>,
+    /// The USER_DATA of this router's endpoints (`engine::router_tag`).
+    pub(crate) tag: Vec<u8>,
 }
 
 pub(crate) fn is_router(ep: &DiscoveredEndpoint) -> bool {
-    ep.qos.user_data.as_deref() == Some(ROUTER_TAG)
+    ep.qos.user_data.as_deref().is_some_and(|u| tagged_domains(u).is_some())
+}
+
+/// See [`Side::is_loop_risk`].
+fn loop_risk(reach: &[u32], ep: &DiscoveredEndpoint) -> bool {
+    match ep.qos.user_data.as_deref().and_then(tagged_domains) {
+        None => false,
+        Some(None) => true,
+        Some(Some(domains)) => domains.iter().any(|d| reach.contains(d)),
+    }
 }
 
 /// Cyclone's built-in topic readers (DCPSPublication & co.) show up in discovery; they are never routed.
@@ -54,7 +67,7 @@ impl Side {
     /// program that starts on a peer address later is found (Cyclone gives up on a silent peer after 30 s by
     /// default) — unless applications share its process (`local`), which must create the domain with the
     /// same configuration as the router.
-    pub(crate) fn open(cfg: &SideConfig, dc: DomainConfig, router: &str, local: bool) -> Result<Side, RouterError> {
+    pub(crate) fn open(cfg: &SideConfig, dc: DomainConfig, router: &str, local: bool, reach: Vec<u32>, tag: Vec<u8>) -> Result<Side, RouterError> {
         let dc = if local { dc } else { dc.probing_peers_forever() };
         let e = |source| RouterError::Side { side: cfg.name.clone(), source };
         let participant = Participant::with_qos(&dc, &router_qos(router)).map_err(e)?;
@@ -71,6 +84,8 @@ impl Side {
             writers: HashMap::new(),
             readers: HashMap::new(),
             router_writers: Arc::new(RwLock::new(HashSet::new())),
+            reach,
+            tag,
         })
     }
 
@@ -94,6 +109,7 @@ impl Side {
             }
             Err(e) => error!(target: LOG, side = %self.name, "participant discovery: {e}"),
         }
+        let reach = self.reach.clone();
         for (watcher, map) in [(&self.publications, &mut self.writers), (&self.subscriptions, &mut self.readers)] {
             let news = match watcher.take() {
                 Ok(n) => n,
@@ -117,7 +133,7 @@ impl Side {
                     "endpoint"
                 );
                 if ep.alive {
-                    if ep.kind == EndpointKind::Publication && is_router(&ep) {
+                    if ep.kind == EndpointKind::Publication && loop_risk(&reach, &ep) {
                         self.router_writers.write().unwrap_or_else(|p| p.into_inner()).insert(ep.instance_handle);
                     }
                     map.insert(ep.key, ep);
@@ -131,8 +147,15 @@ impl Side {
         changed
     }
 
-    /// Application endpoints: alive, not a router's, not this router's own participant.
+    /// Whether `ep` is an endpoint of a router that itself bridges a domain this router forwards to from this
+    /// side: its samples would come back or arrive twice, so it is neither followed nor forwarded. The endpoints
+    /// of a router further along a chain (bridging other domains) are followed like applications'.
+    pub(crate) fn is_loop_risk(&self, ep: &DiscoveredEndpoint) -> bool {
+        loop_risk(&self.reach, ep)
+    }
+
+    /// Application endpoints: alive, not a router's that could loop, not this router's own participant.
     pub(crate) fn applications<'a>(&'a self, map: &'a HashMap<Guid, DiscoveredEndpoint>) -> impl Iterator<Item = &'a DiscoveredEndpoint> {
-        map.values().filter(move |e| e.alive && !is_router(e) && !self.router_prefixes.contains(&e.key.prefix()) && !is_builtin(e))
+        map.values().filter(move |e| e.alive && !self.is_loop_risk(e) && !self.router_prefixes.contains(&e.key.prefix()) && !is_builtin(e))
     }
 }
