@@ -10,7 +10,7 @@ use crate::owners::Sources;
 use crate::stats::ForwardStats;
 use partita_dds::qos::{DataRepresentation, Durability, IgnoreLocal, Reliability};
 use partita_dds::{DiscoveredEndpoint, GuidPrefix, Participant, Qos, RawTopic, RawWriter, TopicDescriptor};
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -61,19 +61,28 @@ pub(crate) struct Forwarder {
 /// With applications in the routers' process (`RouterConfig::local_applications`): the publication handles of
 /// every forwarder writer of every router in this process (Cyclone's handles are unique within a process),
 /// known from each writer's creation on, so a router's sample delivered to a router reader of this process is
-/// dropped at once, before discovery has told the readers' router about the writer.
-pub(crate) static OWN_WRITERS: RwLock<BTreeSet<u64>> = RwLock::new(BTreeSet::new());
+/// dropped at once, before discovery has told the readers' router about the writer. Each handle maps to its
+/// router's tag (`engine::router_tag`): a sample of a router further along a chain (one that cannot reach the
+/// reading router's destinations) is forwarded, as between processes.
+pub(crate) static OWN_WRITERS: RwLock<BTreeMap<u64, Vec<u8>>> = RwLock::new(BTreeMap::new());
 
-fn is_own_writer(handle: u64) -> bool {
-    OWN_WRITERS.read().unwrap_or_else(|p| p.into_inner()).contains(&handle)
+/// Whether `handle` is a router writer of this process whose router also reaches one of `reach`.
+fn is_own_writer(handle: u64, reach: &[u32]) -> bool {
+    match OWN_WRITERS.read().unwrap_or_else(|p| p.into_inner()).get(&handle) {
+        None => false,
+        Some(tag) => match crate::engine::tagged_domains(tag) {
+            Some(Some(domains)) => domains.iter().any(|d| reach.contains(d)),
+            _ => true,
+        },
+    }
 }
 
 /// A forwarder's writer in [`OWN_WRITERS`], from its creation to its deletion.
 struct OwnWriter(u64);
 
 impl OwnWriter {
-    fn register(handle: u64) -> OwnWriter {
-        OWN_WRITERS.write().unwrap_or_else(|p| p.into_inner()).insert(handle);
+    fn register(handle: u64, tag: &[u8]) -> OwnWriter {
+        OWN_WRITERS.write().unwrap_or_else(|p| p.into_inner()).insert(handle, tag.to_vec());
         OwnWriter(handle)
     }
 }
@@ -134,6 +143,8 @@ pub(crate) struct ForwarderSpec<'a> {
     pub label: String,
     /// The USER_DATA of the router's endpoints (`engine::router_tag`).
     pub tag: Vec<u8>,
+    /// The domains the router forwards to from the source side.
+    pub reach: Vec<u32>,
 }
 
 fn reader_and_writer_qos(ep: &DiscoveredEndpoint, ov: &TopicOverride, local_applications: bool, tag: &[u8]) -> (Qos, Qos) {
@@ -193,6 +204,8 @@ pub(crate) struct Pending {
     local: bool,
     own: Option<OwnWriter>,
     label: String,
+    /// The domains the router forwards to from this forwarder's source side.
+    reach: Vec<u32>,
 }
 
 impl Pending {
@@ -209,7 +222,7 @@ impl Pending {
 
     /// Makes its reader; from then on the reader's callback forwards.
     pub(crate) fn finish(self) -> partita_dds::Result<Forwarder> {
-        let Pending { since, far_readers, writer_owned, src_topic, reader_qos, mut batch, stats, mut limiter, routers, mut sources, local, own, label } = self;
+        let Pending { since, far_readers, writer_owned, src_topic, reader_qos, mut batch, stats, mut limiter, routers, mut sources, local, own, label, reach } = self;
         if far_readers > 0 && since.elapsed() >= MATCH_WAIT && batch.writer().matched_readers().is_ok_and(|n| n < far_readers) {
             debug!(target: LOG, route = %label, "the writer matched fewer than {far_readers} reader(s) within {MATCH_WAIT:?}; routing anyway");
         }
@@ -217,7 +230,7 @@ impl Pending {
         // Each sample is re-published straight from Cyclone's buffer on the delivery thread, without a copy.
         let reader = partita_dds::ListeningReader::with_publications(&src_topic, &reader_qos, move |bytes, info, matched| {
             let h = info.publication_handle;
-            let looped = (local && is_own_writer(h)) || routers.read().unwrap_or_else(|p| p.into_inner()).contains(&h);
+            let looped = (local && is_own_writer(h, &reach)) || routers.read().unwrap_or_else(|p| p.into_inner()).contains(&h);
             // Another forwarder of this topic forwards this writer's samples.
             if !looped && sources.as_mut().is_some_and(|s| !s.accepts(h, |h| matched.guid(h))) {
                 return;
@@ -258,7 +271,7 @@ impl Pending {
 impl Forwarder {
     /// Creates the forwarder's topics and writer; its reader follows ([`Pending`]).
     pub(crate) fn start(spec: ForwarderSpec<'_>) -> partita_dds::Result<Pending> {
-        let ForwarderSpec { endpoint: ep, writer_owned, typed, far_readers, placement: at, topic: ov, batching, flusher, local_applications: local, router_writers: routers, sources, label, tag } = spec;
+        let ForwarderSpec { endpoint: ep, writer_owned, typed, far_readers, placement: at, topic: ov, batching, flusher, local_applications: local, router_writers: routers, sources, label, tag, reach } = spec;
         let (mut rq, mut wq) = reader_and_writer_qos(ep, ov, local, &tag);
         rq.partitions = Some(at.src_partitions.clone());
         wq.partitions = Some(at.dst_partitions.clone());
@@ -287,7 +300,7 @@ impl Forwarder {
         // With applications in the process, its samples can reach the process's router readers: known as a
         // router's before its first sample (discovery, which also finds it, may come later). Otherwise those
         // readers ignore the process.
-        let own = if local { Some(OwnWriter::register(writer.instance_handle()?)) } else { None };
+        let own = if local { Some(OwnWriter::register(writer.instance_handle()?, &tag)) } else { None };
         let batch = flusher.batch(writer, batching, stats.clone());
         Ok(Pending {
             since: Instant::now(),
@@ -303,6 +316,7 @@ impl Forwarder {
             local,
             own,
             label,
+            reach,
         })
     }
 }

@@ -236,6 +236,7 @@ pub(crate) fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Sha
                 sources,
                 label: format!("{} {}", route_name(&shared, &key), key.topic),
                 tag: sides[key.from].tag.clone(),
+                reach: sides[key.from].reach.clone(),
             };
             match Forwarder::start(spec) {
                 Ok(p) => {

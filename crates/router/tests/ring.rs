@@ -72,3 +72,56 @@ fn two_routers_in_a_ring_do_not_loop() {
     assert_eq!(forwarded, 10, "each router forwards its side's 5 notes once\nr1: {s1:#?}\nr2: {s2:#?}");
     assert_eq!(suppressed, 10, "each router sees the other's 5 forwarded notes and drops them\nr1: {s1:#?}\nr2: {s2:#?}");
 }
+
+fn chain_config(name: &str, near: u32, network: u32) -> partita_router::RouterConfig {
+    in_process(common::config(&format!(
+        "name = \"{name}\"\n[[side]]\nname = \"module\"\ndomain = {near}\n[[side]]\nname = \"network\"\ndomain = {network}\n\
+         [[route]]\nfrom = \"module\"\nto = \"network\"\nboth_ways = true\ntrigger = \"writer\"\n"
+    )))
+}
+
+/// Two modules talking through their I/O partitions: router A bridges module A's domain and the network,
+/// router B the network and module B's domain. Each forwards what the other wrote (the other cannot reach the
+/// destination), in both directions, exactly once.
+#[test]
+fn two_routers_in_a_chain_forward_end_to_end_both_ways() {
+    let (da, net, db) = (domain(12), domain(13), domain(14));
+    let ra = Router::start(chain_config("ra", da, net)).unwrap();
+    let rb = Router::start(chain_config("rb", db, net)).unwrap();
+    let qos = Qos::reliable().history(History::KeepAll);
+    let mut apps = Vec::new();
+    for (d, name) in [(da, "a"), (db, "b")] {
+        let p = Participant::new(&DomainConfig::loopback(d)).unwrap();
+        let t = Topic::<Note>::new(&p, "notes", &qos).unwrap();
+        let w = Writer::new(&t, &qos).unwrap();
+        let r = Reader::new(&t, &qos).unwrap();
+        apps.push((name, p, w, r));
+    }
+    // Each writer is matched by its own side's reader and by its router's reader, which the router makes once
+    // its writer on the network matched the far router's reader.
+    for (_, _, w, _) in &apps {
+        w.wait_for_readers(2, Duration::from_secs(20)).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    for (name, _, w, _) in &apps {
+        for seq in 0..5 {
+            w.write(&Note { origin: name.to_string(), seq }).unwrap();
+        }
+    }
+    let end = Instant::now() + Duration::from_secs(3);
+    let mut got: Vec<Vec<Note>> = vec![Vec::new(), Vec::new()];
+    while Instant::now() < end {
+        for (i, (_, _, _, r)) in apps.iter().enumerate() {
+            got[i].extend(r.take_wait(Duration::from_millis(50)).unwrap().into_iter().filter_map(|s| s.value));
+        }
+    }
+    let (sa, sb) = (ra.stats(), rb.stats());
+    for (i, notes) in got.iter().enumerate() {
+        let mut sorted = notes.clone();
+        sorted.sort_by(|x, y| (&x.origin, x.seq).cmp(&(&y.origin, y.seq)));
+        let want: Vec<Note> = ["a", "b"].iter().flat_map(|o| (0..5).map(move |seq| Note { origin: o.to_string(), seq })).collect();
+        assert_eq!(sorted, want, "side {i} must see each note exactly once\nra: {sa:#?}\nrb: {sb:#?}");
+    }
+    let forwarded: u64 = sa.iter().chain(&sb).map(|r| r.forwarded).sum();
+    assert_eq!(forwarded, 20, "each note crosses both routers once\nra: {sa:#?}\nrb: {sb:#?}");
+}
