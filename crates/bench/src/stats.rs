@@ -1,12 +1,12 @@
 //! Statistics of round-trip samples, from an HdrHistogram with nanosecond resolution and 3 significant digits
 //! (relative error at most 0.1 %). Every figure is reported in microseconds as a floating-point number.
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Highest recordable value: one minute. Longer samples are clamped and counted in `clamped`.
 const HIGHEST_NS: u64 = 60_000_000_000;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
     /// Number of samples.
     pub count: u64,

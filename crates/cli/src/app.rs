@@ -45,6 +45,13 @@ enum App {
     /// exits with the guest command's status (193 kernel panic, 194 QEMU failed, 195 boot timeout, 196 guest
     /// set-up failed, 143 stopped by a signal).
     Vm(crate::vm::VmAppArgs),
+    /// A DDS Benchmark Environment agent of a built-in implementation (cyclone, rustdds, iceoryx2, udp):
+    /// the arguments of crates/dbe/src/agent/PROTOCOL.md.
+    #[command(name = "dbe-agent", hide = true)]
+    DbeAgent {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
 }
 
 /// Which of a partition's domains an application joins.
@@ -292,6 +299,7 @@ pub fn run(a: AppArgs) -> ExitCode {
             }
         }
         App::Vm(v) => crate::vm::run_app(v),
+        App::DbeAgent { args } => crate::dbe::agent(args),
         App::ExchangeServer(x) => exchange_server(x),
         App::ExchangeClient(x) => exchange_client(x),
         App::Probe { output, duration_ms, gap_us } => {

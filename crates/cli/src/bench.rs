@@ -33,6 +33,10 @@ enum BenchCommand {
     /// (with and without a plan) and in a VM partition; the paper's statistics, box plots, stability over
     /// time, and a verdict against its Table 1.
     Rt(crate::studies::RtArgs),
+    /// Paper 002's DDS Benchmark Environment: Cyclone DDS, Fast DDS, RustDDS, raw UDP and iceoryx2 side by side,
+    /// decentralized, federated and centralized, on one node and two, from a test matrix; `dbe report` redraws
+    /// Figs. 7–10 from stored results.
+    Dbe(crate::dbe::DbeArgs),
     /// The server side of `bench rr` (started by `bench rr` itself).
     #[command(name = "rr-server", hide = true)]
     RrServer(RrServerArgs),
@@ -188,6 +192,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
         BenchCommand::Paper(a) => crate::paper::paper(a),
         BenchCommand::Vm(a) => crate::paper::vm(a),
         BenchCommand::Virt(a) => crate::studies::virt(a),
+        BenchCommand::Dbe(a) => crate::dbe::run(a),
         BenchCommand::Rt(a) => crate::studies::rt(a),
         BenchCommand::RouterFlood(a) => match run_flood(a) {
             Ok(()) => ExitCode::SUCCESS,

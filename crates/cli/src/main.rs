@@ -7,6 +7,7 @@ use std::process::ExitCode;
 mod app;
 mod bench;
 mod check;
+mod dbe;
 mod paper;
 mod plan;
 mod route;
@@ -103,9 +104,9 @@ fn init_logging(option: Option<&str>) -> Result<(), String> {
         None => match std::env::var(EnvFilter::DEFAULT_ENV) {
             Ok(text) if !text.trim().is_empty() => EnvFilter::builder().parse(&text).unwrap_or_else(|e| {
                 ignored = Some((text, e));
-                EnvFilter::new("info")
+                EnvFilter::new("info,rustdds=warn")
             }),
-            _ => EnvFilter::new("info"),
+            _ => EnvFilter::new("info,rustdds=warn"),
         },
     };
     tracing_subscriber::fmt()

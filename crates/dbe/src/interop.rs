@@ -1,0 +1,149 @@
+//! Interoperability in the same run: each DDS implementation's writer of the benchmark's `PubMessage` topic,
+//! read by each implementation's reader (itself included), in one node: a matrix of works / fails.
+use crate::agent::args::{AgentArgs, Role};
+use crate::agent::channel::{Durability, History, QosChoice, Reliability};
+use crate::agent::output::{self, Line};
+use crate::matrix::Implementation;
+use crate::system::{argv, quote, toml_strings, Programs, ADDRESS_A};
+use partita_bench::setup::Setup;
+use partita_paper::run::run_until_exit;
+use partita_supervisor::UpOptions;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The implementations whose writers and readers are crossed.
+pub const IMPLEMENTATIONS: [Implementation; 3] = [Implementation::Cyclone, Implementation::Fastdds, Implementation::Rustdds];
+const SIZE: usize = 1024;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Pair {
+    pub writer: Implementation,
+    pub reader: Implementation,
+    pub written: u64,
+    pub received: u64,
+    /// Whether the reader received samples of the size written, and how it failed otherwise.
+    pub works: bool,
+    pub note: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct InteropResult {
+    pub measured_at: String,
+    pub machine: String,
+    pub pairs: Vec<Pair>,
+}
+
+fn agent(imp: Implementation, role: Role, topic: &str) -> AgentArgs {
+    let i = if imp == Implementation::FastddsShm { "fastdds" } else { imp.key() };
+    let mut a = AgentArgs::parse(&["--impl", i, "--role", role.key()].map(String::from)).expect("the runner's own arguments");
+    a.domain = Some(0);
+    a.topic = topic.into();
+    a.sizes = vec![SIZE];
+    a.seconds = 0.5;
+    a.match_timeout = Duration::from_secs(20);
+    a.qos = QosChoice { reliability: Reliability::Reliable, history: History::KeepLast(1), durability: Durability::Volatile };
+    a
+}
+
+/// The system of one pair: one node running the reader, then the writer.
+pub fn system_text(writer: Implementation, reader: Implementation, name: &str, topic: &str, programs: &Programs, setup: &Setup) -> String {
+    let line = |c: Vec<String>| c.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ");
+    let sub = line(argv(reader, programs, setup, agent(reader, Role::Sub, topic), true));
+    let publ = line(argv(writer, programs, setup, agent(writer, Role::Pub, topic), true));
+    let script = format!("{sub} & sleep 0.2; {publ}; status=$?; wait; exit $status");
+    format!(
+        "[system]\nname = \"{name}\"\n\n[network]\ndomain = 0\nsubnet = \"198.18.0.0/24\"\n\n[[node]]\nname = \"node\"\ncommand = {}\ncpus = [0, 1]\nmemory = \"1GiB\"\npids = 512\naddress = \"{ADDRESS_A}\"\n",
+        toml_strings(&["sh".into(), "-c".into(), script])
+    )
+}
+
+/// Runs every pair; `log` gets a line per pair.
+pub fn run(programs: &Programs, setup: &Setup, state_root: &Path, machine: &str, mut log: impl FnMut(&str)) -> InteropResult {
+    let mut pairs = Vec::new();
+    for (k, &writer) in IMPLEMENTATIONS.iter().enumerate() {
+        for (j, &reader) in IMPLEMENTATIONS.iter().enumerate() {
+            let name = format!("dbe-{}-interop-{k}{j}", std::process::id());
+            let topic = format!("dbeinterop{}_{k}{j}", std::process::id());
+            let text = system_text(writer, reader, &name, &topic, programs, setup);
+            let pair = match partita_system::parse(&text, "<bench dbe interop>", &partita_system::Host::this_machine()) {
+                Err(e) => Pair { writer, reader, written: 0, received: 0, works: false, note: format!("the generated system does not validate: {e}") },
+                Ok(system) => {
+                    let options = UpOptions { partita: Some(PathBuf::from(&programs.partita)), ..UpOptions::new(state_root) };
+                    let state = state_root.join(&system.name);
+                    let _ = std::fs::remove_dir_all(&state);
+                    let done = run_until_exit(&system, &options, "node", Duration::from_secs(60));
+                    let text = std::fs::read_to_string(state.join("node.log")).unwrap_or_default();
+                    let _ = std::fs::remove_dir_all(&state);
+                    judge(writer, reader, done.map_err(|e| e.to_string()).map(|(_, timed_out)| timed_out), &text)
+                }
+            };
+            log(&format!(
+                "interop {} → {}: {} ({} written, {} received{})",
+                writer.key(),
+                reader.key(),
+                if pair.works { "works" } else { "fails" },
+                pair.written,
+                pair.received,
+                if pair.note.is_empty() { String::new() } else { format!("; {}", pair.note) }
+            ));
+            pairs.push(pair);
+        }
+    }
+    InteropResult { measured_at: partita_bench::machine::now_rfc3339(), machine: machine.into(), pairs }
+}
+
+/// Reads a pair's outcome from its node's output.
+pub fn judge(writer: Implementation, reader: Implementation, done: Result<bool, String>, log: &str) -> Pair {
+    let mut p = Pair { writer, reader, written: 0, received: 0, works: false, note: String::new() };
+    let lines = match output::parse(log) {
+        Ok(l) => l,
+        Err(e) => {
+            p.note = format!("unreadable output: {e}");
+            return p;
+        }
+    };
+    for l in &lines {
+        match l {
+            Line::Sent { size, sent, .. } if *size == SIZE => p.written = *sent,
+            Line::Received { size, received, .. } if *size == SIZE => p.received = *received,
+            Line::Error { message } => p.note = message.clone(),
+            _ => {}
+        }
+    }
+    match done {
+        Err(e) => p.note = e,
+        Ok(true) => p.note = format!("still running after 60 s; {}", p.note),
+        Ok(false) => {}
+    }
+    p.works = p.received > 0 && p.written > 0 && p.note.is_empty();
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pair_works_only_when_the_reader_got_samples_of_the_size_written() {
+        let ok = format!("DBE {{\"kind\":\"sent\",\"size\":{SIZE},\"sent\":100,\"elapsed_ns\":1}}\nDBE {{\"kind\":\"received\",\"size\":{SIZE},\"received\":90,\"bytes\":1,\"first_ns\":1,\"last_ns\":2}}\n");
+        assert!(judge(Implementation::Cyclone, Implementation::Rustdds, Ok(false), &ok).works);
+        let none = format!("DBE {{\"kind\":\"sent\",\"size\":{SIZE},\"sent\":100,\"elapsed_ns\":1}}\n");
+        assert!(!judge(Implementation::Cyclone, Implementation::Rustdds, Ok(false), &none).works);
+        let wrong_size = "DBE {\"kind\":\"sent\",\"size\":1024,\"sent\":100,\"elapsed_ns\":1}\nDBE {\"kind\":\"received\",\"size\":7,\"received\":90,\"bytes\":1,\"first_ns\":1,\"last_ns\":2}\n";
+        assert!(!judge(Implementation::Cyclone, Implementation::Rustdds, Ok(false), wrong_size).works);
+        assert!(!judge(Implementation::Cyclone, Implementation::Rustdds, Ok(true), &ok).works);
+    }
+
+    #[test]
+    fn every_pair_is_a_valid_system() {
+        let host = partita_system::Host { cpus: vec![0, 1], path: None };
+        let programs = Programs { partita: "/usr/bin/partita".into(), fastdds: "/usr/lib/dbe-fastdds".into() };
+        for w in IMPLEMENTATIONS {
+            for r in IMPLEMENTATIONS {
+                let t = system_text(w, r, "dbe-i", "t", &programs, &Setup::Normal);
+                partita_system::parse(&t, "pair", &host).unwrap_or_else(|e| panic!("{e}\n{t}"));
+            }
+        }
+    }
+}

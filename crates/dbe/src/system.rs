@@ -1,0 +1,230 @@
+//! A group of cells as a system file: the agents as native nodes (decentralized, centralized) or as
+//! partitions of modules whose I/O partitions run partita's routing service (federated), generated as text and
+//! validated like a user's file. The supervisor builds the namespaces, the bridge, the V-NICs and each
+//! program's DDS configuration (`CYCLONEDDS_URI`, the Fast DDS profile), and removes them all afterwards.
+//!
+//! | architecture | one node | two nodes |
+//! |---|---|---|
+//! | decentralized | node `node` (CPUs 0 and 1) runs every agent: the ping on CPU 0, the pongs on CPU 1 | node `a` (CPU 0) the ping, node `b` (CPU 1) the pongs, on the inter-module bridge |
+//! | centralized | as decentralized, with Fast DDS's discovery server in the node | as decentralized, the discovery server in node `b` |
+//! | federated | — | module `a` (CPU 0, domain 1): partition `ping` and the I/O partition `daemon-a` running `partita route`; module `b` (CPU 1, domain 2): `pong` and `daemon-b`; the daemons meet on domain 0 |
+use crate::agent::args::{AgentArgs, Role};
+use crate::matrix::{Architecture, Implementation, Metric, Planned};
+use partita_bench::setup::{Setup, LOCK_MEMORY_FLAG};
+use std::fmt::Write;
+
+/// The inter-module network's addresses: node `a` (or the only node) and node `b`.
+pub const ADDRESS_A: &str = "198.18.0.10";
+pub const ADDRESS_B: &str = "198.18.0.11";
+/// Fast DDS's discovery server listens here on its node.
+pub const DISCOVERY_PORT: u16 = 11811;
+/// The UDP agents' readers listen from here on (one port per reader).
+pub const UDP_PORT: u16 = 9700;
+
+/// The programs an agent command runs.
+#[derive(Debug, Clone)]
+pub struct Programs {
+    /// The `partita` binary (the built-in agents and the routing service).
+    pub partita: String,
+    /// The Fast DDS agent.
+    pub fastdds: String,
+}
+
+/// The partition or node whose exit ends the run, and the names whose logs hold agent output.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    pub text: String,
+    pub wait_for: String,
+    pub logs: Vec<String>,
+}
+
+pub fn quote(w: &str) -> String {
+    if w.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:,=+".contains(c)) {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', "'\\''"))
+    }
+}
+
+pub fn toml_strings(v: &[String]) -> String {
+    toml::Value::Array(v.iter().cloned().map(toml::Value::String).collect()).to_string()
+}
+
+/// One agent's argv: `imp`'s agent program with `a` (native nodes lock their memory under the real-time setup;
+/// partitions may not).
+pub fn argv(imp: Implementation, programs: &Programs, setup: &Setup, a: AgentArgs, native: bool) -> Vec<String> {
+    match imp {
+        Implementation::Fastdds | Implementation::FastddsShm => {
+            let mut v = vec![programs.fastdds.clone()];
+            v.extend(a.to_words());
+            v
+        }
+        _ => {
+            let mut v = vec![programs.partita.clone()];
+            if native && setup.locks_memory() {
+                v.push(LOCK_MEMORY_FLAG.into());
+            }
+            v.extend(["app".into(), "dbe-agent".into()]);
+            v.extend(a.to_words());
+            v
+        }
+    }
+}
+
+/// The agent arguments of a role in a group.
+fn agent_args(p: &Planned, role: Role, topic: &str, domain: u32, cpu: Option<usize>) -> AgentArgs {
+    let g = &p.group;
+    let implementation = match g.implementation {
+        Implementation::FastddsShm => "fastdds".to_string(),
+        i => i.key().to_string(),
+    };
+    let words: Vec<String> = ["--impl", &implementation, "--role", role.key()].map(String::from).to_vec();
+    let mut a = AgentArgs::parse(&words).expect("the runner's own arguments");
+    a.domain = Some(domain);
+    a.topic = topic.into();
+    a.sizes = p.sizes.clone();
+    a.count = p.count;
+    a.warmup = p.warmup;
+    a.subscribers = g.subscribers;
+    a.qos = g.qos();
+    a.seconds = p.seconds;
+    a.transport = if g.implementation == Implementation::FastddsShm { "shm".into() } else { "udp".into() };
+    a.cpu = cpu;
+    // Federated round trips cross two daemons each way; a late sample is still not lost.
+    if g.architecture == Architecture::Federated {
+        a.timeout = std::time::Duration::from_millis(2000);
+    }
+    a
+}
+
+/// The system of one group. `name` is the system's name, `topic` the run's unique topic base.
+pub fn layout(p: &Planned, name: &str, topic: &str, programs: &Programs, setup: &Setup) -> Layout {
+    let g = &p.group;
+    let sched = setup.scheduling_toml();
+    let dma = setup.cpu_dma_latency_value();
+    let (lead, follow) = match g.metric {
+        Metric::Latency => (Role::Ping, Role::Pong),
+        Metric::Throughput => (Role::Pub, Role::Sub),
+    };
+    let followers = g.subscribers as usize;
+    let mut t = format!("[system]\nname = \"{name}\"\ncpu_dma_latency = \"{dma}\"\n\n[network]\ndomain = 0\nsubnet = \"198.18.0.0/24\"\n\n");
+    let follower_host = if g.nodes == 1 { ADDRESS_A } else { ADDRESS_B };
+    let server = format!("{follower_host}:{DISCOVERY_PORT}");
+    let with_network = |mut a: AgentArgs, k: usize, own: &str| {
+        if g.implementation == Implementation::Udp {
+            if a.role == lead {
+                a.listen = Some(format!("{own}:0"));
+                a.peers = (0..followers).map(|i| format!("{follower_host}:{}", UDP_PORT + i as u16)).collect();
+            } else {
+                a.listen = Some(format!("{follower_host}:{}", UDP_PORT + k as u16));
+            }
+        }
+        if g.architecture == Architecture::Centralized {
+            a.discovery_server = Some(server.clone());
+        }
+        a
+    };
+    match g.architecture {
+        Architecture::Decentralized | Architecture::Centralized => {
+            let lead_cmd = argv(p.group.implementation, programs, setup, with_network(agent_args(p, lead, topic, 0, Some(0)), 0, ADDRESS_A), true);
+            let mut follow_cmds: Vec<Vec<String>> = (0..followers)
+                .map(|k| argv(p.group.implementation, programs, setup, with_network(agent_args(p, follow, topic, 0, Some(1)), k, follower_host), true))
+                .collect();
+            if g.architecture == Architecture::Centralized {
+                let mut s = agent_args(p, Role::Server, topic, 0, Some(1));
+                s.listen = Some(server.clone());
+                s.discovery_server = None;
+                follow_cmds.insert(0, argv(p.group.implementation, programs, setup, s, true));
+            }
+            let script = |lead: Option<&Vec<String>>, rest: &[Vec<String>]| {
+                let line = |c: &Vec<String>| c.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ");
+                let mut s = String::new();
+                // The discovery server runs until the others are done.
+                let server = g.architecture == Architecture::Centralized;
+                for (i, c) in rest.iter().enumerate() {
+                    let _ = write!(s, "{} & {}", line(c), if i == 0 && server { "server=$!; " } else { "" });
+                }
+                if let Some(l) = lead {
+                    let _ = write!(s, "{}; status=$?; ", line(l));
+                } else {
+                    s.push_str("status=0; ");
+                }
+                // With a ping in this node the server is ended after it; in node b it lives until the teardown.
+                if server && lead.is_some() {
+                    s.push_str("kill $server; ");
+                }
+                s.push_str("wait; exit $status");
+                s
+            };
+            let node = |t: &mut String, name: &str, cpus: &str, address: &str, command: Vec<String>| {
+                let _ = write!(
+                    t,
+                    "[[node]]\nname = \"{name}\"\ncommand = {}\ncpus = [{cpus}]\nscheduling = {sched}\nmemory = \"1GiB\"\npids = 512\naddress = \"{address}\"\n\n",
+                    toml_strings(&command)
+                );
+            };
+            if g.nodes == 1 {
+                node(&mut t, "node", "0, 1", ADDRESS_A, vec!["sh".into(), "-c".into(), script(Some(&lead_cmd), &follow_cmds)]);
+                Layout { text: t, wait_for: "node".into(), logs: vec!["node".into()] }
+            } else {
+                node(&mut t, "a", "0", ADDRESS_A, lead_cmd);
+                node(&mut t, "b", "1", ADDRESS_B, vec!["sh".into(), "-c".into(), script(None, &follow_cmds)]);
+                Layout { text: t, wait_for: "a".into(), logs: vec!["a".into(), "b".into()] }
+            }
+        }
+        Architecture::Federated => {
+            let module = |t: &mut String, m: &str, cpu: usize, domain: u32, agents: Vec<(String, Vec<String>)>| {
+                let _ = write!(t, "[[module]]\nname = \"{m}\"\ncpus = [{cpu}]\ndomain = {domain}\n\n");
+                for (pname, cmd) in agents {
+                    let _ = write!(
+                        t,
+                        "[[module.partition]]\nname = \"{pname}\"\ncommand = {}\nscheduling = {sched}\nmemory = \"512MiB\"\npids = 256\nhealth = {{ action = \"stop\" }}\n\n",
+                        toml_strings(&cmd)
+                    );
+                }
+                // A daemon routes a topic as soon as a writer appears on either side: the far daemon's writer is
+                // the only endpoint the near one sees on the network, and it appears only once the near one wrote.
+                let _ = write!(
+                    t,
+                    "[[module.partition]]\nname = \"daemon-{m}\"\ncommand = [\"partita\", \"route\"]\nio = true\nscheduling = {sched}\nmemory = \"512MiB\"\npids = 256\n\n\
+                     [module.partition.router]\n\n[[module.partition.router.route]]\nfrom = \"module\"\nto = \"network\"\nboth_ways = true\ntrigger = \"writer\"\n\n"
+                );
+            };
+            let lead_cmd = argv(p.group.implementation, programs, setup, agent_args(p, lead, topic, 1, None), false);
+            let follows: Vec<(String, Vec<String>)> = (0..followers)
+                .map(|k| {
+                    let n = if followers == 1 { follow.key().to_string() } else { format!("{}-{}", follow.key(), k + 1) };
+                    (n, argv(p.group.implementation, programs, setup, agent_args(p, follow, topic, 2, None), false))
+                })
+                .collect();
+            let mut logs = vec![lead.key().to_string()];
+            logs.extend(follows.iter().map(|f| f.0.clone()));
+            module(&mut t, "a", 0, 1, vec![(lead.key().into(), lead_cmd)]);
+            module(&mut t, "b", 1, 2, follows);
+            Layout { text: t, wait_for: lead.key().into(), logs }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix;
+
+    #[test]
+    fn every_group_of_the_built_in_matrix_is_a_valid_system() {
+        let m = matrix::parse(matrix::DEFAULT_MATRIX, "built-in").unwrap();
+        let host = partita_system::Host { cpus: vec![0, 1], path: None };
+        let programs = Programs { partita: "/usr/bin/partita".into(), fastdds: "/usr/lib/partita/dbe-fastdds".into() };
+        for setup in [Setup::Normal, Setup::from_options(false, None, None).unwrap()] {
+            for p in &m.planned {
+                let l = layout(p, "dbe-test", "dbe_t", &programs, &setup);
+                let sys = partita_system::parse(&l.text, &p.group.id(), &host).unwrap_or_else(|e| panic!("{}: {e}\n{}", p.group.id(), l.text));
+                assert!(sys.node(&l.wait_for).is_some() || sys.partitions().any(|(_, q)| q.name == l.wait_for), "{}", p.group.id());
+                let agents = l.text.matches("dbe-agent").count() + l.text.matches("dbe-fastdds").count();
+                let expected = 1 + p.group.subscribers as usize + usize::from(p.group.architecture == Architecture::Centralized);
+                assert_eq!(agents, expected, "{}:\n{}", p.group.id(), l.text);
+            }
+        }
+    }
+}
