@@ -533,6 +533,7 @@ public:
                     g.cv.notify_all();
                     continue;
                 }
+                bool first = g.last_sample_ns == 0;
                 uint32_t len = static_cast<uint32_t>(msg_.data().size());
                 Stats& s = g.stats[len];
                 if (s.received == 0)
@@ -543,6 +544,10 @@ public:
                 s.bytes += len;
                 s.last_ns = t;
                 g.last_sample_ns = t;
+                if (first)
+                {
+                    g.cv.notify_all();  // run_sub now waits with the 10 s idle deadline
+                }
             }
         }
     }

@@ -51,7 +51,15 @@ pub fn system_text(writer: Implementation, reader: Implementation, name: &str, t
     let line = |c: Vec<String>| c.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ");
     let sub = line(argv(reader, programs, setup, agent(reader, Role::Sub, topic), true));
     let publ = line(argv(writer, programs, setup, agent(writer, Role::Pub, topic), true));
-    let script = format!("{sub} & sleep 0.2; {publ}; status=$?; wait; exit $status");
+    // The reader starts first, except opposite a RustDDS writer: RustDDS 0.15 has no unicast discovery peers, so
+    // in the node's multicast-free setting a Cyclone (or Fast DDS) participant learns of it only from its own SPDP
+    // reaching RustDDS (it answers); Cyclone pings its peers at start and then every 30 s, and drops the copies
+    // RustDDS sends to 127.0.0.1 (they arrive on `lo`, not on its V-NIC). So the RustDDS participant starts first.
+    let script = if writer == Implementation::Rustdds && reader != Implementation::Rustdds {
+        format!("{publ} & sleep 0.2; {sub}; status=$?; wait; exit $status")
+    } else {
+        format!("{sub} & sleep 0.2; {publ}; status=$?; wait; exit $status")
+    };
     format!(
         "[system]\nname = \"{name}\"\n\n[network]\ndomain = 0\nsubnet = \"198.18.0.0/24\"\n\n[[node]]\nname = \"node\"\ncommand = {}\ncpus = [0, 1]\nmemory = \"1GiB\"\npids = 512\naddress = \"{ADDRESS_A}\"\n",
         toml_strings(&["sh".into(), "-c".into(), script])

@@ -21,6 +21,11 @@ pub const DISCOVERY_PORT: u16 = 11811;
 /// The UDP agents' readers listen from here on (one port per reader).
 pub const UDP_PORT: u16 = 9700;
 
+/// A federated agent's address: the `k`-th agent partition of the module on `domain` (subnet 198.18.<domain>.0/24).
+fn federated_address(domain: u32, k: usize) -> String {
+    format!("198.18.{domain}.{}", 10 + k)
+}
+
 /// The programs an agent command runs.
 #[derive(Debug, Clone)]
 pub struct Programs {
@@ -119,6 +124,10 @@ pub fn layout(p: &Planned, name: &str, topic: &str, programs: &Programs, setup: 
                 a.listen = Some(format!("{follower_host}:{}", UDP_PORT + k as u16));
             }
         }
+        // RustDDS joins multicast and announces itself on every interface unless told one address.
+        if g.implementation == Implementation::Rustdds {
+            a.listen = Some(format!("{own}:0"));
+        }
         if g.architecture == Architecture::Centralized {
             a.discovery_server = Some(server.clone());
         }
@@ -174,12 +183,13 @@ pub fn layout(p: &Planned, name: &str, topic: &str, programs: &Programs, setup: 
         }
         Architecture::Federated => {
             let module = |t: &mut String, m: &str, cpu: usize, domain: u32, agents: Vec<(String, Vec<String>)>| {
-                let _ = write!(t, "[[module]]\nname = \"{m}\"\ncpus = [{cpu}]\ndomain = {domain}\n\n");
-                for (pname, cmd) in agents {
+                let _ = write!(t, "[[module]]\nname = \"{m}\"\ncpus = [{cpu}]\ndomain = {domain}\nsubnet = \"198.18.{domain}.0/24\"\n\n");
+                for (k, (pname, cmd)) in agents.into_iter().enumerate() {
                     let _ = write!(
                         t,
-                        "[[module.partition]]\nname = \"{pname}\"\ncommand = {}\nscheduling = {sched}\nmemory = \"512MiB\"\npids = 256\nhealth = {{ action = \"stop\" }}\n\n",
-                        toml_strings(&cmd)
+                        "[[module.partition]]\nname = \"{pname}\"\ncommand = {}\nscheduling = {sched}\nmemory = \"512MiB\"\npids = 256\nhealth = {{ action = \"stop\" }}\naddress = \"{}\"\n\n",
+                        toml_strings(&cmd),
+                        federated_address(domain, k)
                     );
                 }
                 // A daemon routes a topic as soon as a writer appears on either side: the far daemon's writer is
@@ -190,11 +200,17 @@ pub fn layout(p: &Planned, name: &str, topic: &str, programs: &Programs, setup: 
                      [module.partition.router]\n\n[[module.partition.router.route]]\nfrom = \"module\"\nto = \"network\"\nboth_ways = true\ntrigger = \"writer\"\n\n"
                 );
             };
-            let lead_cmd = argv(p.group.implementation, programs, setup, agent_args(p, lead, topic, 1, None), false);
+            let rustdds = |mut a: AgentArgs, address: String| {
+                if g.implementation == Implementation::Rustdds {
+                    a.listen = Some(format!("{address}:0"));
+                }
+                a
+            };
+            let lead_cmd = argv(p.group.implementation, programs, setup, rustdds(agent_args(p, lead, topic, 1, None), federated_address(1, 0)), false);
             let follows: Vec<(String, Vec<String>)> = (0..followers)
                 .map(|k| {
                     let n = if followers == 1 { follow.key().to_string() } else { format!("{}-{}", follow.key(), k + 1) };
-                    (n, argv(p.group.implementation, programs, setup, agent_args(p, follow, topic, 2, None), false))
+                    (n, argv(p.group.implementation, programs, setup, rustdds(agent_args(p, follow, topic, 2, None), federated_address(2, k)), false))
                 })
                 .collect();
             let mut logs = vec![lead.key().to_string()];

@@ -10,6 +10,8 @@ const POLL: Duration = Duration::from_millis(100);
 /// The end marker is written this often, this far apart (best-effort may lose some).
 const END_REPEAT: u32 = 5;
 const END_GAP: Duration = Duration::from_millis(20);
+/// How long a pub waits, once its writer matched the readers, before writing (see `publish`).
+const READERS_SETTLE: Duration = Duration::from_millis(300);
 /// A sub with nothing received for this long after its first sample ends on its own.
 const SUB_IDLE: Duration = Duration::from_secs(10);
 
@@ -172,6 +174,9 @@ fn pong(ch: &mut dyn Channel) -> Result<(), AgentError> {
 }
 
 fn publish(ch: &mut dyn Channel, a: &AgentArgs) -> Result<(), AgentError> {
+    // The writer matched the readers; a reader matches the writer when it has processed the writer's SEDP, which
+    // may come later, and drops what arrives before: give the readers time to match too.
+    std::thread::sleep(READERS_SETTLE);
     let mut seq: i32 = 0;
     let span = Duration::from_secs_f64(a.seconds);
     for &size in &a.sizes {

@@ -59,7 +59,7 @@ use ::rustdds::no_key::{DataReader, DataWriter};
 use ::rustdds::{
     policy, DataReaderStatus, DataWriterStatus, DomainParticipant, DomainParticipantBuilder,
     DomainParticipantStatusEvent, DomainParticipantStatusListener, QosPolicies, QosPolicyBuilder, RTPSEntity,
-    ReadCondition, StatusEvented, TopicKind, GUID,
+    ReadCondition, StatusEvented, Timestamp, TopicKind, GUID,
 };
 use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
@@ -69,7 +69,7 @@ const IMPL: &str = "rustdds";
 /// How long a reliable write may wait for room in RustDDS's send window.
 const MAX_BLOCKING: Duration = Duration::from_secs(1);
 /// How long a closing channel waits for its reliable writers' samples to be acknowledged.
-const LINGER: Duration = Duration::from_secs(10);
+const LINGER: Duration = Duration::from_secs(30);
 
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct PubMessage {
@@ -405,7 +405,8 @@ impl Channel for RustddsChannel {
             });
         }
         let w = self.pub_writer.as_ref().ok_or_else(|| not_opened("write PubMessage"))?;
-        w.write(PubMessage { seqnum: seq, data: data.to_vec() }, None).map_err(|e| write_error("write PubMessage", e))
+        w.write(PubMessage { seqnum: seq, data: data.to_vec() }, Some(Timestamp::now()))
+            .map_err(|e| write_error("write PubMessage", e))
     }
 
     fn take_pub(&mut self, timeout: Duration, f: &mut dyn FnMut(i32, usize)) -> Result<usize, AgentError> {
@@ -415,7 +416,7 @@ impl Channel for RustddsChannel {
 
     fn write_ack(&mut self, seq: i32) -> Result<(), AgentError> {
         let w = self.ack_writer.as_ref().ok_or_else(|| not_opened("write AckMessage"))?;
-        w.write(AckMessage { seqnum: seq }, None).map_err(|e| write_error("write AckMessage", e))
+        w.write(AckMessage { seqnum: seq }, Some(Timestamp::now())).map_err(|e| write_error("write AckMessage", e))
     }
 
     fn take_ack(&mut self, timeout: Duration, f: &mut dyn FnMut(i32)) -> Result<usize, AgentError> {
