@@ -117,7 +117,29 @@ pub fn run_group(p: &Planned, cfg: &RunConfig, serial: usize) -> Result<Vec<(Cel
         }
     }
     let _ = std::fs::remove_dir_all(&state);
+    if p.group.implementation == crate::matrix::Implementation::Iceoryx2 {
+        crate::agent::iceoryx::remove_leftovers();
+    }
     outcome
+}
+
+/// A cell of `p` at `size` with no figures yet.
+fn empty_cell(p: &Planned, cfg: &RunConfig, size: usize, now: &str) -> CellResult {
+    CellResult {
+        id: p.group.cell_id(size),
+        test: p.test.clone(),
+        group: p.group.clone(),
+        size,
+        measured_at: now.into(),
+        machine: cfg.machine.clone(),
+        setup: cfg.setup.caption(),
+        count: p.count,
+        warmup: p.warmup,
+        latency: None,
+        throughput: None,
+        processes: Vec::new(),
+        error: None,
+    }
 }
 
 fn cells(p: &Planned, cfg: &RunConfig, lines: Vec<Line>) -> Result<Vec<(CellResult, Option<Vec<u64>>)>, String> {
@@ -143,21 +165,8 @@ fn cells(p: &Planned, cfg: &RunConfig, lines: Vec<Line>) -> Result<Vec<(CellResu
     let now = partita_bench::machine::now_rfc3339();
     let mut out = Vec::new();
     for &size in &p.sizes {
-        let mut cell = CellResult {
-            id: p.group.cell_id(size),
-            test: p.test.clone(),
-            group: p.group.clone(),
-            size,
-            measured_at: now.clone(),
-            machine: cfg.machine.clone(),
-            setup: cfg.setup.caption(),
-            count: p.count,
-            warmup: p.warmup,
-            latency: None,
-            throughput: None,
-            processes: processes.clone(),
-            error: None,
-        };
+        let mut cell = empty_cell(p, cfg, size, &now);
+        cell.processes = processes.clone();
         let mut raw = None;
         match p.group.metric {
             Metric::Latency => match rtt.remove(&size) {
@@ -225,21 +234,8 @@ pub fn run(matrix: &Matrix, store: &Store, cfg: &RunConfig, mut log: impl FnMut(
             Err(e) => {
                 log(&format!("[{}/{}] {id}: failed: {e}", i + 1, groups.len()));
                 for &size in &p.sizes {
-                    let cell = CellResult {
-                        id: p.group.cell_id(size),
-                        test: p.test.clone(),
-                        group: p.group.clone(),
-                        size,
-                        measured_at: partita_bench::machine::now_rfc3339(),
-                        machine: cfg.machine.clone(),
-                        setup: cfg.setup.caption(),
-                        count: p.count,
-                        warmup: p.warmup,
-                        latency: None,
-                        throughput: None,
-                        processes: Vec::new(),
-                        error: Some(e.clone()),
-                    };
+                    let mut cell = empty_cell(p, cfg, size, &partita_bench::machine::now_rfc3339());
+                    cell.error = Some(e.clone());
                     store.put(&cell, None).map_err(|e| e.to_string())?;
                     summary.failed.push((cell.id, e.clone()));
                 }

@@ -413,6 +413,20 @@ impl Channel for IceoryxChannel {
     }
 }
 
+/// Removes what iceoryx2 agents leave once they are all gone: the per-domain node counters
+/// `/dev/shm/iox2_dbe*` and the empty `/tmp/iceoryx2` folders. Call it only when no agent of this benchmark runs.
+pub fn remove_leftovers() {
+    for e in std::fs::read_dir("/dev/shm").into_iter().flatten().flatten() {
+        if e.file_name().to_string_lossy().starts_with("iox2_dbe") {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+    // remove_dir removes only empty folders: another program's services stay.
+    for d in ["/tmp/iceoryx2/nodes", "/tmp/iceoryx2/services", "/tmp/iceoryx2"] {
+        let _ = std::fs::remove_dir(d);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
