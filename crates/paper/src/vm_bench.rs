@@ -183,7 +183,9 @@ fn run_one(cfg: &VmBenchConfig, s: Scenario, placement: Placement, repeat: u32) 
         recorder_cpu: cfg.recorder_cpu,
         routing_cpu: cfg.recorder_cpu,
         memory_bytes: 512 << 20,
-        monitor_extra: Vec::new(),
+        // The first answer waits for the guest to boot: as long as its boot timeout (a TCG guest frozen half of
+        // each frame on a busy machine took over the monitor's default 30 s once in a suite run).
+        monitor_extra: if placement == Placement::Vm { vec!["--connect-timeout".into(), "120".into()] } else { Vec::new() },
         setup: cfg.setup,
         plan: None,
     };
