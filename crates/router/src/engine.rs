@@ -39,20 +39,17 @@ pub fn tagged_domains(user_data: &[u8]) -> Option<Option<Vec<u32>>> {
     Some(list.and_then(|l| l.split(',').map(|d| d.parse().ok()).collect::<Option<Vec<u32>>>()))
 }
 
-/// Engine failures.
-#[cfg(test)]
-mod tag_tests {
-    use super::*;
-
-    #[test]
-    fn a_router_tag_names_the_domains_it_bridges() {
-        assert_eq!(tagged_domains(&router_tag(&[1, 0])), Some(Some(vec![1, 0])));
-        assert_eq!(tagged_domains(ROUTER_TAG), Some(None));
-        assert_eq!(tagged_domains(b"partita-router domains=x"), Some(None));
-        assert_eq!(tagged_domains(b"an application"), None);
+/// Whether `user_data` is a router's tag whose router also reaches one of `reach` (a router that does not say
+/// which domains it bridges is taken as reaching them all): what it wrote would come back or arrive twice.
+pub(crate) fn tag_reaches(user_data: &[u8], reach: &[u32]) -> bool {
+    match tagged_domains(user_data) {
+        None => false,
+        Some(None) => true,
+        Some(Some(domains)) => domains.iter().any(|d| reach.contains(d)),
     }
 }
 
+/// Engine failures.
 #[derive(Debug, thiserror::Error)]
 pub enum RouterError {
     #[error("side {side}: {source}")]
@@ -88,15 +85,17 @@ impl Router {
     /// Opens every side and starts discovery and forwarding.
     pub fn start(config: impl Into<RouterConfig>) -> Result<Router, RouterError> {
         let config = config.into();
-        let domains: Vec<u32> = config.sides.iter().map(|c| config.domain_of(c).domain_id).collect();
+        let configs: Vec<_> = config.sides.iter().map(|c| config.domain_of(c)).collect();
+        let domains: Vec<u32> = configs.iter().map(|dc| dc.domain_id).collect();
         let tag = router_tag(&domains);
         let sides: Vec<Side> = config
             .sides
             .iter()
+            .zip(configs)
             .enumerate()
-            .map(|(i, c)| {
+            .map(|(i, (c, dc))| {
                 let reach = domains.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, d)| *d).collect();
-                Side::open(c, config.domain_of(c), &config.name, config.local_applications, reach, tag.clone())
+                Side::open(c, dc, &config.name, config.local_applications, reach, tag.clone())
             })
             .collect::<Result<_, _>>()?;
         let shared = Arc::new(Shared {
@@ -206,4 +205,25 @@ fn snapshot(shared: &Shared) -> Vec<RouteStats> {
             fw.stats.snapshot(&shared.name, &route, &k.topic, &k.type_name)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tag_tests {
+    use super::*;
+
+    #[test]
+    fn a_router_tag_names_the_domains_it_bridges() {
+        assert_eq!(tagged_domains(&router_tag(&[1, 0])), Some(Some(vec![1, 0])));
+        assert_eq!(tagged_domains(ROUTER_TAG), Some(None));
+        assert_eq!(tagged_domains(b"partita-router domains=x"), Some(None));
+        assert_eq!(tagged_domains(b"an application"), None);
+    }
+
+    #[test]
+    fn a_router_reaching_a_destination_is_a_loop_risk_and_one_further_along_a_chain_is_not() {
+        assert!(tag_reaches(&router_tag(&[1, 0]), &[1]));
+        assert!(!tag_reaches(&router_tag(&[0, 2]), &[1]));
+        assert!(tag_reaches(ROUTER_TAG, &[1]));
+        assert!(!tag_reaches(b"an application", &[1]));
+    }
 }

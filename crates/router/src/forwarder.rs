@@ -68,13 +68,7 @@ pub(crate) static OWN_WRITERS: RwLock<BTreeMap<u64, Vec<u8>>> = RwLock::new(BTre
 
 /// Whether `handle` is a router writer of this process whose router also reaches one of `reach`.
 fn is_own_writer(handle: u64, reach: &[u32]) -> bool {
-    match OWN_WRITERS.read().unwrap_or_else(|p| p.into_inner()).get(&handle) {
-        None => false,
-        Some(tag) => match crate::engine::tagged_domains(tag) {
-            Some(Some(domains)) => domains.iter().any(|d| reach.contains(d)),
-            _ => true,
-        },
-    }
+    OWN_WRITERS.read().unwrap_or_else(|p| p.into_inner()).get(&handle).is_some_and(|tag| crate::engine::tag_reaches(tag, reach))
 }
 
 /// A forwarder's writer in [`OWN_WRITERS`], from its creation to its deletion.

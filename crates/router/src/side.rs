@@ -2,7 +2,7 @@
 //! discovery reports there, and which of them are applications (not a router's, not built-in) that routes
 //! follow. The manager polls every side and rebuilds the wanted routes from this state.
 use crate::config::SideConfig;
-use crate::engine::{tagged_domains, RouterError};
+use crate::engine::{tag_reaches, tagged_domains, RouterError};
 use partita_dds::{
     DiscoveredEndpoint, DiscoveredParticipant, DomainConfig, EndpointKind, EndpointWatcher, Guid, GuidPrefix, Participant,
     ParticipantWatcher, Qos,
@@ -43,11 +43,7 @@ pub(crate) fn is_router(ep: &DiscoveredEndpoint) -> bool {
 
 /// See [`Side::is_loop_risk`].
 fn loop_risk(reach: &[u32], ep: &DiscoveredEndpoint) -> bool {
-    match ep.qos.user_data.as_deref().and_then(tagged_domains) {
-        None => false,
-        Some(None) => true,
-        Some(Some(domains)) => domains.iter().any(|d| reach.contains(d)),
-    }
+    ep.qos.user_data.as_deref().is_some_and(|u| tag_reaches(u, reach))
 }
 
 /// Cyclone's built-in topic readers (DCPSPublication & co.) show up in discovery; they are never routed.
@@ -109,7 +105,7 @@ impl Side {
             }
             Err(e) => error!(target: LOG, side = %self.name, "participant discovery: {e}"),
         }
-        let reach = self.reach.clone();
+        let reach = &self.reach;
         for (watcher, map) in [(&self.publications, &mut self.writers), (&self.subscriptions, &mut self.readers)] {
             let news = match watcher.take() {
                 Ok(n) => n,
@@ -133,7 +129,7 @@ impl Side {
                     "endpoint"
                 );
                 if ep.alive {
-                    if ep.kind == EndpointKind::Publication && loop_risk(&reach, &ep) {
+                    if ep.kind == EndpointKind::Publication && loop_risk(reach, &ep) {
                         self.router_writers.write().unwrap_or_else(|p| p.into_inner()).insert(ep.instance_handle);
                     }
                     map.insert(ep.key, ep);
