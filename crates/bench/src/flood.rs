@@ -73,16 +73,10 @@ impl Drop for Router {
     }
 }
 
-/// CPU time (user + system) a process has used so far, from `/proc/PID/stat`.
+/// CPU time (user + system) a process has used so far, s.
 fn cpu_seconds(pid: u32) -> Option<f64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name (which may hold spaces) start with the state, field 3; utime and stime
-    // are fields 14 and 15.
-    let rest = &s[s.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-    let hz = partita_os::process::clock_ticks_per_second()?;
-    Some(ticks as f64 / hz as f64)
+    let (user, system) = partita_os::process::cpu_times_ns(pid)?;
+    Some((user + system) as f64 / 1e9)
 }
 
 fn rss_kib(pid: u32) -> Option<u64> {

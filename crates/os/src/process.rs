@@ -82,6 +82,24 @@ pub fn rss_kib(pid: i32) -> Option<u64> {
     s.lines().find_map(|l| l.strip_prefix("VmRSS:"))?.split_whitespace().next()?.parse().ok()
 }
 
+/// The CPU time `pid` has used so far, (user, system) in ns, from `/proc/<pid>/stat`; `None` when it has ended.
+pub fn cpu_times_ns(pid: u32) -> Option<(u64, u64)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces) start with the state, field 3; utime and stime
+    // are fields 14 and 15.
+    let rest = &s[s.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let hz = clock_ticks_per_second()?;
+    let ns = |i: usize| -> Option<u64> { Some(f.get(i)?.parse::<u64>().ok()? * 1_000_000_000 / hz) };
+    Some((ns(11)?, ns(12)?))
+}
+
+/// The peak resident memory of `pid` (`VmHWM` in `/proc/<pid>/status`), KiB; `None` when it has ended.
+pub fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    s.lines().find_map(|l| l.strip_prefix("VmHWM:"))?.split_whitespace().next()?.parse().ok()
+}
+
 /// Whether `path` is a regular file this process may execute (access(2) with X_OK, so root's rules apply).
 pub fn is_executable(path: &Path) -> bool {
     let Ok(c) = CString::new(path.as_os_str().as_bytes()) else { return false };
@@ -94,6 +112,22 @@ mod tests {
     use super::*;
     use std::io::{Read, Write};
     use std::process::Command;
+
+    #[test]
+    fn a_live_process_has_cpu_times_and_a_peak_rss_and_an_ended_one_none() {
+        let me = std::process::id();
+        let spin = std::time::Instant::now();
+        while spin.elapsed() < std::time::Duration::from_millis(30) {}
+        let (user, _) = cpu_times_ns(me).unwrap();
+        assert!(user > 0);
+        let rss = rss_kib(me as i32).unwrap();
+        assert!(peak_rss_kib(me).unwrap() >= rss);
+        let mut child = Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        assert_eq!(cpu_times_ns(pid), None);
+        assert_eq!(peak_rss_kib(pid), None);
+    }
     use std::time::{Duration, Instant};
 
     fn spawn(script: &str) -> i32 {

@@ -50,23 +50,11 @@ pub fn parse(text: &str) -> Result<Vec<Line>, String> {
         .collect()
 }
 
-/// This process's CPU time (user, system, ns) and peak resident memory (KiB), from `/proc/self`.
+/// This process's CPU time (user, system, ns) and peak resident memory (KiB).
 pub fn own_figures() -> (u64, u64, u64) {
-    let ticks = partita_os::process::clock_ticks_per_second().unwrap_or(100);
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // The fields after the command name, which is in parentheses and may hold spaces.
-    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let tick_ns = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) * 1_000_000_000 / ticks;
-    // utime and stime are fields 14 and 15 of stat; `rest` starts at field 3.
-    let (user, system) = (tick_ns(11), tick_ns(12));
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let hwm = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0);
-    (user, system, hwm)
+    let pid = std::process::id();
+    let (user, system) = partita_os::process::cpu_times_ns(pid).unwrap_or((0, 0));
+    (user, system, partita_os::process::peak_rss_kib(pid).unwrap_or(0))
 }
 
 #[cfg(test)]
