@@ -112,8 +112,9 @@ pub fn run(a: DbeArgs) -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
-    let needs_fastdds = !a.no_interop
-        || run::to_measure(&matrix, &store, &cfg).0.iter().any(|p| matches!(p.group.implementation, matrix::Implementation::Fastdds | matrix::Implementation::FastddsShm));
+    let (groups, skipped) = run::to_measure(&matrix, &store, &cfg);
+    let needs_fastdds =
+        !a.no_interop || groups.iter().any(|p| matches!(p.group.implementation, matrix::Implementation::Fastdds | matrix::Implementation::FastddsShm));
     if needs_fastdds && !Path::new(&cfg.programs.fastdds).exists() {
         eprintln!("partita bench dbe: the Fast DDS agent {} is missing; build partita with scripts/setup.sh first", cfg.programs.fastdds);
         return ExitCode::FAILURE;
@@ -123,7 +124,7 @@ pub fn run(a: DbeArgs) -> ExitCode {
     }
     install_stop_signals();
     eprintln!("partita bench dbe: {}; results in {}", setup.caption(), store.dir().display());
-    let summary = match run::run(&matrix, &store, &cfg, |l| eprintln!("{l}")) {
+    let summary = match run::run(&groups, skipped, &store, &cfg, |l| eprintln!("{l}")) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("partita bench dbe: {e}");

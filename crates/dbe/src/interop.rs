@@ -4,7 +4,7 @@ use crate::agent::args::{AgentArgs, Role};
 use crate::agent::channel::{Durability, History, QosChoice, Reliability};
 use crate::agent::output::{self, Line};
 use crate::matrix::Implementation;
-use crate::system::{argv, quote, toml_strings, Programs, ADDRESS_A};
+use crate::system::{agent_for, argv, shell_line, toml_strings, Programs, ADDRESS_A};
 use partita_bench::setup::Setup;
 use partita_paper::run::run_until_exit;
 use partita_supervisor::UpOptions;
@@ -35,8 +35,7 @@ pub struct InteropResult {
 }
 
 fn agent(imp: Implementation, role: Role, topic: &str) -> AgentArgs {
-    let i = if imp == Implementation::FastddsShm { "fastdds" } else { imp.key() };
-    let mut a = AgentArgs::parse(&["--impl", i, "--role", role.key()].map(String::from)).expect("the runner's own arguments");
+    let mut a = agent_for(imp, role);
     a.domain = Some(0);
     a.topic = topic.into();
     a.sizes = vec![SIZE];
@@ -48,9 +47,8 @@ fn agent(imp: Implementation, role: Role, topic: &str) -> AgentArgs {
 
 /// The system of one pair: one node running the reader, then the writer.
 pub fn system_text(writer: Implementation, reader: Implementation, name: &str, topic: &str, programs: &Programs, setup: &Setup) -> String {
-    let line = |c: Vec<String>| c.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ");
-    let sub = line(argv(reader, programs, setup, agent(reader, Role::Sub, topic), true));
-    let publ = line(argv(writer, programs, setup, agent(writer, Role::Pub, topic), true));
+    let sub = shell_line(&argv(reader, programs, setup, agent(reader, Role::Sub, topic), true));
+    let publ = shell_line(&argv(writer, programs, setup, agent(writer, Role::Pub, topic), true));
     // The reader starts first, except opposite a RustDDS writer: RustDDS 0.15 has no unicast discovery peers, so
     // in the node's multicast-free setting a Cyclone (or Fast DDS) participant learns of it only from its own SPDP
     // reaching RustDDS (it answers); Cyclone pings its peers at start and then every 30 s, and drops the copies

@@ -47,16 +47,17 @@ fn stats(c: &CellResult) -> Option<&partita_bench::Stats> {
     c.latency.as_ref()?.stats.as_ref()
 }
 
-/// One table of `value` per size (rows) × implementation (columns).
-fn size_table(o: &mut String, cells: &[&CellResult], value: impl Fn(&CellResult) -> Option<f64>) {
+/// One table of `text` per size (rows) × implementation (columns); `align` is the columns' Markdown
+/// alignment (`---:` for numbers, `---` for composite cells).
+fn size_table(o: &mut String, cells: &[&CellResult], align: &str, text: impl Fn(&CellResult) -> Option<String>) {
     let imps: BTreeSet<Implementation> = cells.iter().map(|c| c.group.implementation).collect();
     let sizes: BTreeSet<usize> = cells.iter().map(|c| c.size).collect();
     let _ = writeln!(o, "| size B | {} |", imps.iter().map(|i| i.title()).collect::<Vec<_>>().join(" | "));
-    let _ = writeln!(o, "|---:|{}", imps.iter().map(|_| "---:|").collect::<String>());
+    let _ = writeln!(o, "|---:|{}", imps.iter().map(|_| format!("{align}|")).collect::<String>());
     for s in sizes {
         let row: Vec<String> = imps
             .iter()
-            .map(|i| cells.iter().find(|c| c.size == s && c.group.implementation == *i).and_then(|c| value(c)).map(f1).unwrap_or_else(|| "—".into()))
+            .map(|i| cells.iter().find(|c| c.size == s && c.group.implementation == *i).and_then(|c| text(c)).unwrap_or_else(|| "—".into()))
             .collect();
         let _ = writeln!(o, "| {s} | {} |", row.join(" | "));
     }
@@ -115,29 +116,11 @@ pub fn write(
             if nodes == 1 { "Both agents in one node (one network namespace): ping on CPU 0, pong on CPU 1." } else { "Two nodes (network namespaces) joined by partita's bridge: ping on CPU 0, pong on CPU 1." }
         );
         let _ = writeln!(o, "Mean round trip, µs (Fig. {}, `{}`):\n", figs.2, figs.0);
-        size_table(&mut o, &cells, |c| stats(c).map(|s| s.mean_us));
+        size_table(&mut o, &cells, "---:", |c| stats(c).map(|s| f1(s.mean_us)));
         let _ = writeln!(o, "Jitter (σ of the round trips), µs (Fig. {}, `{}`):\n", figs.3, figs.1);
-        size_table(&mut o, &cells, |c| stats(c).map(|s| s.std_us));
+        size_table(&mut o, &cells, "---:", |c| stats(c).map(|s| f1(s.std_us)));
         let _ = writeln!(o, "p50 / p99 / p99.9 / max, µs:\n");
-        let imps: BTreeSet<Implementation> = cells.iter().map(|c| c.group.implementation).collect();
-        let _ = writeln!(o, "| size B | {} |", imps.iter().map(|i| i.title()).collect::<Vec<_>>().join(" | "));
-        let _ = writeln!(o, "|---:|{}", imps.iter().map(|_| "---|").collect::<String>());
-        let sizes: BTreeSet<usize> = cells.iter().map(|c| c.size).collect();
-        for s in sizes {
-            let row: Vec<String> = imps
-                .iter()
-                .map(|i| {
-                    cells
-                        .iter()
-                        .find(|c| c.size == s && c.group.implementation == *i)
-                        .and_then(|c| stats(c))
-                        .map(|s| format!("{} / {} / {} / {}", f1(s.p50_us), f1(s.p99_us), f1(s.p99_9_us), f1(s.max_us)))
-                        .unwrap_or_else(|| "—".into())
-                })
-                .collect();
-            let _ = writeln!(o, "| {s} | {} |", row.join(" | "));
-        }
-        o.push('\n');
+        size_table(&mut o, &cells, "---", |c| stats(c).map(|s| format!("{} / {} / {} / {}", f1(s.p50_us), f1(s.p99_us), f1(s.p99_9_us), f1(s.max_us))));
         figure(out_dir, figs.0, &format!("Fig. {}: round-trip latency, {what} (mean, µs)", figs.2), &cells, |c| stats(c).map(|s| s.mean_us), &mut notes);
         figure(out_dir, figs.1, &format!("Fig. {}: jitter, {what} (σ, µs)", figs.3), &cells, |c| stats(c).map(|s| s.std_us), &mut notes);
     }

@@ -203,9 +203,9 @@ fn cells(p: &Planned, cfg: &RunConfig, lines: Vec<Line>) -> Result<Vec<(CellResu
     Ok(out)
 }
 
-/// Runs every group to measure, storing each cell as it comes; `log` gets a line per group.
-pub fn run(matrix: &Matrix, store: &Store, cfg: &RunConfig, mut log: impl FnMut(&str)) -> Result<RunSummary, String> {
-    let (groups, skipped) = to_measure(matrix, store, cfg);
+/// Runs `groups` (what [`to_measure`] chose; `skipped` cells it left out), storing each cell as it comes; `log`
+/// gets a line per group.
+pub fn run(groups: &[&Planned], skipped: usize, store: &Store, cfg: &RunConfig, mut log: impl FnMut(&str)) -> Result<RunSummary, String> {
     let mut summary = RunSummary { skipped, ..RunSummary::default() };
     log(&format!("bench dbe: {} groups to measure, {} cells already measured ({})", groups.len(), skipped, store.dir().display()));
     for (i, p) in groups.iter().enumerate() {

@@ -43,12 +43,17 @@ pub struct Layout {
     pub logs: Vec<String>,
 }
 
-pub fn quote(w: &str) -> String {
+fn quote(w: &str) -> String {
     if w.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:,=+".contains(c)) {
         w.to_string()
     } else {
         format!("'{}'", w.replace('\'', "'\\''"))
     }
+}
+
+/// An argv as one `sh` command line.
+pub fn shell_line(argv: &[String]) -> String {
+    argv.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ")
 }
 
 pub fn toml_strings(v: &[String]) -> String {
@@ -76,15 +81,19 @@ pub fn argv(imp: Implementation, programs: &Programs, setup: &Setup, a: AgentArg
     }
 }
 
+/// An agent of `imp` in `role`, the rest at the protocol's defaults: Fast DDS over shared memory is the Fast
+/// DDS agent with `--transport shm`.
+pub fn agent_for(imp: Implementation, role: Role) -> AgentArgs {
+    match imp {
+        Implementation::FastddsShm => AgentArgs { transport: "shm".into(), ..AgentArgs::new(Implementation::Fastdds.key(), role) },
+        i => AgentArgs::new(i.key(), role),
+    }
+}
+
 /// The agent arguments of a role in a group.
 fn agent_args(p: &Planned, role: Role, topic: &str, domain: u32, cpu: Option<usize>) -> AgentArgs {
     let g = &p.group;
-    let implementation = match g.implementation {
-        Implementation::FastddsShm => "fastdds".to_string(),
-        i => i.key().to_string(),
-    };
-    let words: Vec<String> = ["--impl", &implementation, "--role", role.key()].map(String::from).to_vec();
-    let mut a = AgentArgs::parse(&words).expect("the runner's own arguments");
+    let mut a = agent_for(g.implementation, role);
     a.domain = Some(domain);
     a.topic = topic.into();
     a.sizes = p.sizes.clone();
@@ -93,7 +102,6 @@ fn agent_args(p: &Planned, role: Role, topic: &str, domain: u32, cpu: Option<usi
     a.subscribers = g.subscribers;
     a.qos = g.qos();
     a.seconds = p.seconds;
-    a.transport = if g.implementation == Implementation::FastddsShm { "shm".into() } else { "udp".into() };
     a.cpu = cpu;
     // Federated round trips cross two daemons each way; a late sample is still not lost.
     if g.architecture == Architecture::Federated {
@@ -146,15 +154,14 @@ pub fn layout(p: &Planned, name: &str, topic: &str, programs: &Programs, setup: 
                 follow_cmds.insert(0, argv(p.group.implementation, programs, setup, s, true));
             }
             let script = |lead: Option<&Vec<String>>, rest: &[Vec<String>]| {
-                let line = |c: &Vec<String>| c.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ");
                 let mut s = String::new();
                 // The discovery server runs until the others are done.
                 let server = g.architecture == Architecture::Centralized;
                 for (i, c) in rest.iter().enumerate() {
-                    let _ = write!(s, "{} & {}", line(c), if i == 0 && server { "server=$!; " } else { "" });
+                    let _ = write!(s, "{} & {}", shell_line(c), if i == 0 && server { "server=$!; " } else { "" });
                 }
                 if let Some(l) = lead {
-                    let _ = write!(s, "{}; status=$?; ", line(l));
+                    let _ = write!(s, "{}; status=$?; ", shell_line(l));
                 } else {
                     s.push_str("status=0; ");
                 }

@@ -73,10 +73,11 @@ pub fn history_key(h: History) -> String {
 }
 
 impl AgentArgs {
-    pub fn parse(args: &[String]) -> Result<AgentArgs, AgentError> {
-        let mut a = AgentArgs {
-            implementation: String::new(),
-            role: Role::Ping,
+    /// An agent of `implementation` in `role` with every other argument at its default (PROTOCOL.md).
+    pub fn new(implementation: &str, role: Role) -> AgentArgs {
+        AgentArgs {
+            implementation: implementation.into(),
+            role,
             domain: None,
             topic: "dbe".into(),
             sizes: vec![4],
@@ -92,7 +93,11 @@ impl AgentArgs {
             listen: None,
             peers: Vec::new(),
             cpu: None,
-        };
+        }
+    }
+
+    pub fn parse(args: &[String]) -> Result<AgentArgs, AgentError> {
+        let mut a = AgentArgs::new("", Role::Ping);
         let mut role = None;
         let mut it = args.iter();
         while let Some(flag) = it.next() {
