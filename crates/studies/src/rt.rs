@@ -466,14 +466,14 @@ pub fn run(cfg: &RtConfig, mut log: impl FnMut(&str)) -> Result<RtResults, RunEr
             // neighbours busy): such a cell is run once more, and says so.
             // Likewise a neighbour guest whose stress-ng had not started when a short cell ended (three TCG
             // guests booting on two CPUs: seen once in a suite run with 2 s cells).
-            let mut retried = false;
-            if outcome.as_ref().is_ok_and(|t| t.contains(BOOT_TIMEOUT_LINE)) {
-                log("  the guest did not boot within its boot timeout: running the cell once more");
-                retried = true;
-                outcome = run_system(cfg, p, tp);
-            } else if p == Profile::Vm && outcome.as_ref().is_ok_and(|t| load_check(tp, t).is_err_and(|e| e.contains("did not start"))) {
-                log("  a guest's load had not started when the cell ended: running the cell once more");
-                retried = true;
+            let again = match &outcome {
+                Ok(t) if t.contains(BOOT_TIMEOUT_LINE) => Some("the guest did not boot within its boot timeout"),
+                Ok(t) if p == Profile::Vm && load_check(tp, t).is_err_and(|e| e.contains("did not start")) => Some("a guest's load had not started when the cell ended"),
+                _ => None,
+            };
+            let retried = again.is_some();
+            if let Some(why) = again {
+                log(&format!("  {why}: running the cell once more"));
                 outcome = run_system(cfg, p, tp);
             }
             let file = format!("raw/{}-tp{tp}.txt", p.key());
