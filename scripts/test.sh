@@ -11,6 +11,11 @@ export PARTITA_PYTHON="$PWD/target/pyenv/bin/python"
 cargo build --release --workspace --bins
 cargo test --release --workspace --no-run
 
+# What a crashed earlier run left (namespaces, links, cgroups, state of systems whose supervisor is gone) is
+# removed first: tests that build systems of fixed names, and tests that check nothing was left, must start clean.
+# Systems that are up are left alone.
+target/release/partita down
+
 guard_pcap=target/network-guard.pcap
 guard_pid=
 default_if=$(ip route show default 2>/dev/null | awk '{for (i=1;i<NF;i++) if ($i=="dev") {print $(i+1); exit}}')

@@ -10,6 +10,22 @@ fn partita() -> Command {
     Command::new(env!("CARGO_BIN_EXE_partita"))
 }
 
+/// Runs a command to its end; its output and its pid (the systems it builds are named `dbe-<pid>-…`).
+fn run_with_pid(cmd: &mut Command) -> (std::process::Output, u32) {
+    let child = cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let pid = child.id();
+    (child.wait_with_output().unwrap(), pid)
+}
+
+/// None of the systems the runs `pids` built is left (a crashed earlier run's leftovers are not ours to judge).
+fn assert_no_system_left(pids: &[u32]) {
+    let status = partita().arg("status").output().unwrap();
+    let text = String::from_utf8_lossy(&status.stdout);
+    for pid in pids {
+        assert!(!text.contains(&format!("dbe-{pid}-")), "a system was left: {text}");
+    }
+}
+
 struct TempDir(PathBuf);
 
 impl TempDir {
@@ -87,7 +103,7 @@ fn every_driver_round_trips_and_a_rerun_skips_what_is_measured() {
     let matrix = t.0.join("m.toml");
     std::fs::write(&matrix, MATRIX).unwrap();
     let results = t.0.join("results");
-    let run = partita().args(["bench", "dbe"]).arg(&matrix).arg("--results").arg(&results).arg("--no-interop").output().unwrap();
+    let (run, first) = run_with_pid(partita().args(["bench", "dbe"]).arg(&matrix).arg("--results").arg(&results).arg("--no-interop"));
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{stderr}");
     let dir = machine_dir(&results);
@@ -150,7 +166,7 @@ fn every_driver_round_trips_and_a_rerun_skips_what_is_measured() {
     }
 
     // A rerun measures nothing: every cell is in the tree.
-    let again = partita().args(["bench", "dbe"]).arg(&matrix).arg("--results").arg(&results).arg("--no-interop").output().unwrap();
+    let (again, second) = run_with_pid(partita().args(["bench", "dbe"]).arg(&matrix).arg("--results").arg(&results).arg("--no-interop"));
     let stderr = String::from_utf8_lossy(&again.stderr);
     assert!(again.status.success(), "{stderr}");
     assert!(stderr.contains("0 groups to measure"), "{stderr}");
@@ -163,8 +179,7 @@ fn every_driver_round_trips_and_a_rerun_skips_what_is_measured() {
     assert!(String::from_utf8_lossy(&report.stdout).contains("## Figs. 9 and 10: two nodes"));
     assert!(dir.join("report/fig10-jitter-two-nodes.svg").exists());
 
-    let status = partita().arg("status").output().unwrap();
-    assert!(!String::from_utf8_lossy(&status.stdout).contains("dbe-"), "a system was left: {}", String::from_utf8_lossy(&status.stdout));
+    assert_no_system_left(&[first, second]);
 }
 
 #[test]
@@ -175,9 +190,10 @@ fn the_interoperability_matrix_is_measured_and_each_pair_judged() {
     // The smallest matrix: one cell, so that the run is the interoperability matrix.
     std::fs::write(&matrix, "[[test]]\nname = \"one\"\nmetric = \"latency\"\nimplementations = [\"udp\"]\nreliability = [\"best-effort\"]\nsizes = [64]\ncount = 10\nwarmup = 1\n").unwrap();
     let results = t.0.join("results");
-    let run = partita().args(["bench", "dbe"]).arg(&matrix).arg("--results").arg(&results).output().unwrap();
+    let (run, pid) = run_with_pid(partita().args(["bench", "dbe"]).arg(&matrix).arg("--results").arg(&results));
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{stderr}");
+    assert_no_system_left(&[pid]);
     let dir = machine_dir(&results);
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("interop.json")).unwrap()).unwrap();
     let pairs = v["pairs"].as_array().unwrap();
