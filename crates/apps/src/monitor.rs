@@ -33,13 +33,15 @@ impl Default for LoopConfig {
 }
 
 /// Live figures, handed to the progress callback about once a second.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Progress {
     pub elapsed: Duration,
     pub measured: u64,
     pub timeouts: u64,
     /// Over the samples since the previous progress report.
     pub recent: Summary,
+    /// Those samples, ns.
+    pub recent_ns: Vec<u64>,
 }
 
 /// What a measuring run found.
@@ -131,6 +133,7 @@ pub fn measure(
                 measured: report.samples_ns.len() as u64,
                 timeouts: report.timeouts,
                 recent: Summary::of_ns(&report.samples_ns[recent_from..]),
+                recent_ns: report.samples_ns[recent_from..].to_vec(),
             });
             recent_from = report.samples_ns.len();
             last_progress = Instant::now();

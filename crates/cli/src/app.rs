@@ -168,6 +168,10 @@ struct MonitorArgs {
     /// No live line every second.
     #[arg(long)]
     quiet: bool,
+    /// After each live line, one with every response time of that second (µs, rounded up), for a reader that
+    /// wants percentiles over longer spans (`partita soak` does).
+    #[arg(long)]
+    live_samples: bool,
     /// Instead of measuring, write requests back to back for --duration seconds without waiting for answers
     /// (a flood that loads the routing and recorder partitions).
     #[arg(long)]
@@ -388,6 +392,15 @@ fn live_line(p: &Progress) {
     );
 }
 
+/// `monitor samples: 3 1921 1930 2488`: how many, then each response time of the last second, µs rounded up.
+fn samples_line(p: &Progress) {
+    let mut line = format!("monitor samples: {}", p.recent_ns.len());
+    for ns in &p.recent_ns {
+        line.push_str(&format!(" {}", ns.div_ceil(1000)));
+    }
+    eprintln!("{line}");
+}
+
 fn monitor(a: MonitorArgs) -> ExitCode {
     if a.rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
         return fail("monitor", "--rate: give a positive number of requests per second");
@@ -404,7 +417,10 @@ fn monitor(a: MonitorArgs) -> ExitCode {
     };
     let progress = |p: &Progress| {
         if !a.quiet {
-            live_line(p)
+            live_line(p);
+            if a.live_samples {
+                samples_line(p);
+            }
         }
     };
     if a.flood {

@@ -55,6 +55,11 @@ fn a_short_soak_of_the_papers_system_reports_every_interval_against_the_floor() 
     }
     let last = &intervals[2];
     assert!(last["monitors"][0]["answered"].as_u64().unwrap() >= 300, "200/s open loop: {last}");
+    // The built-in monitor prints every response time: the interval's p99 is over all of them.
+    let m = &last["monitors"][0];
+    assert!(m["samples"].as_u64().unwrap() >= 300, "{m}");
+    let (p50, p99, max) = (m["all_p50_us"].as_f64().unwrap(), m["all_p99_us"].as_f64().unwrap(), m["all_max_us"].as_f64().unwrap());
+    assert!(0.0 < p50 && p50 <= p99 && p99 <= max, "{m}");
     assert_eq!(last["response_ok"], true, "{last}");
     let jsonl = std::fs::read_to_string(out.join("intervals.jsonl")).unwrap();
     assert_eq!(jsonl.lines().count(), 3);
@@ -66,7 +71,8 @@ fn a_short_soak_of_the_papers_system_reports_every_interval_against_the_floor() 
 }
 
 /// With --trace-stalls every window start later than 1 ms gets a cause from the kernel's trace, and the trace
-/// instance goes with the run.
+/// instance goes with the run. A stall is made on purpose: a SCHED_FIFO 99 shell loop on the plan's CPU holds
+/// the executor (SCHED_FIFO 90) off it; the trace must name it.
 #[test]
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn stalls_are_traced_and_the_trace_instance_is_removed() {
@@ -82,17 +88,42 @@ fn stalls_are_traced_and_the_trace_instance_is_removed() {
     )
     .unwrap();
     let out = std::env::temp_dir().join(format!("partita-soak-{name}"));
-    let o = partita().args(["soak", file.to_str().unwrap(), "--duration", "4s", "--interval", "2s", "--floor", "0", "--trace-stalls", "--out"]).arg(&out).output().unwrap();
+    let soak = partita()
+        .args(["soak", file.to_str().unwrap(), "--duration", "4s", "--interval", "2s", "--floor", "0", "--trace-stalls", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the plan runs: a shell loop of some 10-50 ms at SCHED_FIFO 99 on CPU 1, twice.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    for _ in 0..2 {
+        let hog = Command::new("chrt")
+            .args(["-f", "99", "taskset", "-c", "1", "sh", "-c", "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done"])
+            .status()
+            .unwrap();
+        assert!(hog.success());
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    let o = soak.wait_with_output().unwrap();
     let _ = std::fs::remove_file(&file);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
     let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("soak.json")).unwrap()).unwrap();
+    let mut held_off = 0;
     for i in r["intervals"].as_array().unwrap() {
+        assert_eq!(i["stalls_lost"], 0, "{i}");
         for s in i["stalls"].as_array().expect("a stalls list per interval") {
             assert!(s["lateness_us"].as_f64().unwrap() > 1000.0, "{s}");
             assert!(["no-event", "interrupts", "other-task", "not-preempted", "page-fault", "late-timer", "no-trace"].contains(&s["cause"].as_str().unwrap()), "{s}");
             assert!(out.join(s["trace"].as_str().unwrap()).is_file(), "{s}");
+            let detail = s["detail"].as_str().unwrap();
+            if s["cause"] == "other-task" && detail.contains("sh (prio 0)") {
+                held_off += 1;
+            }
         }
     }
+    assert!(held_off >= 1, "the FIFO 99 loop must be found holding the executor off: {}", serde_json::to_string_pretty(&r["intervals"]).unwrap());
     let left: Vec<String> = std::fs::read_dir("/sys/kernel/tracing/instances")
         .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with("partita-")).collect())
         .unwrap_or_default();

@@ -38,8 +38,8 @@ pub struct SoakConfig {
 pub struct StallRecord {
     pub t_s: f64,
     pub cpu: usize,
-    /// Stalls the executor noted since the previous one explained (only the latest is traced).
-    pub noted: u64,
+    /// The planned start, CLOCK_MONOTONIC ns (the trace's clock).
+    pub planned_ns: u64,
     #[serde(flatten)]
     pub explanation: partita_supervisor::stalls::Explanation,
     /// The trace around it, relative to the output folder.
@@ -50,7 +50,8 @@ pub struct StallRecord {
 pub struct Limits {
     /// An interval's executor lateness p99 may be at most this many times cyclictest's p99 on its CPU.
     pub lateness_vs_floor: f64,
-    /// An interval's worst per-second monitor p99, µs.
+    /// An interval's monitor p99 response time, µs (of all its responses when the monitor prints them, else
+    /// the worst of its per-second p99s).
     pub response_p99_us: Option<f64>,
 }
 
@@ -84,6 +85,19 @@ pub struct MonitorInterval {
     pub p50_us: Option<f64>,
     pub worst_p99_us: Option<f64>,
     pub worst_max_us: Option<f64>,
+    /// Over every response of the interval (when the monitor prints them, `--live-samples`): how many, and
+    /// their p50, p99 and max, µs.
+    pub samples: u64,
+    pub all_p50_us: Option<f64>,
+    pub all_p99_us: Option<f64>,
+    pub all_max_us: Option<f64>,
+}
+
+impl MonitorInterval {
+    /// The p99 the verdict judges: over all the interval's responses if known, else the worst second's.
+    pub fn p99_us(&self) -> Option<f64> {
+        self.all_p99_us.or(self.worst_p99_us)
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -100,6 +114,8 @@ pub struct Interval {
     pub events: std::collections::BTreeMap<String, u64>,
     /// Window starts later than 1 ms in the interval, explained (with `--trace-stalls`).
     pub stalls: Vec<StallRecord>,
+    /// Window starts later than 1 ms the executor noted but the tracer could not read in time (overwritten).
+    pub stalls_lost: u64,
     /// Whether the interval met the limits (`None` where a limit could not be checked).
     pub lateness_ok: Option<bool>,
     pub response_ok: Option<bool>,
@@ -159,6 +175,20 @@ pub fn parse_live_line(line: &str) -> Option<(f64, u64, u64, f64, f64, f64)> {
     Some((elapsed, answered, timed, num("p50")?, num("p99")?, num("max")?))
 }
 
+/// A monitor's samples line (`monitor samples: N us us …`): the response times, µs.
+pub fn parse_samples_line(line: &str) -> Option<Vec<f64>> {
+    let mut w = line.strip_prefix("monitor samples:")?.split_whitespace();
+    let n: usize = w.next()?.parse().ok()?;
+    let v: Vec<f64> = w.map(|x| x.parse::<f64>()).collect::<Result<_, _>>().ok()?;
+    (v.len() == n).then_some(v)
+}
+
+/// The `q` quantile (nearest rank) of sorted values.
+fn rank(sorted: &[f64], q: f64) -> Option<f64> {
+    let n = sorted.len();
+    (n > 0).then(|| sorted[((n as f64 * q).ceil() as usize).clamp(1, n) - 1])
+}
+
 /// Reads the lines added to a file since the last call.
 struct Tail {
     path: PathBuf,
@@ -190,33 +220,27 @@ struct Sampler {
     last: Instant,
     floor: Vec<(usize, CyclicResult)>,
     limits: Limits,
-    tracers: Vec<(usize, partita_supervisor::stalls::Tracer, Arc<partita_supervisor::stalls::StallCell>, u64)>,
+    tracers: Vec<partita_supervisor::stalls::Watcher>,
     stalls: Vec<StallRecord>,
+    stalls_lost: u64,
+    stall_count: usize,
     out: PathBuf,
 }
 
 impl Sampler {
-    /// Explains the latest stall of each traced plan, if there is a new one.
+    /// Explains every stall of each traced plan whose trace is in.
     fn check_stalls(&mut self) {
-        for (cpu, tracer, cell, seen) in &mut self.tracers {
-            let (seq, planned, woke) = cell.latest();
-            if seq == *seen {
-                continue;
+        for w in &mut self.tracers {
+            let lost = w.lost;
+            let Ok(explained) = w.poll() else { continue };
+            self.stalls_lost += w.lost - lost;
+            for e in explained {
+                let name = format!("stalls/stall-{}-cpu{}.txt", self.stall_count + 1, w.cpu);
+                self.stall_count += 1;
+                let _ = std::fs::create_dir_all(self.out.join("stalls"));
+                let _ = std::fs::write(self.out.join(&name), format!("# planned {} ns (CLOCK_MONOTONIC), woke {} ns: {:?}\n{}", e.planned_ns, e.woke_ns, e.explanation, e.excerpt));
+                self.stalls.push(StallRecord { t_s: self.started.elapsed().as_secs_f64(), cpu: w.cpu, planned_ns: e.planned_ns, explanation: e.explanation, trace: name });
             }
-            let noted = seq - *seen;
-            *seen = seq;
-            let Ok(text) = tracer.cut() else { continue };
-            let events = partita_supervisor::stalls::parse_trace(&text);
-            let explanation = partita_supervisor::stalls::explain(&events, planned, woke);
-            let name = format!("stalls/stall-{}-cpu{cpu}.txt", self.stalls.len() + 1);
-            let excerpt: String = text
-                .lines()
-                .filter(|l| partita_supervisor::stalls::parse_trace(l).first().is_none_or(|e| e.ns + 3_000_000 >= planned && e.ns <= woke + 500_000))
-                .map(|l| format!("{l}\n"))
-                .collect();
-            let _ = std::fs::create_dir_all(self.out.join("stalls"));
-            let _ = std::fs::write(self.out.join(&name), format!("# planned {planned} ns (CLOCK_MONOTONIC), woke {woke} ns: {explanation:?}\n{excerpt}"));
-            self.stalls.push(StallRecord { t_s: self.started.elapsed().as_secs_f64(), cpu: *cpu, noted, explanation, trace: name });
         }
     }
 
@@ -254,8 +278,18 @@ impl Sampler {
             .monitors
             .iter_mut()
             .map(|(name, tail, last)| {
-                let lines: Vec<_> = tail.new_lines().iter().filter_map(|l| parse_live_line(l)).collect();
-                let mut m = MonitorInterval { name: name.clone(), ..MonitorInterval::default() };
+                let text = tail.new_lines();
+                let lines: Vec<_> = text.iter().filter_map(|l| parse_live_line(l)).collect();
+                let mut all: Vec<f64> = text.iter().filter_map(|l| parse_samples_line(l)).flatten().collect();
+                all.sort_by(f64::total_cmp);
+                let mut m = MonitorInterval {
+                    name: name.clone(),
+                    samples: all.len() as u64,
+                    all_p50_us: rank(&all, 0.5),
+                    all_p99_us: rank(&all, 0.99),
+                    all_max_us: all.last().copied(),
+                    ..MonitorInterval::default()
+                };
                 if let Some(end) = lines.last() {
                     m.answered = end.1.saturating_sub(last.0);
                     m.timed_out = end.2.saturating_sub(last.1);
@@ -288,11 +322,12 @@ impl Sampler {
             .filter(|v| !v.is_empty())
             .map(|v| v.iter().all(|ok| *ok));
         let response_ok = self.limits.response_p99_us.and_then(|limit| {
-            let worst: Vec<f64> = monitors.iter().filter_map(|m| m.worst_p99_us).collect();
+            let worst: Vec<f64> = monitors.iter().filter_map(|m| m.p99_us()).collect();
             (!worst.is_empty()).then(|| worst.iter().all(|w| *w <= limit))
         });
         let stalls = std::mem::take(&mut self.stalls);
-        Interval { t_s: self.started.elapsed().as_secs_f64(), plans, partitions, monitors, steal_ms, context_switches, events, stalls, lateness_ok, response_ok }
+        let stalls_lost = std::mem::take(&mut self.stalls_lost);
+        Interval { t_s: self.started.elapsed().as_secs_f64(), plans, partitions, monitors, steal_ms, context_switches, events, stalls, stalls_lost, lateness_ok, response_ok }
     }
 }
 
@@ -351,13 +386,14 @@ pub fn run(cfg: &SoakConfig, log: impl Fn(&str) + Send + 'static) -> Result<Soak
         limits: cfg.limits,
         tracers: Vec::new(),
         stalls: Vec::new(),
+        stalls_lost: 0,
+        stall_count: 0,
         out: cfg.out.clone(),
     };
     if cfg.trace_stalls {
-        for ((cpu, _, _), cell) in sampler.plans.iter().zip(sup.stalls()) {
-            let tracer = partita_supervisor::stalls::Tracer::start(*cpu).map_err(|e| SoakError::Trace(format!("tracing CPU {cpu} for --trace-stalls: {e}")))?;
-            let seen = cell.latest().0;
-            sampler.tracers.push((*cpu, tracer, cell, seen));
+        for ((cpu, _, _), ring) in sampler.plans.iter().zip(sup.stalls()) {
+            let w = partita_supervisor::stalls::Watcher::start(*cpu, ring).map_err(|e| SoakError::Trace(format!("tracing CPU {cpu} for --trace-stalls: {e}")))?;
+            sampler.tracers.push(w);
         }
     }
     let overall: Vec<(usize, Arc<partita_supervisor::histogram::LatencyHistogram>, Snapshot)> = sampler.plans.iter().map(|(c, h, s)| (*c, h.clone(), s.clone())).collect();
@@ -421,14 +457,16 @@ fn interval_line(i: &Interval) -> String {
     let plan = i.plans.first();
     let mon = i.monitors.first();
     format!(
-        "{:>7.0} s  lateness p99 {}  max {}  responses {} (worst p99 {})  events {}  stalls traced {}",
+        "{:>7.0} s  lateness p99 {}  max {}  responses {} (p99 {}, worst second's p99 {})  events {}  stalls traced {}{}",
         i.t_s,
         fmt(plan.and_then(|p| p.lateness_p99_us)),
         fmt(plan.and_then(|p| p.lateness_max_us)),
         mon.map_or(0, |m| m.answered),
+        fmt(mon.and_then(|m| m.all_p99_us)),
         fmt(mon.and_then(|m| m.worst_p99_us)),
         i.events.values().sum::<u64>(),
-        i.stalls.len()
+        i.stalls.len(),
+        if i.stalls_lost > 0 { format!(" ({} not read in time)", i.stalls_lost) } else { String::new() }
     )
 }
 
@@ -447,6 +485,9 @@ fn verdict(v: Option<bool>) -> &'static str {
         None => "–",
     }
 }
+
+/// How many stalls the report lists (the largest); every one is in soak.json and has its trace excerpt.
+const STALLS_LISTED: usize = 40;
 
 /// The report: the floor, the whole run, the verdict, a table per interval.
 pub fn markdown(r: &SoakReport, command: &str) -> String {
@@ -477,7 +518,7 @@ pub fn markdown(r: &SoakReport, command: &str) -> String {
         }
     };
     s.push_str(&format!(
-        "\n## Verdict\n\n- executor lateness p99 within {:.1}× cyclictest's p99, per interval: {}\n- monitors' worst per-second p99 within {}: {}\n\n",
+        "\n## Verdict\n\n- executor lateness p99 within {:.1}× cyclictest's p99, per interval: {}\n- monitors' p99 (of all the interval's responses; without `--live-samples`, the worst second's) within {}: {}\n\n",
         r.limits.lateness_vs_floor,
         count(|i| i.lateness_ok),
         r.limits.response_p99_us.map_or("(no limit given)".into(), |l| format!("{l:.0} µs")),
@@ -490,16 +531,22 @@ pub fn markdown(r: &SoakReport, command: &str) -> String {
             *causes.entry(st.explanation.cause).or_insert(0u64) += 1;
         }
         s.push_str(&format!(
-            "## Window starts later than 1 ms, explained by the kernel's trace\n\n{} traced ({}).\n\n| t s | CPU | late µs | cause | what the trace shows | trace |\n|---:|---:|---:|---|---|---|\n",
+            "## Window starts later than 1 ms, explained by the kernel's trace\n\n{} traced ({}); {} not read in time. The {} largest:\n\n| t s | CPU | late µs | cause | what the trace shows | trace |\n|---:|---:|---:|---|---|---|\n",
             stalls.len(),
-            causes.iter().map(|(c, n)| format!("{c}: {n}")).collect::<Vec<_>>().join(", ")
+            causes.iter().map(|(c, n)| format!("{c}: {n}")).collect::<Vec<_>>().join(", "),
+            r.intervals.iter().map(|i| i.stalls_lost).sum::<u64>(),
+            stalls.len().min(STALLS_LISTED)
         ));
-        for st in &stalls {
+        let mut largest = stalls.clone();
+        largest.sort_by(|a, b| b.explanation.lateness_us.total_cmp(&a.explanation.lateness_us));
+        largest.truncate(STALLS_LISTED);
+        largest.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
+        for st in largest {
             s.push_str(&format!("| {:.0} | {} | {:.0} | {} | {} | `{}` |\n", st.t_s, st.cpu, st.explanation.lateness_us, st.explanation.cause, st.explanation.detail, st.trace));
         }
         s.push('\n');
     }
-    s.push_str("![lateness and response time over time](soak.svg)\n\n## Per interval\n\n| t s | lateness p50/p99/max µs | answered | timed out | response p50 / worst p99 / worst max µs | CPU ms / planned ms per partition | RSS KiB per partition | steal ms | ctx switches | events | lateness | response |\n|---:|---|---:|---:|---|---|---|---:|---:|---|---|---|\n");
+    s.push_str("![lateness and response time over time](soak.svg)\n\n## Per interval\n\n| t s | lateness p50/p99/max µs | answered | timed out | response p50 / p99 / max µs (worst second's p99) | CPU ms / planned ms per partition | RSS KiB per partition | steal ms | ctx switches | events | lateness | response |\n|---:|---|---:|---:|---|---|---|---:|---:|---|---|---|\n");
     for i in &r.intervals {
         let p = i.plans.first();
         let m = i.monitors.first();
@@ -511,9 +558,9 @@ pub fn markdown(r: &SoakReport, command: &str) -> String {
             cell(p.and_then(|p| p.lateness_max_us)),
             m.map_or(0, |m| m.answered),
             m.map_or(0, |m| m.timed_out),
-            cell(m.and_then(|m| m.p50_us)),
-            cell(m.and_then(|m| m.worst_p99_us)),
-            cell(m.and_then(|m| m.worst_max_us)),
+            cell(m.and_then(|m| m.all_p50_us.or(m.p50_us))),
+            format!("{} ({})", cell(m.and_then(|m| m.all_p99_us)), cell(m.and_then(|m| m.worst_p99_us))),
+            cell(m.and_then(|m| m.all_max_us.or(m.worst_max_us))),
             i.partitions.iter().map(|x| format!("{} {:.0}/{}", x.name, x.cpu_ms, cell(x.planned_ms))).collect::<Vec<_>>().join(", "),
             i.partitions.iter().map(|x| format!("{} {}", x.name, x.rss_kib)).collect::<Vec<_>>().join(", "),
             i.steal_ms,
@@ -535,7 +582,7 @@ pub fn svg(r: &SoakReport) -> String {
     let series: [Series; 3] = [
         ("executor lateness p99", "#1f77b4", r.intervals.iter().filter_map(|i| Some((i.t_s, i.plans.first()?.lateness_p99_us?))).collect()),
         ("executor lateness max", "#aec7e8", r.intervals.iter().filter_map(|i| Some((i.t_s, i.plans.first()?.lateness_max_us?))).collect()),
-        ("monitor worst p99", "#d62728", r.intervals.iter().filter_map(|i| Some((i.t_s, i.monitors.first()?.worst_p99_us?))).collect()),
+        ("monitor p99", "#d62728", r.intervals.iter().filter_map(|i| Some((i.t_s, i.monitors.first()?.p99_us()?))).collect()),
     ];
     let t_max = r.intervals.last().map_or(1.0, |i| i.t_s).max(1.0);
     let (lo, hi) = (1.0f64.log10(), 1e6f64.log10());
@@ -592,6 +639,15 @@ mod tests {
         let l = "monitor:   3.0 s      704 answered     0 timed out  last second p50 2948.0 µs  p99 18107.3 µs  max 21105.2 µs";
         assert_eq!(parse_live_line(l), Some((3.0, 704, 0, 2948.0, 18107.3, 21105.2)));
         assert_eq!(parse_live_line("| monitor | dds | 1100 |"), None);
+    }
+
+    #[test]
+    fn the_monitors_samples_line_is_read_back_and_ranked() {
+        assert_eq!(parse_samples_line("monitor samples: 3 1921 2488 1930"), Some(vec![1921.0, 2488.0, 1930.0]));
+        assert_eq!(parse_samples_line("monitor samples: 0"), Some(vec![]));
+        assert_eq!(parse_samples_line("monitor samples: 3 1921 2488"), None, "a cut line is not read");
+        let v: Vec<f64> = (1..=200).map(f64::from).collect();
+        assert_eq!((rank(&v, 0.5), rank(&v, 0.99), rank(&[], 0.99)), (Some(100.0), Some(198.0), None));
     }
 
     #[test]

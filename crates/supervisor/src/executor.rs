@@ -219,8 +219,8 @@ pub struct Executor {
     pub progress: Arc<Mutex<Progress>>,
     /// Every window start's lateness (readers snapshot it while the plan runs).
     pub lateness: Arc<crate::histogram::LatencyHistogram>,
-    /// The latest window start later than [`STALL_NS`].
-    pub stall: Arc<crate::stalls::StallCell>,
+    /// The window starts later than [`STALL_NS`], for the stall tracer.
+    pub stall: Arc<crate::stalls::StallRing>,
     /// CLOCK_MONOTONIC ns of the start of frame 0 (0 until the executor has chosen it).
     origin_ns: Arc<AtomicU64>,
 }
@@ -243,7 +243,7 @@ impl Executor {
         let progress = Arc::new(Mutex::new(Progress::default()));
         let origin_ns = Arc::new(AtomicU64::new(0));
         let lateness = Arc::new(crate::histogram::LatencyHistogram::default());
-        let stall = Arc::new(crate::stalls::StallCell::default());
+        let stall = Arc::new(crate::stalls::StallRing::default());
         let (stop2, progress2, origin2, lateness2, stall2) = (stop.clone(), progress.clone(), origin_ns.clone(), lateness.clone(), stall.clone());
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let handle = std::thread::Builder::new()
@@ -339,7 +339,7 @@ struct Shared<'a> {
     progress: &'a Mutex<Progress>,
     origin: &'a AtomicU64,
     lateness: &'a crate::histogram::LatencyHistogram,
-    stall: &'a crate::stalls::StallCell,
+    stall: &'a crate::stalls::StallRing,
 }
 
 /// A window start later than this is noted for the stall tracer ([`crate::stalls`]).

@@ -1,39 +1,80 @@
-//! What delayed a late window start: the plan executor notes each start later than a threshold (two atomic
-//! stores, nothing else on its path), a kernel trace of the plan's CPU (an ftrace instance of partita's own:
-//! scheduler switches and wake-ups, interrupts, softirqs, timers, kernel page faults) is kept running, and a
-//! reader that sees a new stall cuts the trace around it and says what happened between the planned start and
-//! the executor's wake-up.
+//! What delayed a late window start: the plan executor notes each start later than a threshold in a ring
+//! (three atomic stores, nothing else on its path), a kernel trace of the plan's CPU (an ftrace instance of
+//! partita's own: scheduler switches and wake-ups, interrupts, softirqs, timers, kernel page faults) streams
+//! into a reader that keeps its last 200 ms, and for every noted stall the reader says what happened between the
+//! planned start and the executor's wake-up.
 use crate::error::{path_err, Result, SupervisorError};
+use std::collections::VecDeque;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// The executor thread's name, as the trace shows it.
 pub const EXECUTOR_COMM: &str = "partita-plan";
 
-/// The latest window start later than the executor's stall threshold.
-#[derive(Default)]
-pub struct StallCell {
+/// How many late window starts the executor keeps for the reader (a reader polling every 50 ms misses none
+/// unless more than this many arrive between two polls).
+pub const STALL_SLOTS: usize = 64;
+
+/// The window starts later than the executor's stall threshold, in a ring the executor writes (two relaxed
+/// stores and one release add per stall, no allocation) and one reader reads behind it.
+pub struct StallRing {
     seq: AtomicU64,
-    planned_ns: AtomicU64,
-    woke_ns: AtomicU64,
+    slots: [(AtomicU64, AtomicU64); STALL_SLOTS],
 }
 
-impl StallCell {
+impl Default for StallRing {
+    fn default() -> Self {
+        StallRing { seq: AtomicU64::new(0), slots: std::array::from_fn(|_| (AtomicU64::new(0), AtomicU64::new(0))) }
+    }
+}
+
+/// What the reader got since its last read.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NewStalls {
+    /// `(planned ns, woke ns)` of each, oldest first.
+    pub stalls: Vec<(u64, u64)>,
+    /// Overwritten before they were read.
+    pub lost: u64,
+    /// The sequence to read from next time.
+    pub next: u64,
+}
+
+impl StallRing {
+    /// Called by the executor only (one writer).
     pub fn record(&self, planned_ns: u64, woke_ns: u64) {
-        self.planned_ns.store(planned_ns, Ordering::Relaxed);
-        self.woke_ns.store(woke_ns, Ordering::Relaxed);
-        self.seq.fetch_add(1, Ordering::Release);
+        let seq = self.seq.load(Ordering::Relaxed);
+        let slot = &self.slots[(seq % STALL_SLOTS as u64) as usize];
+        slot.0.store(planned_ns, Ordering::Relaxed);
+        slot.1.store(woke_ns, Ordering::Relaxed);
+        self.seq.store(seq + 1, Ordering::Release);
     }
 
-    /// `(how many so far, planned ns, woke ns)` of the latest; a stall recorded while reading is read again.
-    pub fn latest(&self) -> (u64, u64, u64) {
-        loop {
-            let seq = self.seq.load(Ordering::Acquire);
-            let (p, w) = (self.planned_ns.load(Ordering::Relaxed), self.woke_ns.load(Ordering::Relaxed));
-            if self.seq.load(Ordering::Acquire) == seq {
-                return (seq, p, w);
+    /// How many stalls were recorded so far.
+    pub fn count(&self) -> u64 {
+        self.seq.load(Ordering::Acquire)
+    }
+
+    /// The stalls recorded from sequence `from` on. A slot the executor may have been rewriting while it was
+    /// read is counted as lost, never returned torn.
+    pub fn since(&self, from: u64) -> NewStalls {
+        let end = self.seq.load(Ordering::Acquire);
+        // The oldest slot may be the one the executor rewrites next (while it does, `seq` has not moved yet).
+        let first = from.max(end.saturating_sub(STALL_SLOTS as u64 - 1));
+        let mut out = NewStalls { stalls: Vec::new(), lost: first.saturating_sub(from), next: end };
+        for k in first..end {
+            let slot = &self.slots[(k % STALL_SLOTS as u64) as usize];
+            let v = (slot.0.load(Ordering::Relaxed), slot.1.load(Ordering::Relaxed));
+            std::sync::atomic::fence(Ordering::Acquire);
+            // Slot k is rewritten for stall k + SLOTS, which starts only once stall k + SLOTS − 1 is recorded.
+            if self.seq.load(Ordering::Relaxed) < k + STALL_SLOTS as u64 {
+                out.stalls.push(v);
+            } else {
+                out.lost += 1;
             }
         }
+        out
     }
 }
 
@@ -50,11 +91,13 @@ const EVENTS: [&str; 8] = [
     "exceptions/page_fault_kernel",
 ];
 
-/// An ftrace instance on one CPU, removed on drop (and tracefs unmounted if it was mounted for it).
+/// An ftrace instance on one CPU, read as a stream (its CPU's `trace_pipe`, without ever stopping it); removed
+/// on drop (and tracefs unmounted if it was mounted for it).
 pub struct Tracer {
     dir: PathBuf,
-    cpu: usize,
     mounted_here: bool,
+    pipe: Option<std::fs::File>,
+    partial: Vec<u8>,
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {
@@ -73,7 +116,7 @@ impl Tracer {
         }
         let dir = root.join("instances").join(format!("{}{}-cpu{cpu}", INSTANCE_PREFIX, std::process::id()));
         std::fs::create_dir(&dir).map_err(path_err("mkdir", &dir))?;
-        let t = Tracer { dir, cpu, mounted_here };
+        let mut t = Tracer { dir, mounted_here, pipe: None, partial: Vec::new() };
         write(&t.dir.join("trace_clock"), "mono")?;
         write(&t.dir.join("buffer_size_kb"), "4096")?;
         let mask = format!("{:x}", 1u128 << cpu);
@@ -84,18 +127,30 @@ impl Tracer {
                 write(&enable, "1")?;
             }
         }
+        let pipe = t.dir.join("per_cpu").join(format!("cpu{cpu}")).join("trace_pipe");
+        use std::os::unix::fs::OpenOptionsExt;
+        t.pipe = Some(std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&pipe).map_err(path_err("open", &pipe))?);
         write(&t.dir.join("tracing_on"), "1")?;
         Ok(t)
     }
 
-    /// The trace of the CPU since the last cut, and a fresh buffer from here on.
-    pub fn cut(&self) -> Result<String> {
-        write(&self.dir.join("tracing_on"), "0")?;
-        let path = self.dir.join("per_cpu").join(format!("cpu{}", self.cpu)).join("trace");
-        let text = std::fs::read_to_string(&path).map_err(path_err("read", &path));
-        write(&self.dir.join("trace"), "")?;
-        write(&self.dir.join("tracing_on"), "1")?;
-        text
+    /// The complete lines traced since the last call (the stream is consumed: nothing is read twice).
+    pub fn read_new(&mut self) -> Result<String> {
+        let Some(pipe) = self.pipe.as_mut() else { return Ok(String::new()) };
+        let mut buf = [0u8; 65536];
+        loop {
+            match pipe.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => self.partial.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(path_err("read", &self.dir.join("per_cpu"))(e)),
+            }
+        }
+        let complete = self.partial.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        let rest = self.partial.split_off(complete);
+        let text = String::from_utf8_lossy(&std::mem::replace(&mut self.partial, rest)).into_owned();
+        Ok(text)
     }
 }
 
@@ -105,6 +160,7 @@ pub const INSTANCE_PREFIX: &str = "partita-";
 impl Drop for Tracer {
     fn drop(&mut self) {
         let _ = std::fs::write(self.dir.join("tracing_on"), "0");
+        self.pipe = None;
         let _ = std::fs::remove_dir(&self.dir);
         if self.mounted_here {
             let _ = crate::command::run("umount", &[TRACEFS]);
@@ -121,6 +177,80 @@ pub fn remove_stale_instances() {
         if !Path::new(&format!("/proc/{pid}")).exists() {
             let _ = std::fs::remove_dir(e.path());
         }
+    }
+}
+
+/// How much of the trace the watcher keeps: enough for the longest stall worth explaining, and the 3 ms before it.
+const KEEP_NS: u64 = 200_000_000;
+/// A stall's excerpt: this long before its planned start, and after the executor woke.
+pub const BEFORE_NS: u64 = 3_000_000;
+pub const AFTER_NS: u64 = 500_000;
+
+/// A late window start, explained, with the trace lines around it.
+#[derive(Debug, Clone)]
+pub struct Explained {
+    pub planned_ns: u64,
+    pub woke_ns: u64,
+    pub explanation: Explanation,
+    pub excerpt: String,
+}
+
+/// Follows one plan's stall ring and its CPU's trace, and explains every stall the executor noted.
+pub struct Watcher {
+    pub cpu: usize,
+    tracer: Tracer,
+    ring: Arc<StallRing>,
+    next: u64,
+    recent: VecDeque<(TraceEvent, String)>,
+    /// Noted stalls waiting for the trace after their wake-up, and how many polls they have waited.
+    pending: Vec<(u64, u64, u32)>,
+    /// Stalls overwritten in the ring before they were read.
+    pub lost: u64,
+}
+
+impl Watcher {
+    /// Starts tracing `cpu`; stalls noted from now on are explained.
+    pub fn start(cpu: usize, ring: Arc<StallRing>) -> Result<Watcher> {
+        let tracer = Tracer::start(cpu)?;
+        let next = ring.count();
+        Ok(Watcher { cpu, tracer, ring, next, recent: VecDeque::new(), pending: Vec::new(), lost: 0 })
+    }
+
+    /// Reads what was traced and noted since the last poll (call it every few tens of ms) and explains each
+    /// stall whose trace is complete: once events past its wake-up are in, or after three polls.
+    pub fn poll(&mut self) -> Result<Vec<Explained>> {
+        let text = self.tracer.read_new()?;
+        for line in text.lines() {
+            if let Some(e) = parse_trace(line).pop() {
+                self.recent.push_back((e, line.to_string()));
+            }
+        }
+        let newest = self.recent.back().map_or(0, |(e, _)| e.ns);
+        while self.recent.front().is_some_and(|(e, _)| e.ns + KEEP_NS < newest) {
+            self.recent.pop_front();
+        }
+        let new = self.ring.since(self.next);
+        self.next = new.next;
+        self.lost += new.lost;
+        self.pending.extend(new.stalls.into_iter().map(|(p, w)| (p, w, 0)));
+        let mut out = Vec::new();
+        let mut waiting = Vec::new();
+        for (planned, woke, polls) in std::mem::take(&mut self.pending) {
+            if newest < woke + AFTER_NS && polls < 3 {
+                waiting.push((planned, woke, polls + 1));
+                continue;
+            }
+            out.push(self.explain(planned, woke));
+        }
+        self.pending = waiting;
+        Ok(out)
+    }
+
+    fn explain(&self, planned: u64, woke: u64) -> Explained {
+        let events: Vec<TraceEvent> = self.recent.iter().map(|(e, _)| e.clone()).collect();
+        let explanation = explain(&events, planned, woke);
+        let excerpt = self.recent.iter().filter(|(e, _)| e.ns + BEFORE_NS >= planned && e.ns <= woke + AFTER_NS).map(|(_, l)| format!("{l}\n")).collect();
+        Explained { planned_ns: planned, woke_ns: woke, explanation, excerpt }
     }
 }
 
@@ -284,11 +414,22 @@ mod tests {
     }
 
     #[test]
-    fn the_cell_keeps_the_latest_stall() {
-        let c = StallCell::default();
-        assert_eq!(c.latest(), (0, 0, 0));
-        c.record(10, 2_000_010);
-        c.record(20, 3_000_020);
-        assert_eq!(c.latest(), (2, 20, 3_000_020));
+    fn the_ring_gives_every_stall_once_and_counts_what_it_overwrote() {
+        let r = StallRing::default();
+        assert_eq!(r.since(0), NewStalls::default());
+        r.record(10, 2_000_010);
+        r.record(20, 3_000_020);
+        let got = r.since(0);
+        assert_eq!(got, NewStalls { stalls: vec![(10, 2_000_010), (20, 3_000_020)], lost: 0, next: 2 });
+        assert!(r.since(got.next).stalls.is_empty());
+        // More than the ring holds between two reads: the oldest are lost and counted.
+        for k in 0..(STALL_SLOTS as u64 + 5) {
+            r.record(100 + k, 1_000_200 + k);
+        }
+        let got = r.since(2);
+        assert_eq!(got.lost, 6);
+        assert_eq!(got.stalls.len(), STALL_SLOTS - 1);
+        assert_eq!(got.stalls[0], (106, 1_000_206));
+        assert_eq!(got.next, STALL_SLOTS as u64 + 7);
     }
 }

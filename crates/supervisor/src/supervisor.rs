@@ -392,8 +392,8 @@ impl Supervisor {
         self.executors.iter().map(|e| e.lateness.clone()).collect()
     }
 
-    /// Each plan's latest stall (a window start later than [`crate::executor::STALL_NS`]), in the same order.
-    pub fn stalls(&self) -> Vec<Arc<crate::stalls::StallCell>> {
+    /// Each plan's window starts later than [`crate::executor::STALL_NS`], in the same order.
+    pub fn stalls(&self) -> Vec<Arc<crate::stalls::StallRing>> {
         self.executors.iter().map(|e| e.stall.clone()).collect()
     }
 
