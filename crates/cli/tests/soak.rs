@@ -129,6 +129,8 @@ fn stalls_are_traced_and_the_trace_instance_is_removed() {
         .unwrap_or_default();
     assert!(left.is_empty(), "trace instances left: {left:?}");
     std::fs::remove_dir_all(&out).unwrap();
+    // The partitions' logs stay for inspection until `partita down`; this test's go with it.
+    let _ = std::fs::remove_dir_all(format!("/run/partita/{name}"));
 }
 
 #[test]
