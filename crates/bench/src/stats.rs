@@ -31,6 +31,11 @@ pub struct Stats {
     pub clamped: u64,
 }
 
+/// The nearest-rank percentile `q` (0..=1) of sorted values (not empty).
+pub fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
+    sorted[((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1]
+}
+
 fn us(ns: f64) -> f64 {
     ns / 1000.0
 }

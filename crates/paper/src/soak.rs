@@ -183,10 +183,9 @@ pub fn parse_samples_line(line: &str) -> Option<Vec<f64>> {
     (v.len() == n).then_some(v)
 }
 
-/// The `q` quantile (nearest rank) of sorted values.
+/// The `q` quantile (nearest rank) of sorted values; `None` for none.
 fn rank(sorted: &[f64], q: f64) -> Option<f64> {
-    let n = sorted.len();
-    (n > 0).then(|| sorted[((n as f64 * q).ceil() as usize).clamp(1, n) - 1])
+    (!sorted.is_empty()).then(|| partita_bench::stats::nearest_rank(sorted, q))
 }
 
 /// Reads the lines added to a file since the last call.

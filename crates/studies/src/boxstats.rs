@@ -5,6 +5,7 @@
 //! is always upper whisker − lower whisker (e.g. 0.572 − 0.005 = 0.567 ms for the baseline's TP3), far above
 //! its upper quartile plus 1.5 IQR: so the whiskers here are the 2.5th and 97.5th percentiles (the central 95 %
 //! of samples) and the max jitter their difference. The quartiles are nearest-rank percentiles.
+use partita_bench::stats::nearest_rank as rank;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -23,11 +24,6 @@ pub struct BoxStats {
     pub max: f64,
 }
 
-/// The nearest-rank percentile `q` (0..=1) of sorted values.
-fn rank(sorted: &[f64], q: f64) -> f64 {
-    let i = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len());
-    sorted[i - 1]
-}
 
 impl BoxStats {
     /// `None` for no samples.

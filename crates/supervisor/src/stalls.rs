@@ -18,7 +18,7 @@ pub const EXECUTOR_COMM: &str = "partita-plan";
 pub const STALL_SLOTS: usize = 64;
 
 /// The window starts later than the executor's stall threshold, in a ring the executor writes (two relaxed
-/// stores and one release add per stall, no allocation) and one reader reads behind it.
+/// stores and one release store per stall, no allocation) and one reader reads behind it.
 pub struct StallRing {
     seq: AtomicU64,
     slots: [(AtomicU64, AtomicU64); STALL_SLOTS],
