@@ -357,6 +357,8 @@ fn run(schedule: &Schedule, freezers: &[Freezer], config: &ExecutorConfig, share
     let origin = monotonic_ns() + 2_000_000;
     origin_cell.store(origin, Ordering::Relaxed);
     let mut frame = 0u64;
+    // The wake-up of the last stall noted: a late start planned before it is the same stall, caught up.
+    let mut stall_woke = 0u64;
     'frames: loop {
         if config.frames.is_some_and(|n| frame >= n) {
             break;
@@ -371,6 +373,7 @@ fn run(schedule: &Schedule, freezers: &[Freezer], config: &ExecutorConfig, share
                 Some(n) => base + n.offset_ns,
                 None => base + frame_ns + boundaries[0].offset_ns,
             };
+            stall.waiting_for(planned);
             if !sleep_until_or_stop(planned, stop) {
                 break 'frames;
             }
@@ -402,8 +405,10 @@ fn run(schedule: &Schedule, freezers: &[Freezer], config: &ExecutorConfig, share
                     log.windows_started += 1;
                     log.max_lateness_ns = log.max_lateness_ns.max(lateness);
                     histogram.record(lateness);
-                    if lateness > STALL_NS {
+                    // One note per stall: the windows the executor catches up after it were planned inside it.
+                    if lateness > STALL_NS && planned >= stall_woke {
                         stall.record(planned, woke);
+                        stall_woke = woke;
                     }
                     log.max_switch_ns = log.max_switch_ns.max(cost);
                 }

@@ -22,11 +22,14 @@ pub const STALL_SLOTS: usize = 64;
 pub struct StallRing {
     seq: AtomicU64,
     slots: [(AtomicU64, AtomicU64); STALL_SLOTS],
+    /// The planned start the executor waits for (or is late for) now: while a stall lasts, the reader keeps
+    /// the trace from there on, however long the stall.
+    waiting_for: AtomicU64,
 }
 
 impl Default for StallRing {
     fn default() -> Self {
-        StallRing { seq: AtomicU64::new(0), slots: std::array::from_fn(|_| (AtomicU64::new(0), AtomicU64::new(0))) }
+        StallRing { seq: AtomicU64::new(0), slots: std::array::from_fn(|_| (AtomicU64::new(0), AtomicU64::new(0))), waiting_for: AtomicU64::new(u64::MAX) }
     }
 }
 
@@ -49,6 +52,16 @@ impl StallRing {
         slot.0.store(planned_ns, Ordering::Relaxed);
         slot.1.store(woke_ns, Ordering::Relaxed);
         self.seq.store(seq + 1, Ordering::Release);
+    }
+
+    /// Called by the executor before it sleeps for a boundary (one relaxed store).
+    pub fn waiting_for(&self, planned_ns: u64) {
+        self.waiting_for.store(planned_ns, Ordering::Relaxed);
+    }
+
+    /// The planned start the executor waits for now (`u64::MAX` before it started).
+    pub fn waits_for(&self) -> u64 {
+        self.waiting_for.load(Ordering::Relaxed)
     }
 
     /// How many stalls were recorded so far.
@@ -180,8 +193,11 @@ pub fn remove_stale_instances() {
     }
 }
 
-/// How much of the trace the watcher keeps: enough for the longest stall worth explaining, and the 3 ms before it.
+/// How much of the trace the watcher keeps behind its newest event when no stall is under way (a stall under
+/// way, or noted and not yet explained, keeps the trace from 3 ms before its planned start, up to [`MAX_KEEP_NS`]).
 const KEEP_NS: u64 = 200_000_000;
+/// The most the watcher keeps for a stall under way: a stall longer than this is explained from its last part.
+const MAX_KEEP_NS: u64 = 10_000_000_000;
 /// A stall's excerpt: this long before its planned start, and after the executor woke.
 pub const BEFORE_NS: u64 = 3_000_000;
 pub const AFTER_NS: u64 = 500_000;
@@ -206,6 +222,8 @@ pub struct Watcher {
     pending: Vec<(u64, u64, u32)>,
     /// Stalls overwritten in the ring before they were read.
     pub lost: u64,
+    /// Where the kernel's trace buffer overran: (time of the last event read before it, events lost).
+    trace_lost: Vec<(u64, u64)>,
 }
 
 impl Watcher {
@@ -213,26 +231,38 @@ impl Watcher {
     pub fn start(cpu: usize, ring: Arc<StallRing>) -> Result<Watcher> {
         let tracer = Tracer::start(cpu)?;
         let next = ring.count();
-        Ok(Watcher { cpu, tracer, ring, next, recent: VecDeque::new(), pending: Vec::new(), lost: 0 })
+        Ok(Watcher { cpu, tracer, ring, next, recent: VecDeque::new(), pending: Vec::new(), lost: 0, trace_lost: Vec::new() })
     }
 
     /// Reads what was traced and noted since the last poll (call it every few tens of ms) and explains each
     /// stall whose trace is complete: once events past its wake-up are in, or after three polls.
     pub fn poll(&mut self) -> Result<Vec<Explained>> {
+        // The start the executor waits for is read before the trace: a stall that ends after this read is in
+        // the ring by the next poll, and its trace is still kept.
+        let waits_for = self.ring.waits_for();
         let text = self.tracer.read_new()?;
         for line in text.lines() {
+            if let Some(lost) = lost_events(line) {
+                // The kernel's buffer overran: the events before the next one kept are incomplete.
+                self.trace_lost.push((self.recent.back().map_or(0, |(e, _)| e.ns), lost));
+                continue;
+            }
             if let Some(e) = parse_trace(line).pop() {
                 self.recent.push_back((e, line.to_string()));
             }
-        }
-        let newest = self.recent.back().map_or(0, |(e, _)| e.ns);
-        while self.recent.front().is_some_and(|(e, _)| e.ns + KEEP_NS < newest) {
-            self.recent.pop_front();
         }
         let new = self.ring.since(self.next);
         self.next = new.next;
         self.lost += new.lost;
         self.pending.extend(new.stalls.into_iter().map(|(p, w)| (p, w, 0)));
+        let newest = self.recent.back().map_or(0, |(e, _)| e.ns);
+        let keep_from = self.pending.iter().map(|(p, _, _)| *p).chain([waits_for]).min().unwrap_or(u64::MAX).saturating_sub(BEFORE_NS);
+        let keep_from = keep_from.min(newest.saturating_sub(KEEP_NS)).max(newest.saturating_sub(MAX_KEEP_NS));
+        while self.recent.front().is_some_and(|(e, _)| e.ns < keep_from) {
+            self.recent.pop_front();
+        }
+        let oldest = self.recent.front().map_or(newest, |(e, _)| e.ns);
+        self.trace_lost.retain(|(after, _)| *after + BEFORE_NS >= oldest);
         let mut out = Vec::new();
         let mut waiting = Vec::new();
         for (planned, woke, polls) in std::mem::take(&mut self.pending) {
@@ -248,7 +278,12 @@ impl Watcher {
 
     fn explain(&self, planned: u64, woke: u64) -> Explained {
         let events: Vec<TraceEvent> = self.recent.iter().map(|(e, _)| e.clone()).collect();
-        let explanation = explain(&events, planned, woke);
+        let mut explanation = explain(&events, planned, woke);
+        // Events lost in the kernel's buffer after an event of the 3 ms before the planned start or of the stall:
+        // the trace may be silent for that reason, not because nothing happened.
+        if let Some((_, n)) = self.trace_lost.iter().find(|(after, _)| *after + BEFORE_NS >= planned && *after <= woke) {
+            explanation = Explanation { lateness_us: explanation.lateness_us, cause: "trace-lost", detail: format!("the kernel's trace buffer lost {n} events around the stall (it read as: {})", explanation.detail) };
+        }
         let excerpt = self.recent.iter().filter(|(e, _)| e.ns + BEFORE_NS >= planned && e.ns <= woke + AFTER_NS).map(|(_, l)| format!("{l}\n")).collect();
         Explained { planned_ns: planned, woke_ns: woke, explanation, excerpt }
     }
@@ -283,6 +318,13 @@ pub fn parse_trace(text: &str) -> Vec<TraceEvent> {
         .collect()
 }
 
+/// The line `trace_pipe` writes where the kernel's buffer overran (`CPU:1 [LOST 1234 EVENTS]`): how many.
+pub fn lost_events(line: &str) -> Option<u64> {
+    let rest = line.trim().strip_prefix("CPU:")?;
+    let (_, rest) = rest.split_once(" [LOST ")?;
+    rest.strip_suffix(" EVENTS]")?.trim().parse().ok()
+}
+
 fn field<'a>(fields: &'a str, key: &str) -> Option<&'a str> {
     let at = fields.find(&format!("{key}="))? + key.len() + 1;
     fields[at..].split_whitespace().next()
@@ -294,7 +336,8 @@ pub struct Explanation {
     pub lateness_us: f64,
     /// One of: `no-event` (nothing on the CPU: the vCPU did not run, or interrupts were off), `interrupts`,
     /// `other-task` (a higher-priority task), `not-preempted` (woken, but only lower-priority tasks ran until it
-    /// did), `page-fault`, `late-timer`, `no-trace` (the trace does not cover it).
+    /// did), `page-fault`, `late-timer`, `no-trace` (the trace does not cover it), `trace-lost` (the kernel's
+    /// trace buffer overran around it).
     pub cause: &'static str,
     pub detail: String,
 }
@@ -409,6 +452,8 @@ mod tests {
         let low = line("x-1", &ts(p + 1_500_000), "sched_switch", &format!("prev_comm=rustc prev_pid=21 prev_prio=130 prev_state=R ==> next_comm={EXECUTOR_COMM} next_pid=9 next_prio=9"));
         let e = explain(&parse_trace(&format!("{before}{}{low}", wake(p + 5_000))), p, p + 1_500_000);
         assert_eq!(e.cause, "not-preempted", "{e:?}");
+        assert_eq!(lost_events("CPU:1 [LOST 1234 EVENTS]"), Some(1234));
+        assert_eq!(lost_events("x-1 [001] d..2. 1.000001: sched_switch: a"), None);
         // A trace that starts after the planned start explains nothing.
         assert_eq!(explain(&parse_trace(&wake(p + 10_000)), p, p + 2_000_000).cause, "no-trace");
     }
