@@ -26,22 +26,8 @@ fn assert_no_system_left(pids: &[u32]) {
     }
 }
 
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!("partita-dbe-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+mod common;
+use common::TempDir;
 
 const MATRIX: &str = r#"
 [defaults]
@@ -99,7 +85,7 @@ fn machine_dir(results: &Path) -> PathBuf {
 #[test]
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn every_driver_round_trips_and_a_rerun_skips_what_is_measured() {
-    let t = TempDir::new("run");
+    let t = TempDir::new("dbe", "run");
     let matrix = t.0.join("m.toml");
     std::fs::write(&matrix, MATRIX).unwrap();
     let results = t.0.join("results");
@@ -185,7 +171,7 @@ fn every_driver_round_trips_and_a_rerun_skips_what_is_measured() {
 #[test]
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn the_interoperability_matrix_is_measured_and_each_pair_judged() {
-    let t = TempDir::new("interop");
+    let t = TempDir::new("dbe", "interop");
     let matrix = t.0.join("m.toml");
     // The smallest matrix: one cell, so that the run is the interoperability matrix.
     std::fs::write(&matrix, "[[test]]\nname = \"one\"\nmetric = \"latency\"\nimplementations = [\"udp\"]\nreliability = [\"best-effort\"]\nsizes = [64]\ncount = 10\nwarmup = 1\n").unwrap();
@@ -217,7 +203,7 @@ fn the_interoperability_matrix_is_measured_and_each_pair_judged() {
 
 #[test]
 fn bad_matrix_files_and_arguments_exit_2_naming_the_file_the_field_and_the_fix() {
-    let t = TempDir::new("bad");
+    let t = TempDir::new("dbe", "bad");
     let cases = [
         ("[[test]]\nname = \"a\"\nmetric = \"latency\"\nimplementations = [\"opendds\"]\n", "test[0].implementations", "use cyclone, fastdds"),
         ("[[test]]\nname = \"a\"\nmetric = \"latency\"\nimplementations = [\"cyclone\"]\nsizes = [32768]\n", "test[0].sizes", "16384"),

@@ -2,7 +2,6 @@
 //! this machine's CPUs and `PATH`, and through everything it prints for a valid system (plans, timelines,
 //! networks, host objects), it exits 0 (valid) or 2 (refused), never 101 (a panic) or by a signal.
 use partita_system::{parse, Host};
-use std::path::PathBuf;
 use std::process::Command;
 
 #[path = "../../system/tests/support/system_gen.rs"]
@@ -12,12 +11,8 @@ mod system_gen;
 const VALID: usize = 150;
 const REFUSED: usize = 250;
 
-struct TempDir(PathBuf);
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+mod common;
+use common::TempDir;
 
 /// Runs `partita check` on `bytes` written to `file`; its exit code, or a failure naming the file (kept for a
 /// look) when it is neither 0 nor 2.

@@ -1,7 +1,7 @@
 //! `partita plan optimise` through the real binary: the chosen plan is a file `check` accepts that keeps every
 //! partition's share; measured inputs (monitor samples, window entries, background work) are read; bad inputs
 //! exit 2 naming the flag or the file and the fix.
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 fn partita() -> Command {
@@ -12,20 +12,8 @@ fn example(name: &str) -> String {
     format!("{}/../../examples/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
-struct TempDir(PathBuf);
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!("partita-plan-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-}
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+mod common;
+use common::TempDir;
 
 fn text(o: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
@@ -45,7 +33,7 @@ fn plan_of(file: &Path) -> (f64, Vec<(String, f64, f64)>) {
 
 #[test]
 fn the_chosen_plan_is_a_valid_file_with_the_same_shares_and_more_windows() {
-    let dir = TempDir::new("default");
+    let dir = TempDir::new("plan", "default");
     let out = partita().args(["plan", "optimise", "--service-time", "80us", "--out", dir.0.to_str().unwrap()]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -70,7 +58,7 @@ fn the_chosen_plan_is_a_valid_file_with_the_same_shares_and_more_windows() {
 
 #[test]
 fn measured_inputs_are_read_from_the_benchmarks_files() {
-    let dir = TempDir::new("measured");
+    let dir = TempDir::new("plan", "measured");
     let service = dir.0.join("trad-routing.json");
     std::fs::write(&service, r#"{"samples_ns": [110000, 130000, 150000, 400000]}"#).unwrap();
     let windows = dir.0.join("partitioned-windows.json");
@@ -90,7 +78,7 @@ fn measured_inputs_are_read_from_the_benchmarks_files() {
 
 #[test]
 fn bad_inputs_exit_2_naming_the_flag_and_the_fix() {
-    let dir = TempDir::new("bad");
+    let dir = TempDir::new("plan", "bad");
     let no_samples = dir.0.join("empty.json");
     std::fs::write(&no_samples, r#"{"requests": 3}"#).unwrap();
     let broken = dir.0.join("broken.toml");

@@ -3,25 +3,12 @@
 //! join DDS on loopback only (no supervisor, no root needed).
 use partita_apps::ring::{RingConfig, RingReader, RingWriter};
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 const EXE: &str = env!("CARGO_BIN_EXE_partita");
 
-struct TempDir(PathBuf);
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!("partita-recorder-ring-{}-{tag}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-}
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+mod common;
+use common::TempDir;
 
 fn recorder(ring: &std::path::Path, seconds: &str) -> Command {
     let mut c = Command::new(EXE);
@@ -32,7 +19,7 @@ fn recorder(ring: &std::path::Path, seconds: &str) -> Command {
 
 #[test]
 fn a_second_recorder_on_a_ring_in_use_exits_with_an_error_naming_the_first() {
-    let dir = TempDir::new("two");
+    let dir = TempDir::new("recorder-ring", "two");
     let ring = dir.0.join("ring");
     let mut first = recorder(&ring, "3").stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
     // The first recorder holds the ring once it says it opened it.

@@ -7,26 +7,14 @@ use partita_apps::ring::{segment_path, RingConfig, RingWriter};
 use partita_paper::run::run_until_monitor_exits;
 use partita_paper::scenario::{Params, Scenario};
 use partita_supervisor::UpOptions;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 const EXE: &str = env!("CARGO_BIN_EXE_partita");
 
-struct TempDir(PathBuf);
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!("partita-surv-{}-{tag}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-}
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+mod common;
+use common::TempDir;
 
 fn assert_nothing_left(system: &str) {
     let left = partita_supervisor::cleanup::find(Some(system)).expect("listing leftovers");
@@ -48,7 +36,7 @@ fn pid_of(state: &Path, partition: &str) -> Option<i32> {
 
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn recording_goes_on_through_a_request_flood_and_a_killed_routing_partition_and_the_monitor_gets_the_right_frame() {
-    let dir = TempDir::new("kill");
+    let dir = TempDir::new("surv", "kill");
     let params = Params {
         reply_size: 8 << 10,
         count: 0,
@@ -181,7 +169,7 @@ fn recorder(ring: &Path, seconds: &str, domain: &str) -> String {
 
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn a_damaged_or_torn_recording_is_detected_and_skipped_on_restart() {
-    let dir = TempDir::new("ring");
+    let dir = TempDir::new("surv", "ring");
     let ring = dir.0.join("ring");
     let first = recorder(&ring, "1.5", "61");
     assert!(first.contains("0 records kept"), "{first}");
@@ -212,7 +200,7 @@ fn a_damaged_or_torn_recording_is_detected_and_skipped_on_restart() {
 
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn demo_prints_the_response_time_table_and_saves_a_frame_a_person_can_open() {
-    let dir = TempDir::new("demo");
+    let dir = TempDir::new("surv", "demo");
     let out = Command::new(EXE)
         .args(["demo", "--count", "200", "--warmup", "20", "--out", dir.0.to_str().unwrap()])
         .output()
@@ -233,7 +221,7 @@ fn demo_prints_the_response_time_table_and_saves_a_frame_a_person_can_open() {
 
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn bench_paper_writes_the_tables_the_prediction_and_the_sweep() {
-    let dir = TempDir::new("paper");
+    let dir = TempDir::new("surv", "paper");
     let out = Command::new(EXE)
         .args(["bench", "paper", "--scenarios", "network,trad-routing,partitioned,multicore", "--count", "200", "--warmup", "20"])
         .args(["--repeat", "2", "--sweep", "1KiB,64KiB", "--sweep-count", "30", "--sweep-warmup", "5", "--out", dir.0.to_str().unwrap()])
@@ -311,7 +299,7 @@ fn bench_paper_writes_the_tables_the_prediction_and_the_sweep() {
 #[test]
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn bench_paper_under_normal_scheduling_says_so() {
-    let dir = TempDir::new("paper-normal");
+    let dir = TempDir::new("surv", "paper-normal");
     let out = Command::new(EXE)
         .args(["bench", "paper", "--scenarios", "network", "--count", "50", "--warmup", "5", "--sweep", "", "--repeat", "1"])
         .args(["--normal-scheduling", "--out", dir.0.to_str().unwrap()])
@@ -334,7 +322,7 @@ fn bench_paper_under_normal_scheduling_says_so() {
 #[test]
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn bench_paper_measures_a_plan_from_a_file_beside_the_papers_and_predicts_both() {
-    let dir = TempDir::new("paper-plan");
+    let dir = TempDir::new("surv", "paper-plan");
     let plan_dir = dir.0.join("plan");
     let made = Command::new(EXE).args(["plan", "optimise", "--service-time", "120us", "--max-overhead", "10", "--out", plan_dir.to_str().unwrap()]).output().unwrap();
     assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
@@ -412,7 +400,7 @@ fn bad_bench_paper_arguments_exit_with_status_2() {
 
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn a_monitor_gets_the_recorded_frame_nearest_the_time_it_asks_for() {
-    let dir = TempDir::new("ago");
+    let dir = TempDir::new("surv", "ago");
     let mut rec = Command::new(EXE)
         .args(["app", "recorder", "--ring", dir.0.join("ring").to_str().unwrap(), "--ring-size", "4MiB", "--fps", "20"])
         .args(["--duration", "20", "--domain", "62"])
