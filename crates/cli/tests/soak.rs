@@ -61,10 +61,20 @@ fn a_short_soak_of_the_papers_system_reports_every_interval_against_the_floor() 
     let (p50, p99, max) = (m["all_p50_us"].as_f64().unwrap(), m["all_p99_us"].as_f64().unwrap(), m["all_max_us"].as_f64().unwrap());
     assert!(0.0 < p50 && p50 <= p99 && p99 <= max, "{m}");
     assert_eq!(last["response_ok"], true, "{last}");
+    // Every response of the run is in the whole run's bins, and each interval counts those above the limit.
+    let binned: u64 = r["responses_100us"].as_array().unwrap().iter().map(|b| b[1].as_u64().unwrap()).sum();
+    let sampled: u64 = intervals.iter().map(|i| i["monitors"][0]["samples"].as_u64().unwrap()).sum();
+    assert_eq!(binned, sampled, "{}", r["responses_100us"]);
+    let over: u64 = intervals.iter().map(|i| i["monitors"][0]["over_limit"].as_u64().unwrap()).sum();
+    let above: u64 = r["responses_100us"].as_array().unwrap().iter().filter(|b| b[0].as_u64().unwrap() >= 100_000).map(|b| b[1].as_u64().unwrap()).sum();
+    assert!(over <= above, "a response above 100,000 µs is in a bin from 100,000 on: {over} > {above}");
+    let slowest = intervals.iter().map(|i| i["monitors"][0]["all_max_us"].as_f64().unwrap()).fold(0.0, f64::max);
+    assert_eq!(over > 0, slowest > 100_000.0, "{over} above the limit, the slowest {slowest} µs");
     let jsonl = std::fs::read_to_string(out.join("intervals.jsonl")).unwrap();
     assert_eq!(jsonl.lines().count(), 3);
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("## Verdict") && md.contains("of 3 intervals"), "{md}");
+    assert!(md.contains("## Responses over the whole run") && md.contains("Above the limit of 100000 µs"), "{md}");
     assert!(md.contains("- setup: real-time setup: SCHED_FIFO 50"), "{md}");
     assert!(std::fs::read_to_string(out.join("soak.svg")).unwrap().contains("<polyline"));
     std::fs::remove_dir_all(&out).unwrap();

@@ -91,6 +91,8 @@ pub struct MonitorInterval {
     pub all_p50_us: Option<f64>,
     pub all_p99_us: Option<f64>,
     pub all_max_us: Option<f64>,
+    /// Of those responses, how many took longer than the response limit (when one is given).
+    pub over_limit: Option<u64>,
 }
 
 impl MonitorInterval {
@@ -135,8 +137,14 @@ pub struct SoakReport {
     pub limits: Limits,
     /// Over the whole run, per plan: lateness p50/p99/max µs.
     pub overall: Vec<PlanInterval>,
+    /// Every response of the monitors over the whole run (with `--live-samples`), counted in 100 µs bins:
+    /// `(bin start µs, responses)`, the empty bins left out.
+    pub responses_100us: Vec<(u64, u64)>,
     pub intervals: Vec<Interval>,
 }
+
+/// The width of the whole run's response bins, µs.
+const BIN_US: f64 = 100.0;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SoakError {
@@ -224,6 +232,8 @@ struct Sampler {
     stalls_lost: u64,
     stall_count: usize,
     out: PathBuf,
+    /// The whole run's responses by 100 µs bin.
+    responses: std::collections::BTreeMap<u64, u64>,
 }
 
 impl Sampler {
@@ -273,6 +283,7 @@ impl Sampler {
                 }
             })
             .collect();
+        let (responses, limit) = (&mut self.responses, self.limits.response_p99_us);
         let monitors = self
             .monitors
             .iter_mut()
@@ -281,12 +292,16 @@ impl Sampler {
                 let lines: Vec<_> = text.iter().filter_map(|l| parse_live_line(l)).collect();
                 let mut all: Vec<f64> = text.iter().filter_map(|l| parse_samples_line(l)).flatten().collect();
                 all.sort_by(f64::total_cmp);
+                for v in &all {
+                    *responses.entry((v / BIN_US) as u64).or_insert(0) += 1;
+                }
                 let mut m = MonitorInterval {
                     name: name.clone(),
                     samples: all.len() as u64,
                     all_p50_us: rank(&all, 0.5),
                     all_p99_us: rank(&all, 0.99),
                     all_max_us: all.last().copied(),
+                    over_limit: limit.filter(|_| !all.is_empty()).map(|l| all.iter().filter(|v| **v > l).count() as u64),
                     ..MonitorInterval::default()
                 };
                 if let Some(end) = lines.last() {
@@ -388,6 +403,7 @@ pub fn run(cfg: &SoakConfig, log: impl Fn(&str) + Send + 'static) -> Result<Soak
         stalls_lost: 0,
         stall_count: 0,
         out: cfg.out.clone(),
+        responses: Default::default(),
     };
     if cfg.trace_stalls {
         for ((cpu, _, _), ring) in sampler.plans.iter().zip(sup.stalls()) {
@@ -424,12 +440,12 @@ pub fn run(cfg: &SoakConfig, log: impl Fn(&str) + Send + 'static) -> Result<Soak
                 next += interval;
             }
             stop.store(true, Ordering::SeqCst);
-            out
+            (out, sampler.responses)
         })
     };
     // The sampler decides when the run is over (the duration, or a stop signal).
     sup.run(None, Some(stop.clone())).map_err(|e| sup_err(&e))?;
-    let intervals = sampling.join().map_err(|_| SoakError::Trace("the sampling thread panicked".into()))?;
+    let (intervals, responses) = sampling.join().map_err(|_| SoakError::Trace("the sampling thread panicked".into()))?;
     let overall = overall
         .iter()
         .map(|(cpu, h, first)| {
@@ -447,6 +463,7 @@ pub fn run(cfg: &SoakConfig, log: impl Fn(&str) + Send + 'static) -> Result<Soak
         floor,
         limits: cfg.limits,
         overall,
+        responses_100us: responses.into_iter().map(|(bin, n)| (bin * BIN_US as u64, n)).collect(),
         intervals,
     })
 }
@@ -488,6 +505,30 @@ fn verdict(v: Option<bool>) -> &'static str {
 /// How many stalls the report lists (the largest); every one is in soak.json and has its trace excerpt.
 const STALLS_LISTED: usize = 40;
 
+/// The whole run's responses by 100 µs bin: every bin with at least 0.1% of them, and the share above the limit.
+fn responses_section(r: &SoakReport) -> String {
+    let total: u64 = r.responses_100us.iter().map(|b| b.1).sum();
+    if total == 0 {
+        return String::new();
+    }
+    let mut s = format!("## Responses over the whole run\n\n{total} responses in 100 µs bins (bins with at least 0.1% of them; the rest in the last row):\n\n| from µs | responses | share |\n|---:|---:|---:|\n");
+    let mut rest = 0u64;
+    for (from, n) in &r.responses_100us {
+        if *n * 1000 >= total {
+            s.push_str(&format!("| {from} | {n} | {:.2}% |\n", *n as f64 * 100.0 / total as f64));
+        } else {
+            rest += n;
+        }
+    }
+    s.push_str(&format!("| (other bins) | {rest} | {:.2}% |\n", rest as f64 * 100.0 / total as f64));
+    if let Some(limit) = r.limits.response_p99_us {
+        let over: u64 = r.intervals.iter().flat_map(|i| &i.monitors).filter_map(|m| m.over_limit).sum();
+        s.push_str(&format!("\nAbove the limit of {limit:.0} µs: {over} ({:.2}%).\n", over as f64 * 100.0 / total as f64));
+    }
+    s.push('\n');
+    s
+}
+
 /// The report: the floor, the whole run, the verdict, a table per interval.
 pub fn markdown(r: &SoakReport, command: &str) -> String {
     let mut s = format!("# Soak of {}\n\n`{command}`\n\n- machine: {}\n- setup: {}\n- {:.0} s in intervals of {:.0} s{}\n\n", r.system, r.machine, r.setup, r.duration_s, r.interval_s, if r.stopped_early { " (stopped early)" } else { "" });
@@ -523,6 +564,7 @@ pub fn markdown(r: &SoakReport, command: &str) -> String {
         r.limits.response_p99_us.map_or("(no limit given)".into(), |l| format!("{l:.0} µs")),
         count(|i| i.response_ok)
     ));
+    s.push_str(&responses_section(r));
     let stalls: Vec<&StallRecord> = r.intervals.iter().flat_map(|i| &i.stalls).collect();
     if !stalls.is_empty() {
         let mut causes = std::collections::BTreeMap::new();

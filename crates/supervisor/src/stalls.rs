@@ -54,14 +54,15 @@ impl StallRing {
         self.seq.store(seq + 1, Ordering::Release);
     }
 
-    /// Called by the executor before it sleeps for a boundary (one relaxed store).
+    /// Called by the executor before it sleeps for a boundary (one release store: a reader that sees it also
+    /// sees every stall recorded before it).
     pub fn waiting_for(&self, planned_ns: u64) {
-        self.waiting_for.store(planned_ns, Ordering::Relaxed);
+        self.waiting_for.store(planned_ns, Ordering::Release);
     }
 
     /// The planned start the executor waits for now (`u64::MAX` before it started).
     pub fn waits_for(&self) -> u64 {
-        self.waiting_for.load(Ordering::Relaxed)
+        self.waiting_for.load(Ordering::Acquire)
     }
 
     /// How many stalls were recorded so far.
