@@ -401,9 +401,8 @@ pub fn run(cfg: &BenchConfig, mut log: impl FnMut(&str)) -> Result<Results, RunE
     let row = |s: Scenario| tables.iter().find(|r| r.scenario == s);
     let prediction = match (row(Scenario::PartitionedRouting), row(Scenario::TraditionalRouting)) {
         (Some(p), Some(t)) => p.window_delay.map(|wd| {
-            let mut entries: Vec<f64> = p.runs.iter().filter_map(|r| r.window_entry_us.map(|e| e[1])).collect();
-            entries.sort_by(f64::total_cmp);
-            let entry_p99 = entries.get(entries.len() / 2).copied().unwrap_or(0.0);
+            let entries: Vec<f64> = p.runs.iter().filter_map(|r| r.window_entry_us.map(|e| e[1])).collect();
+            let entry_p99 = Spread::of(&entries).map_or(0.0, |s| s.median);
             let bound = wd.max_us + entry_p99 + t.summary.p99_us;
             Prediction {
                 window_delay: wd,
