@@ -303,7 +303,7 @@ pub fn sweep(cfg: &SweepConfig, target: Target, mut log: impl FnMut(&str)) -> Re
         for &work_us in &cfg.works_us {
             let work_ns = (work_us * 1e3).round() as u64;
             let mut cpu: Vec<u64> = Vec::new();
-            let loop_cfg = LoopConfig { count: cfg.count, warmup: cfg.warmup, rate: None, duration: None, timeout: cfg.timeout };
+            let loop_cfg = LoopConfig { count: cfg.count, warmup: cfg.warmup, rate: None, jitter: Duration::ZERO, duration: None, timeout: cfg.timeout };
             let mut failure = None;
             let report = measure(&loop_cfg, |_| {}, |i, timeout| {
                 next += 1;

@@ -3,7 +3,9 @@
 //! The measuring loop ([`measure`]) is the same for DDS and for the raw-UDP baseline ([`crate::udp`]): one
 //! request at a time (closed loop, "as fast as answered") or at a fixed rate (open loop: a late answer delays
 //! the next request, it is never sent in a burst), a warm-up that is not measured, and a per-request timeout
-//! after which the request counts as lost and the next one goes out.
+//! after which the request counts as lost and the next one goes out. An open loop may jitter its gaps
+//! ([`LoopConfig::jitter`]): a fixed period keeps every request at the same few phases of a partitioned
+//! system's major frame, so its percentiles are those phases' and not the plan's.
 use crate::pattern;
 use crate::summary::Summary;
 use crate::surveillance::*;
@@ -20,6 +22,9 @@ pub struct LoopConfig {
     pub warmup: u64,
     /// Requests per second; `None`: the next request as soon as the answer arrives.
     pub rate: Option<f64>,
+    /// With `rate`: each gap between requests is the period plus a uniform draw from ±`jitter` (the mean rate
+    /// stays `rate`; a jitter at least the period is cut to just under it). Zero: a fixed period.
+    pub jitter: Duration,
     /// Stop after this long, whatever `count` says.
     pub duration: Option<Duration>,
     /// A request not answered within this is counted as timed out.
@@ -28,7 +33,7 @@ pub struct LoopConfig {
 
 impl Default for LoopConfig {
     fn default() -> Self {
-        LoopConfig { count: 1000, warmup: 100, rate: None, duration: None, timeout: Duration::from_secs(1) }
+        LoopConfig { count: 1000, warmup: 100, rate: None, jitter: Duration::ZERO, duration: None, timeout: Duration::from_secs(1) }
     }
 }
 
@@ -96,6 +101,7 @@ pub fn measure(
     let mut report = Report::default();
     let start = Instant::now();
     let period = config.rate.map(|r| Duration::from_secs_f64(1.0 / r));
+    let mut gaps = period.map(|p| Gaps::new(p, config.jitter));
     let mut next = Instant::now();
     let mut last_progress = Instant::now();
     let mut recent_from = 0usize;
@@ -105,12 +111,12 @@ pub fn measure(
         if config.duration.is_some_and(|d| start.elapsed() >= d) {
             break;
         }
-        if let Some(p) = period {
+        if let Some(g) = gaps.as_mut() {
             let now = Instant::now();
             if next > now {
                 std::thread::sleep(next - now);
             }
-            next = next.max(now) + p;
+            next = next.max(now) + g.next_gap();
         }
         let t0 = Instant::now();
         let outcome = op(seq, config.timeout)?;
@@ -142,6 +148,35 @@ pub fn measure(
     report.elapsed_s = start.elapsed().as_secs_f64();
     report.summary = Summary::of_ns(&report.samples_ns);
     Ok(report)
+}
+
+/// The gaps of an open loop: the period, plus a uniform draw from ±jitter when there is one (a small seeded
+/// generator, splitmix64: runs are repeatable, and no two gaps in a row are alike).
+struct Gaps {
+    period_ns: u64,
+    jitter_ns: u64,
+    state: u64,
+}
+
+impl Gaps {
+    fn new(period: Duration, jitter: Duration) -> Gaps {
+        let period_ns = period.as_nanos().min(u128::from(u64::MAX / 4)) as u64;
+        let jitter_ns = (jitter.as_nanos().min(u128::from(u64::MAX / 4)) as u64).min(period_ns.saturating_sub(1));
+        Gaps { period_ns, jitter_ns, state: 0x9E37_79B9_7F4A_7C15 ^ period_ns }
+    }
+
+    fn next_gap(&mut self) -> Duration {
+        if self.jitter_ns == 0 {
+            return Duration::from_nanos(self.period_ns);
+        }
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        let offset = z % (2 * self.jitter_ns + 1);
+        Duration::from_nanos(self.period_ns - self.jitter_ns + offset)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -345,4 +380,42 @@ pub fn run(config: &MonitorConfig, dds: &DomainConfig, progress: impl FnMut(&Pro
         }
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fixed_period_gives_the_same_gap_every_time() {
+        let mut g = Gaps::new(Duration::from_millis(5), Duration::ZERO);
+        assert!((0..100).all(|_| g.next_gap() == Duration::from_millis(5)));
+    }
+
+    #[test]
+    fn jittered_gaps_spread_over_the_whole_range_and_keep_the_mean_rate() {
+        let (p, j) = (Duration::from_millis(5), Duration::from_micros(1500));
+        let mut g = Gaps::new(p, j);
+        let gaps: Vec<u64> = (0..20_000).map(|_| g.next_gap().as_nanos() as u64).collect();
+        let (lo, hi) = (*gaps.iter().min().unwrap(), *gaps.iter().max().unwrap());
+        assert!(lo >= 3_500_000 && hi <= 6_500_000, "{lo}..{hi}");
+        // Both ends of the range are reached (within 1 % of the width), and the mean is the period.
+        assert!(lo < 3_530_000 && hi > 6_470_000, "{lo}..{hi}");
+        let mean = gaps.iter().sum::<u64>() as f64 / gaps.len() as f64;
+        assert!((mean - 5e6).abs() < 30_000.0, "mean {mean}");
+        // The phase against a 1.5 ms frame is spread, not stuck at a few values.
+        let mut t = 0u64;
+        let mut bins = [0u32; 15];
+        for x in &gaps {
+            t += x;
+            bins[((t % 1_500_000) / 100_000) as usize] += 1;
+        }
+        assert!(bins.iter().all(|&b| b > 900), "{bins:?}");
+    }
+
+    #[test]
+    fn a_jitter_of_the_period_or_more_never_gives_a_zero_gap() {
+        let mut g = Gaps::new(Duration::from_millis(1), Duration::from_millis(3));
+        assert!((0..10_000).all(|_| g.next_gap() > Duration::ZERO));
+    }
 }

@@ -150,6 +150,10 @@ struct MonitorArgs {
     /// Requests per second (default: the next one as soon as the answer is in).
     #[arg(long)]
     rate: Option<f64>,
+    /// With --rate: each gap is the period plus a uniform draw from ±this (e.g. 1500us), so the requests meet
+    /// every phase of a partitioned system's major frame instead of the same few (default: a fixed period).
+    #[arg(long, value_parser = parse_jitter)]
+    jitter: Option<Duration>,
     /// Stop after this many seconds.
     #[arg(long)]
     duration: Option<f64>,
@@ -401,6 +405,11 @@ fn samples_line(p: &Progress) {
     eprintln!("{line}");
 }
 
+/// `--jitter`: a length with its unit (1500us, 1.5ms).
+fn parse_jitter(s: &str) -> Result<Duration, String> {
+    partita_router_config::parse_duration(s).map_err(|e| format!("{s:?} {e}: give a length such as 1500us"))
+}
+
 fn monitor(a: MonitorArgs) -> ExitCode {
     if a.rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
         return fail("monitor", "--rate: give a positive number of requests per second");
@@ -408,10 +417,14 @@ fn monitor(a: MonitorArgs) -> ExitCode {
     if a.duration.is_some_and(|d| !(d > 0.0 && d.is_finite())) || !(a.connect_timeout > 0.0 && a.connect_timeout.is_finite()) {
         return fail("monitor", "--duration and --connect-timeout: give a positive number of seconds");
     }
+    if a.jitter.is_some() && a.rate.is_none() {
+        return fail("monitor", "--jitter spreads the gaps of an open loop: give --rate too");
+    }
     let measure = LoopConfig {
         count: a.count,
         warmup: a.warmup,
         rate: a.rate,
+        jitter: a.jitter.unwrap_or(Duration::ZERO),
         duration: a.duration.map(Duration::from_secs_f64),
         timeout: Duration::from_millis(a.timeout_ms.max(1)),
     };

@@ -23,6 +23,11 @@ pub struct SoakArgs {
     /// The built-in system's monitor: requests per second, open loop.
     #[arg(long, default_value_t = 200.0)]
     rate: f64,
+    /// The built-in system's monitor: each gap between requests is the period ± a uniform draw from this
+    /// (e.g. 1500us), so the requests meet every phase of the major frame; "0": a fixed period, which keeps
+    /// them at the same few phases all run long.
+    #[arg(long, default_value = "0")]
+    jitter: String,
     /// Verdict: an interval's executor lateness p99 may be at most this many times cyclictest's p99.
     #[arg(long, default_value_t = 1.5)]
     lateness_vs_floor: f64,
@@ -86,6 +91,14 @@ pub fn run(a: SoakArgs) -> ExitCode {
     if !(a.rate > 0.0 && a.rate.is_finite()) {
         return usage(format!("--rate {}: give a positive number of requests per second", a.rate));
     }
+    let jitter = match a.jitter.as_str() {
+        "0" => None,
+        j => match partita_router_config::parse_duration(j) {
+            Ok(d) if !d.is_zero() => Some(j.to_string()),
+            Ok(_) => None,
+            Err(e) => return usage(format!("--jitter {j:?}: {e}; give a length such as 1500us, or 0 for a fixed period")),
+        },
+    };
     if !(a.lateness_vs_floor >= 1.0 && a.lateness_vs_floor.is_finite()) {
         return usage(format!("--lateness-vs-floor {}: give a ratio of at least 1", a.lateness_vs_floor));
     }
@@ -110,6 +123,9 @@ pub fn run(a: SoakArgs) -> ExitCode {
         let secs = (duration.as_secs_f64() + 60.0).to_string();
         for n in s.nodes.iter_mut().filter(|n| n.tree.command.iter().any(|c| c == "monitor")) {
             n.tree.command.extend(["--count", "0", "--rate", &a.rate.to_string(), "--duration", &secs, "--live-samples"].map(String::from));
+            if let Some(j) = &jitter {
+                n.tree.command.extend(["--jitter".to_string(), j.clone()]);
+            }
         }
         grant(s, &setup);
     }

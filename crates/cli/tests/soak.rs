@@ -11,7 +11,7 @@ fn partita() -> Command {
 fn a_short_soak_of_the_papers_system_reports_every_interval_against_the_floor() {
     let out = std::env::temp_dir().join(format!("partita-soak-{}", std::process::id()));
     let child = partita()
-        .args(["soak", "--duration", "6s", "--interval", "2s", "--floor", "1s", "--max-response-us", "100000", "--out"])
+        .args(["soak", "--duration", "6s", "--interval", "2s", "--floor", "1s", "--max-response-us", "100000", "--jitter", "1500us", "--out"])
         .arg(&out)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -153,6 +153,8 @@ fn bad_soak_arguments_exit_with_status_2() {
         &["--duration", "10s", "--interval", "1m"],
         &["--floor", "x"],
         &["--rate", "-1"],
+        &["--jitter", "1.5"],
+        &["--jitter", "lots"],
         &["--lateness-vs-floor", "0.5"],
         &["--duration", "1y"],
         &["--fifo", "95"],
