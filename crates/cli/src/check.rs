@@ -84,6 +84,12 @@ pub fn render(s: &System) -> String {
                 ));
             }
         }
+        for plan in m.plans.iter().filter(|p| p.freeze_ahead > partita_system::Duration::ZERO) {
+            out.push_str(&format!(
+                "  CPU {}: freeze_ahead {}: a partition another partition's window follows is frozen that long before its window ends\n",
+                plan.cpu, plan.freeze_ahead
+            ));
+        }
         out.push_str("\n  partition            share  worst-case wait\n");
         for plan in &m.plans {
             for p in &m.partitions {

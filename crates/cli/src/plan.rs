@@ -204,8 +204,10 @@ fn optimise_cmd(a: OptimiseArgs) -> Result<(), Failure> {
     if !(0.0..=100.0).contains(&a.max_overhead) {
         return Err(Failure::Usage(format!("--max-overhead {}: give a percentage between 0 and 100", a.max_overhead)));
     }
+    // A plan with a freeze lead takes no window shorter than five times it (the rule `check` applies).
+    let ahead_ns = system.modules[at.module].plans[at.plan].freeze_ahead.as_nanos();
     let search = Search {
-        min_window_ns: duration(&a.min_window, "--min-window")?,
+        min_window_ns: duration(&a.min_window, "--min-window")?.max(ahead_ns.saturating_mul(5)),
         min_frame_ns: min_frame,
         max_frame_ns: max_frame,
         max_overhead: a.max_overhead / 100.0,

@@ -28,6 +28,10 @@ pub struct SoakArgs {
     /// them at the same few phases all run long.
     #[arg(long, default_value = "0")]
     jitter: String,
+    /// The built-in system's plan: freeze the partition whose window another partition's follows this long
+    /// before its window ends ([[module.plan]] freeze_ahead, e.g. 100us; "0" or left out: at the boundary).
+    #[arg(long)]
+    freeze_ahead: Option<String>,
     /// Verdict: an interval's executor lateness p99 may be at most this many times cyclictest's p99.
     #[arg(long, default_value_t = 1.5)]
     lateness_vs_floor: f64,
@@ -99,6 +103,14 @@ pub fn run(a: SoakArgs) -> ExitCode {
             Err(e) => return usage(format!("--jitter {j:?}: {e}; give a length such as 1500us, or 0 for a fixed period")),
         },
     };
+    let freeze_ahead = match a.freeze_ahead.as_deref() {
+        None => None,
+        Some("0") => Some(std::time::Duration::ZERO),
+        Some(f) => match partita_router_config::parse_duration(f) {
+            Ok(d) => Some(d),
+            Err(e) => return usage(format!("--freeze-ahead {f:?}: {e}; give a length such as 30us, or 0")),
+        },
+    };
     if !(a.lateness_vs_floor >= 1.0 && a.lateness_vs_floor.is_finite()) {
         return usage(format!("--lateness-vs-floor {}: give a ratio of at least 1", a.lateness_vs_floor));
     }
@@ -128,6 +140,13 @@ pub fn run(a: SoakArgs) -> ExitCode {
             }
         }
         grant(s, &setup);
+        for (p, ahead) in s.modules.iter_mut().flat_map(|m| m.plans.iter_mut()).filter_map(|p| freeze_ahead.map(|d| (p, d))) {
+            let ahead = partita_system::Duration::from_nanos(ahead.as_nanos() as u64);
+            p.freeze_ahead = ahead;
+            if let Some(k) = (0..p.windows.len()).find(|&k| p.followed_by_another(k) && ahead.as_nanos().saturating_mul(5) > p.windows[k].duration.as_nanos()) {
+                return usage(format!("--freeze-ahead {:?} is more than a fifth of the built-in plan's window {k} ({}); give tens of µs", a.freeze_ahead.as_deref().unwrap_or_default(), p.windows[k].duration));
+            }
+        }
     }
     let system = match system {
         Ok(s) => s,

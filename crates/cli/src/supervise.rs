@@ -337,6 +337,13 @@ pub fn up(a: UpArgs) -> ExitCode {
                 p99 as f64 / 1e3,
                 *max as f64 / 1e3
             );
+            let ahead = log.freezes_ahead_done + log.freezes_ahead_overran;
+            if ahead > 0 {
+                eprintln!(
+                    "plan {i}: freeze_ahead: {} of {ahead} partitions frozen ahead had stopped when the next window started ({} still stopping)",
+                    log.freezes_ahead_done, log.freezes_ahead_overran
+                );
+            }
             if a.compare_cyclictest && !partita_supervisor::supervisor::stop_requested() {
                 let Some(&cpu) = cpus.get(i) else { continue };
                 let cfg = partita_bench::cyclictest::CyclicConfig {

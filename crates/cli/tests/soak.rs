@@ -155,6 +155,8 @@ fn bad_soak_arguments_exit_with_status_2() {
         &["--rate", "-1"],
         &["--jitter", "1.5"],
         &["--jitter", "lots"],
+        &["--freeze-ahead", "200us"],
+        &["--freeze-ahead", "x"],
         &["--lateness-vs-floor", "0.5"],
         &["--duration", "1y"],
         &["--fifo", "95"],

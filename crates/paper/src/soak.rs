@@ -140,7 +140,17 @@ pub struct SoakReport {
     /// Every response of the monitors over the whole run (with `--live-samples`), counted in 100 µs bins:
     /// `(bin start µs, responses)`, the empty bins left out.
     pub responses_100us: Vec<(u64, u64)>,
+    /// Per plan with a freeze lead (`freeze_ahead`), in plan order: of the partitions frozen ahead of a window
+    /// start, how many the kernel reported stopped when that window started, and how many were still stopping.
+    pub freezes_ahead: Vec<FreezesAhead>,
     pub intervals: Vec<Interval>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct FreezesAhead {
+    pub plan: usize,
+    pub done: u64,
+    pub overran: u64,
 }
 
 /// The width of the whole run's response bins, µs.
@@ -444,7 +454,13 @@ pub fn run(cfg: &SoakConfig, log: impl Fn(&str) + Send + 'static) -> Result<Soak
         })
     };
     // The sampler decides when the run is over (the duration, or a stop signal).
-    sup.run(None, Some(stop.clone())).map_err(|e| sup_err(&e))?;
+    let logs = sup.run(None, Some(stop.clone())).map_err(|e| sup_err(&e))?;
+    let freezes_ahead = logs
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.freezes_ahead_done + l.freezes_ahead_overran > 0)
+        .map(|(plan, l)| FreezesAhead { plan, done: l.freezes_ahead_done, overran: l.freezes_ahead_overran })
+        .collect();
     let (intervals, responses) = sampling.join().map_err(|_| SoakError::Trace("the sampling thread panicked".into()))?;
     let overall = overall
         .iter()
@@ -464,6 +480,7 @@ pub fn run(cfg: &SoakConfig, log: impl Fn(&str) + Send + 'static) -> Result<Soak
         limits: cfg.limits,
         overall,
         responses_100us: responses.into_iter().map(|(bin, n)| (bin * BIN_US as u64, n)).collect(),
+        freezes_ahead,
         intervals,
     })
 }
@@ -547,6 +564,12 @@ pub fn markdown(r: &SoakReport, command: &str) -> String {
                 (Some(a), Some(f)) => format!("{:.2}", a / f.p99_us.max(1.0)),
                 _ => "–".into(),
             }
+        ));
+    }
+    for f in &r.freezes_ahead {
+        s.push_str(&format!(
+            "\nPlan {}, freeze_ahead: of the partitions frozen ahead of a window start, {} had stopped when the window started and {} were still stopping.\n",
+            f.plan, f.done, f.overran
         ));
     }
     let count = |f: fn(&Interval) -> Option<bool>| {

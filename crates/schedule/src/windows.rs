@@ -48,9 +48,11 @@ impl PlanWindows {
         PlanWindows { cpu, major_frame_ns, slots }
     }
 
+    /// The plan as its partitions get it: a window that another partition's window follows ends
+    /// `freeze_ahead` early (its partition is frozen then).
     pub fn of_plan(p: &Plan) -> PlanWindows {
         let w: Vec<(String, u64, u64)> =
-            p.windows.iter().map(|w| (w.partition.clone(), w.start.as_nanos(), w.duration.as_nanos())).collect();
+            p.windows.iter().enumerate().map(|(i, w)| (w.partition.clone(), w.start.as_nanos(), p.usable(i).as_nanos())).collect();
         PlanWindows::new(p.cpu, p.frame().as_nanos(), &w)
     }
 

@@ -1,5 +1,11 @@
 //! The plan executor: a SCHED_FIFO thread that sleeps to absolute CLOCK_MONOTONIC times and, at every window
 //! boundary, freezes the partitions whose window ended and thaws the ones whose window starts.
+//!
+//! Freezing a partition wakes every one of its threads (each must run to stop itself): at a boundary where one
+//! partition's window ends and another's starts, those threads would run at the start of the next window, in
+//! the other partition's time, more of them the more threads the partition has. With a freeze lead
+//! ([`Schedule::with_freeze_ahead`]) the executor freezes such a partition that long before its window ends, so
+//! its threads stop in its own window and the next one starts with only its own threads waking.
 use crate::clock::{monotonic_ns, sleep_until_ns};
 use crate::error::{Result, SupervisorError};
 use partita_os::sched;
@@ -25,6 +31,9 @@ pub struct Window {
 pub struct Schedule {
     major_frame: Duration,
     windows: Vec<Window>,
+    /// How long before the end of a window that another partition's window follows directly its partition is
+    /// frozen (zero: at the boundary).
+    freeze_ahead: Duration,
 }
 
 /// One point of the frame where the set of running partitions changes.
@@ -35,6 +44,9 @@ struct Boundary {
     thaw: Vec<usize>,
     /// Index of the window starting here, if one does.
     window: Option<usize>,
+    /// Partitions frozen `freeze_ahead` before this boundary: whether their freeze has completed is
+    /// counted here.
+    frozen_ahead: Vec<usize>,
 }
 
 impl Schedule {
@@ -56,7 +68,39 @@ impl Schedule {
                 }
             }
         }
-        Ok(Schedule { major_frame, windows })
+        Ok(Schedule { major_frame, windows, freeze_ahead: Duration::ZERO })
+    }
+
+    /// Freezes a partition whose window another partition's window follows directly `ahead` before that
+    /// window's end (a window followed by idle time, or by the same partition's, keeps its end). Refused
+    /// when `ahead` is not shorter than every such window.
+    pub fn with_freeze_ahead(mut self, ahead: Duration) -> Result<Schedule> {
+        let followed = self.followed_by_another();
+        if let Some((i, w)) = self.windows.iter().enumerate().find(|(i, w)| followed[*i] && w.duration <= ahead) {
+            return Err(SupervisorError::Invalid(format!(
+                "freeze_ahead {ahead:?} is not shorter than window {i} ({:?}), which another partition's window follows",
+                w.duration
+            )));
+        }
+        self.freeze_ahead = ahead;
+        Ok(self)
+    }
+
+    pub fn freeze_ahead(&self) -> Duration {
+        self.freeze_ahead
+    }
+
+    /// For each window: whether another partition's window starts where it ends (cyclically).
+    fn followed_by_another(&self) -> Vec<bool> {
+        let frame = self.major_frame.as_nanos();
+        self.windows
+            .iter()
+            .map(|w| {
+                let end = (w.offset + w.duration).as_nanos() % frame;
+                self.windows.iter().any(|o| o.partition != w.partition && o.offset.as_nanos() == end)
+                    && !self.windows.iter().any(|o| o.partition == w.partition && o.offset.as_nanos() == end)
+            })
+            .collect()
     }
 
     pub fn major_frame(&self) -> Duration {
@@ -74,16 +118,25 @@ impl Schedule {
             match b.iter().position(|x| x.offset_ns == offset_ns) {
                 Some(i) => i,
                 None => {
-                    b.push(Boundary { offset_ns, freeze: vec![], thaw: vec![], window: None });
+                    b.push(Boundary { offset_ns, freeze: vec![], thaw: vec![], window: None, frozen_ahead: vec![] });
                     b.len() - 1
                 }
             }
         };
         let mut starts = Vec::new();
         let mut ends = Vec::new();
+        let followed = self.followed_by_another();
+        let mut marks = Vec::new();
         for (i, w) in self.windows.iter().enumerate() {
             starts.push((at(w.offset.as_nanos() as u64), i, w.partition));
-            ends.push((at((w.offset + w.duration).as_nanos() as u64), w.partition));
+            let ahead = if followed[i] { self.freeze_ahead } else { Duration::ZERO };
+            ends.push((at((w.offset + w.duration - ahead).as_nanos() as u64), w.partition));
+            if !ahead.is_zero() {
+                marks.push((at((w.offset + w.duration).as_nanos() as u64), w.partition));
+            }
+        }
+        for (k, p) in marks {
+            b[k].frozen_ahead.push(p);
         }
         for (k, p) in ends {
             b[k].freeze.push(p);
@@ -162,6 +215,10 @@ pub struct ExecutorLog {
     pub switch_errors: u64,
     /// Boundaries the executor reached only after the next one was already due: a window was lost.
     pub missed_boundaries: u64,
+    /// With a freeze lead: partitions frozen ahead of a window start that the kernel reported frozen just after
+    /// that start's thaw (their threads had stopped in their own time), and those still stopping.
+    pub freezes_ahead_done: u64,
+    pub freezes_ahead_overran: u64,
     /// Whether SCHED_FIFO and the CPU pinning were obtained.
     pub realtime: bool,
     pub pinned: bool,
@@ -178,6 +235,8 @@ impl ExecutorLog {
             max_switch_ns: 0,
             switch_errors: 0,
             missed_boundaries: 0,
+            freezes_ahead_done: 0,
+            freezes_ahead_overran: 0,
             realtime: false,
             pinned: false,
         }
@@ -393,6 +452,14 @@ fn run(schedule: &Schedule, freezers: &[Freezer], config: &ExecutorConfig, share
                 }
             }
             let switched = monotonic_ns();
+            // Read after the thaw, not before, so that it does not delay the window.
+            for &p in &b.frozen_ahead {
+                match freezers[p].stopped_now() {
+                    Some(true) => log.freezes_ahead_done += 1,
+                    Some(false) => log.freezes_ahead_overran += 1,
+                    None => {}
+                }
+            }
             let lateness = woke.saturating_sub(planned);
             let cost = switched - woke;
             match b.window {
@@ -478,6 +545,50 @@ mod tests {
         assert_eq!(b.len(), 2);
         assert_eq!((b[0].offset_ns, b[0].freeze.clone(), b[0].thaw.clone()), (0, vec![1], vec![0]));
         assert_eq!((b[1].offset_ns, b[1].freeze.clone(), b[1].thaw.clone()), (800_000, vec![0], vec![1]));
+    }
+
+    #[test]
+    fn a_freeze_lead_freezes_the_outgoing_partition_before_the_next_window_starts() {
+        let s = Schedule::new(US(1500), vec![
+            Window { partition: 0, offset: US(0), duration: US(700) },
+            Window { partition: 1, offset: US(700), duration: US(800) },
+        ])
+        .unwrap()
+        .with_freeze_ahead(US(30))
+        .unwrap();
+        let b: Vec<(u64, Vec<usize>, Vec<usize>, Option<usize>, Vec<usize>)> =
+            s.boundaries().into_iter().map(|b| (b.offset_ns, b.freeze, b.thaw, b.window, b.frozen_ahead)).collect();
+        assert_eq!(b, vec![
+            (0, vec![], vec![0], Some(0), vec![1]),
+            (670_000, vec![0], vec![], None, vec![]),
+            (700_000, vec![], vec![1], Some(1), vec![0]),
+            (1_470_000, vec![1], vec![], None, vec![]),
+        ]);
+    }
+
+    #[test]
+    fn a_freeze_lead_leaves_windows_before_idle_time_or_the_same_partition_alone() {
+        let s = Schedule::new(US(2000), vec![
+            Window { partition: 0, offset: US(0), duration: US(500) },
+            Window { partition: 0, offset: US(500), duration: US(500) },
+            Window { partition: 1, offset: US(1200), duration: US(300) },
+        ])
+        .unwrap()
+        .with_freeze_ahead(US(40))
+        .unwrap();
+        let b: Vec<(u64, Vec<usize>, Vec<usize>)> = s.boundaries().into_iter().map(|b| (b.offset_ns, b.freeze, b.thaw)).collect();
+        assert_eq!(b, vec![(0, vec![], vec![0]), (500_000, vec![], vec![0]), (1_000_000, vec![0], vec![]), (1_200_000, vec![], vec![1]), (1_500_000, vec![1], vec![])]);
+    }
+
+    #[test]
+    fn a_freeze_lead_as_long_as_a_window_is_refused() {
+        let s = Schedule::new(US(1000), vec![
+            Window { partition: 0, offset: US(0), duration: US(100) },
+            Window { partition: 1, offset: US(100), duration: US(900) },
+        ])
+        .unwrap();
+        assert!(s.clone().with_freeze_ahead(US(100)).is_err());
+        assert_eq!(s.with_freeze_ahead(US(99)).unwrap().freeze_ahead(), US(99));
     }
 
     #[test]

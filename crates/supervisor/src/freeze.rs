@@ -57,6 +57,7 @@ pub struct Freezer {
     /// `cgroup.procs` listing the partition's processes (for signals and for checking the stop).
     procs: PathBuf,
     status: PathBuf,
+    status_file: Option<File>,
 }
 
 const FROZEN_V2: &[u8] = b"1";
@@ -82,7 +83,24 @@ impl Freezer {
             }
             FreezeBackend::Signals => (None, PathBuf::new()),
         };
-        Ok(Freezer { backend, control, procs: procs_dir.join("cgroup.procs"), status })
+        // Opened once, so the executor can ask whether a freeze has completed without opening a file.
+        let status_file = (backend != FreezeBackend::Signals).then(|| File::open(&status).ok()).flatten();
+        Ok(Freezer { backend, control, procs: procs_dir.join("cgroup.procs"), status, status_file })
+    }
+
+    /// Whether the kernel reports the partition frozen now, read from the status file kept open (one
+    /// `pread`, no allocation: for the executor's path). `None` for the signals backend or when unreadable.
+    pub fn stopped_now(&self) -> Option<bool> {
+        let f = self.status_file.as_ref()?;
+        let mut buf = [0u8; 256];
+        let n = f.read_at(&mut buf, 0).ok()?;
+        let text = &buf[..n];
+        match self.backend {
+            // cgroup.events: "populated 1\nfrozen 1\n"
+            FreezeBackend::CgroupV2 => Some(text.windows(8).any(|w| w == b"frozen 1")),
+            FreezeBackend::V1Freezer => Some(text.starts_with(b"FROZEN")),
+            FreezeBackend::Signals => None,
+        }
     }
 
     pub fn backend(&self) -> FreezeBackend {

@@ -159,6 +159,13 @@ impl Supervisor {
         std::fs::create_dir_all(&state_path).map_err(path_err("mkdir", &state_path))?;
         let events_path = state_path.join("events.jsonl");
         let events = std::fs::File::create(&events_path).map_err(path_err("create", &events_path))?;
+        // This run's output starts empty, as its event log does: an earlier run's partition logs (kept for
+        // inspection until `partita down`) would otherwise be read as this run's (a restart within the run
+        // appends).
+        let members = system.modules.iter().flat_map(|m| m.partitions.iter().map(|p| p.name.as_str())).chain(system.nodes.iter().map(|n| n.name.as_str()));
+        for name in members {
+            let _ = std::fs::remove_file(state_path.join(format!("{name}.log")));
+        }
         let mut s = Supervisor {
             executors: Vec::new(),
             watch: WindowWatch::default(),
@@ -365,7 +372,7 @@ impl Supervisor {
                     .collect::<Result<Vec<_>>>()?;
                 let plan_freezers: Vec<Freezer> = members.iter().filter_map(|&pi| freezers[first + pi].take()).collect();
                 let probes = members.iter().zip(&plan_freezers).map(|(&pi, f)| (m.partitions[pi].name.clone(), f.probe(), s.cgroups[first + pi].clone())).collect();
-                let schedule = Schedule::new(plan.frame().to_std(), windows)?;
+                let schedule = Schedule::new(plan.frame().to_std(), windows)?.with_freeze_ahead(plan.freeze_ahead.to_std())?;
                 let config = ExecutorConfig { cpu: Some(plan.cpu), ..ExecutorConfig::default() };
                 let executor = Executor::start(schedule.clone(), plan_freezers, config)?;
                 s.watch.add_plan(&schedule, executor.origin(), probes);

@@ -163,6 +163,27 @@ fn a_program_under_tmp_runs_in_a_partition() {
     assert_nothing_left(&name, Some(&link_prefix(&name)));
 }
 
+/// A partition's log holds this run's output only: what an earlier run of the same system wrote (kept until
+/// `partita down`) is not read as this run's.
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn a_new_run_starts_with_empty_partition_logs() {
+    let name = system_name("logs");
+    let root = tempdir("state");
+    let state = root.0.join(&name);
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::write(state.join("a.log"), "left by an earlier run\n").unwrap();
+    let sys = common::system(&format!("[system]\nname = \"{name}\"\n[[module]]\nname = \"m\"\n[[module.partition]]\nname = \"a\"\ncommand = [\"partita\", \"--help\"]\nhealth = {{ action = \"stop\" }}\n"));
+    let mut options = options(&root);
+    options.partita = Some(partita_binary().into());
+    let sup = Supervisor::up(&sys, &options).unwrap();
+    let log_path = sup.state_dir().join("a.log");
+    sup.run(Some(Duration::from_secs(2)), None).unwrap();
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(log.contains("Usage: partita") && !log.contains("earlier run"), "{log}");
+    assert_nothing_left(&name, Some(&link_prefix(&name)));
+}
+
 /// `up` keeps its caller's thread off the plans' CPUs while the system runs, and gives the CPUs back after.
 #[test]
 #[cfg_attr(partita_not_root, ignore = "needs root")]

@@ -101,6 +101,8 @@ pub enum Problem {
     PartitionInTwoPlans { partition: String, cpu: u64, other: usize },
     #[error("a window must be longer than zero")]
     ZeroWindow,
+    #[error("freeze_ahead {ahead} is more than a fifth of window[{window}] ({partition}, {duration}), which another partition's window follows; use a shorter freeze_ahead (tens of µs) or a longer window")]
+    FreezeAheadTooLong { ahead: String, window: usize, partition: String, duration: String },
     #[error("the window ends at {end}, beyond the major frame of {frame}; shorten it, move it earlier or lengthen major_frame")]
     WindowBeyondFrame { end: String, frame: String },
     #[error("the window [{start}, {end}) overlaps window[{other}] [{other_start}, {other_end}); start it at {other_end} or later")]

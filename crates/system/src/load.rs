@@ -276,6 +276,7 @@ struct RawHealth {
 struct RawPlan {
     cpu: Option<S<u64>>,
     major_frame: S<String>,
+    freeze_ahead: Option<S<String>>,
     #[serde(default)]
     window: Vec<RawWindow>,
 }
@@ -790,7 +791,19 @@ impl Cx<'_> {
                         self.err(span, &format!("{ppath}.window[{wi}].start"), p);
                     }
                 }
-                plans.push(Plan { cpu: cpu as usize, major_frame: MajorFrame(frame.unwrap_or(Duration::ZERO)), windows: wins.into_iter().map(|(_, w, _)| w).collect() });
+                let ahead = rp.freeze_ahead.as_ref().and_then(|a| self.duration(a, &format!("{ppath}.freeze_ahead"))).unwrap_or(Duration::ZERO);
+                let order: Vec<usize> = wins.iter().map(|(i, _, _)| *i).collect();
+                let plan = Plan { cpu: cpu as usize, major_frame: MajorFrame(frame.unwrap_or(Duration::ZERO)), windows: wins.into_iter().map(|(_, w, _)| w).collect(), freeze_ahead: ahead };
+                if let Some(a) = rp.freeze_ahead.as_ref().filter(|_| ahead > Duration::ZERO) {
+                    // The supervisor's window watch does not judge the last fifth of a window; a partition frozen
+                    // earlier than that would look as if it had missed its window.
+                    if let Some(k) = (0..plan.windows.len()).find(|&k| plan.followed_by_another(k) && ahead.as_nanos().saturating_mul(5) > plan.windows[k].duration.as_nanos()) {
+                        let w = &plan.windows[k];
+                        let p = Problem::FreezeAheadTooLong { ahead: ahead.to_string(), window: order[k], partition: w.partition.clone(), duration: w.duration.to_string() };
+                        self.err(&a.span(), &format!("{ppath}.freeze_ahead"), p);
+                    }
+                }
+                plans.push(plan);
             }
             if m.cpus.is_some() && !m.plan.is_empty() {
                 for &cpu in &cpus {

@@ -475,6 +475,9 @@ pub struct Plan {
     pub major_frame: MajorFrame,
     /// Sorted by start, non-overlapping, all inside the major frame.
     pub windows: Vec<Window>,
+    /// A partition whose window another partition's window follows directly is frozen this long before its
+    /// window ends, so that its threads stop in its own time (`freeze_ahead`; zero: at the boundary).
+    pub freeze_ahead: Duration,
 }
 
 /// A time window in which one partition runs, as offsets from the start of the major frame.

@@ -7,6 +7,23 @@ impl Plan {
         self.major_frame.0
     }
 
+    /// Whether another partition's window starts where window `i` ends (cyclically), so that its partition
+    /// is frozen `freeze_ahead` early. A window followed by idle time or by its own partition's is not.
+    pub fn followed_by_another(&self, i: usize) -> bool {
+        let Some(w) = self.windows.get(i) else { return false };
+        let frame = self.frame().as_nanos().max(1);
+        let end = w.end().as_nanos() % frame;
+        let starts_at_end = |same: bool| self.windows.iter().any(|o| (o.partition == w.partition) == same && o.start.as_nanos() % frame == end);
+        starts_at_end(false) && !starts_at_end(true)
+    }
+
+    /// How long window `i`'s partition really runs in it: its duration less `freeze_ahead` when another
+    /// partition's window follows it directly.
+    pub fn usable(&self, i: usize) -> Duration {
+        let d = self.windows.get(i).map_or(Duration::ZERO, |w| w.duration);
+        if self.followed_by_another(i) { d.saturating_sub(self.freeze_ahead) } else { d }
+    }
+
     /// The windows sorted by start (validated plans already are; this does not rely on it).
     pub fn sorted_windows(&self) -> Vec<&Window> {
         let mut w: Vec<&Window> = self.windows.iter().collect();
@@ -80,7 +97,20 @@ mod tests {
             cpu: 0,
             major_frame: MajorFrame(us(frame)),
             windows: w.iter().map(|(p, s, d)| Window { partition: p.to_string(), start: us(*s), duration: us(*d) }).collect(),
+            freeze_ahead: Duration::ZERO,
         }
+    }
+
+    #[test]
+    fn freeze_ahead_shortens_only_windows_another_partition_follows() {
+        let mut p = plan(2000, &[("a", 0, 700), ("b", 700, 800), ("b", 1500, 200), ("a", 1800, 100)]);
+        p.freeze_ahead = us(30);
+        // a → b directly; b → b (its own); b → idle; a at the frame's end → a at 0 (its own).
+        assert_eq!((0..4).map(|i| p.followed_by_another(i)).collect::<Vec<_>>(), [true, false, false, false]);
+        assert_eq!(p.usable(0), us(670));
+        assert_eq!(p.usable(1), us(800));
+        let q = plan(1500, &[("recorder", 0, 700), ("routing", 700, 800)]);
+        assert!(q.followed_by_another(1), "the last window is followed by the first of the next frame");
     }
 
     #[test]

@@ -649,3 +649,24 @@ fn request_paths_name_partitions_of_their_module() {
     let e = errors(&with("[[module.path]]\nname = \"req\"\nvia = [\"a\"]"));
     assert!(!e.is_empty(), "an unknown key is refused");
 }
+
+#[test]
+fn freeze_ahead_is_read_and_shortens_the_window_another_partition_follows() {
+    let s = parse(&GOOD.replacen("major_frame = \"1ms\"", "major_frame = \"1ms\"\nfreeze_ahead = \"100us\"", 1), "sys.toml", &host()).unwrap();
+    let p = &s.modules[0].plans[0];
+    assert_eq!(p.freeze_ahead, Duration::from_micros(100));
+    // a is followed by idle time, b (at the frame's end) by a.
+    assert_eq!((p.usable(0), p.usable(1)), (Duration::from_micros(400), Duration::from_micros(400)));
+}
+
+#[test]
+fn freeze_ahead_over_a_fifth_of_a_window_or_not_a_length_is_refused() {
+    let e = broken("major_frame = \"1ms\"", "major_frame = \"1ms\"\nfreeze_ahead = \"101us\"");
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0].path, "module[m].plan[0].freeze_ahead");
+    assert!(matches!(&e[0].problem, Problem::FreezeAheadTooLong { window: 1, partition, .. } if partition == "b"), "{e:?}");
+    assert!(e[0].to_string().contains("shorter freeze_ahead"), "{}", e[0]);
+    let e = broken("major_frame = \"1ms\"", "major_frame = \"1ms\"\nfreeze_ahead = \"soon\"");
+    assert_eq!(e[0].path, "module[m].plan[0].freeze_ahead");
+    assert!(matches!(e[0].problem, Problem::BadValue(_)), "{e:?}");
+}
