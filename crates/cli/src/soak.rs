@@ -121,6 +121,9 @@ pub fn run(a: SoakArgs) -> ExitCode {
     if !builtin && a.setup.given() {
         return usage("--normal-scheduling, --fifo and --cpu-dma-latency set up the built-in system; a system file grants its own (`scheduling` of each partition and node, [system] cpu_dma_latency)".into());
     }
+    if !builtin && (a.freeze_ahead.is_some() || jitter.is_some()) {
+        return usage("--jitter and --freeze-ahead set up the built-in system; a system file sets its own (the monitor's `--jitter` in its command, `freeze_ahead` in [[module.plan]])".into());
+    }
     let setup = match a.setup.setup() {
         Ok(s) => s,
         Err(e) => return usage(e.to_string()),

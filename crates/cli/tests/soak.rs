@@ -161,6 +161,8 @@ fn bad_soak_arguments_exit_with_status_2() {
         &["--duration", "1y"],
         &["--fifo", "95"],
         &[example, "--normal-scheduling"],
+        &[example, "--jitter", "1ms"],
+        &[example, "--freeze-ahead", "50us"],
     ] {
         let o = partita().arg("soak").args(args).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
