@@ -146,7 +146,7 @@ pub fn run(a: SoakArgs) -> ExitCode {
         for (p, ahead) in s.modules.iter_mut().flat_map(|m| m.plans.iter_mut()).filter_map(|p| freeze_ahead.map(|d| (p, d))) {
             let ahead = partita_system::Duration::from_nanos(ahead.as_nanos() as u64);
             p.freeze_ahead = ahead;
-            if let Some(k) = (0..p.windows.len()).find(|&k| p.followed_by_another(k) && ahead.as_nanos().saturating_mul(5) > p.windows[k].duration.as_nanos()) {
+            if let Some(k) = p.freeze_ahead_too_long() {
                 return usage(format!("--freeze-ahead {:?} is more than a fifth of the built-in plan's window {k} ({}); give tens of µs", a.freeze_ahead.as_deref().unwrap_or_default(), p.windows[k].duration));
             }
         }

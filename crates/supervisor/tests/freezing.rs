@@ -9,12 +9,12 @@ use partita_supervisor::freeze::{FreezeBackend, Freezer};
 use partita_supervisor::launch::{launch, LaunchSpec};
 use std::time::{Duration, Instant};
 
-fn spinner(partition: &str, cg: &PartitionCgroup) -> i32 {
+/// Starts `sh -c script` in the partition's cgroup; its pid.
+fn shell(partition: &str, cg: &PartitionCgroup, script: &str) -> i32 {
     let spec = LaunchSpec {
         partition: partition.into(),
         program: "sh".into(),
-        // A child spinner too: freezing must stop the whole tree.
-        args: vec!["-c".into(), "(while :; do :; done) & while :; do :; done".into()],
+        args: vec!["-c".into(), script.into()],
         env: vec![],
         cgroup_procs: cg.procs_files(),
         netns: None,
@@ -25,6 +25,11 @@ fn spinner(partition: &str, cg: &PartitionCgroup) -> i32 {
         pass_fds: Vec::new(),
     };
     launch(&spec).unwrap().pid
+}
+
+fn spinner(partition: &str, cg: &PartitionCgroup) -> i32 {
+    // A child spinner too: freezing must stop the whole tree.
+    shell(partition, cg, "(while :; do :; done) & while :; do :; done")
 }
 
 fn wait_cpu_above(cg: &PartitionCgroup, d: Duration) {
@@ -150,20 +155,7 @@ fn a_freeze_lead_stops_a_partitions_many_tasks_before_the_next_window_starts() {
         let b = PartitionCgroup::create(&layout, &HostNames::new(&system).cgroup("b"), &limits).unwrap();
         let fa = Freezer::new(&a, FreezeBackend::best_for(&a)).unwrap();
         let fb = Freezer::new(&b, FreezeBackend::best_for(&b)).unwrap();
-        let spec = LaunchSpec {
-            partition: "a".into(),
-            program: "sh".into(),
-            args: vec!["-c".into(), "for i in $(seq 60); do sleep 600 & done; wait".into()],
-            env: vec![],
-            cgroup_procs: a.procs_files(),
-            netns: None,
-            environment: None,
-            output: None,
-            fifo_priority: None,
-            confine: None,
-            pass_fds: Vec::new(),
-        };
-        let pa = launch(&spec).unwrap().pid;
+        let pa = shell("a", &a, "for i in $(seq 60); do sleep 600 & done; wait");
         let deadline = Instant::now() + Duration::from_secs(10);
         while a.pids().unwrap().len() < 61 {
             assert!(Instant::now() < deadline, "the 60 sleepers did not start");

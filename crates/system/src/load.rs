@@ -795,9 +795,7 @@ impl Cx<'_> {
                 let order: Vec<usize> = wins.iter().map(|(i, _, _)| *i).collect();
                 let plan = Plan { cpu: cpu as usize, major_frame: MajorFrame(frame.unwrap_or(Duration::ZERO)), windows: wins.into_iter().map(|(_, w, _)| w).collect(), freeze_ahead: ahead };
                 if let Some(a) = rp.freeze_ahead.as_ref().filter(|_| ahead > Duration::ZERO) {
-                    // The supervisor's window watch does not judge the last fifth of a window; a partition frozen
-                    // earlier than that would look as if it had missed its window.
-                    if let Some(k) = (0..plan.windows.len()).find(|&k| plan.followed_by_another(k) && ahead.as_nanos().saturating_mul(5) > plan.windows[k].duration.as_nanos()) {
+                    if let Some(k) = plan.freeze_ahead_too_long() {
                         let w = &plan.windows[k];
                         let p = Problem::FreezeAheadTooLong { ahead: ahead.to_string(), window: order[k], partition: w.partition.clone(), duration: w.duration.to_string() };
                         self.err(&a.span(), &format!("{ppath}.freeze_ahead"), p);

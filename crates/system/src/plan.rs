@@ -24,6 +24,14 @@ impl Plan {
         if self.followed_by_another(i) { d.saturating_sub(self.freeze_ahead) } else { d }
     }
 
+    /// The first window whose partition `freeze_ahead` would freeze more than a fifth of it early (the
+    /// supervisor's window watch does not judge a window's last fifth; a partition frozen earlier would look as
+    /// if it had missed its window). `None` when the lead fits every window it shortens.
+    pub fn freeze_ahead_too_long(&self) -> Option<usize> {
+        (0..self.windows.len())
+            .find(|&k| self.followed_by_another(k) && self.freeze_ahead.as_nanos().saturating_mul(5) > self.windows[k].duration.as_nanos())
+    }
+
     /// The windows sorted by start (validated plans already are; this does not rely on it).
     pub fn sorted_windows(&self) -> Vec<&Window> {
         let mut w: Vec<&Window> = self.windows.iter().collect();
