@@ -1,4 +1,4 @@
-//! (Also the build script of crates/cli.) Tests that need root (namespaces, cgroups, real-time scheduling) are marked
+//! (Also the build script of crates/cli and crates/os.) Tests that need root (namespaces, cgroups, real-time scheduling) are marked
 //! `#[cfg_attr(partita_not_root, ignore = "needs root")]`: built by another user, they show as ignored with
 //! that reason instead of failing on a permission error. CI and the team's machines build and test as root.
 fn main() {

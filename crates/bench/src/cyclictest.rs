@@ -1,5 +1,6 @@
 //! The machine's own wake-up floor: Debian's `cyclictest` (rt-tests) on one CPU, its histogram read back as
 //! percentiles, so that partita's window-start lateness can be reported beside it.
+use partita_os::cpu_latency::CpuLatencyHold;
 use serde::Serialize;
 use std::process::Command;
 use std::time::Duration;
@@ -27,10 +28,16 @@ pub struct CyclicResult {
 }
 
 /// Runs cyclictest with one thread pinned to `cfg.cpu`, memory locked, and reads its histogram.
+///
+/// cyclictest holds `/dev/cpu_dma_latency` at 0 µs itself; on a kernel without a cpuidle driver that leaves
+/// idle CPUs halting, so the run also holds a bound of 0 through [`CpuLatencyHold`], whose idle pollers keep the
+/// CPUs polling as the request means, and as they do while a partita system or benchmark holds its bound: the
+/// floor is measured under the same idle policy as the executor it is compared with.
 pub fn run(cfg: &CyclicConfig) -> Result<CyclicResult, String> {
     if !(1..=99).contains(&cfg.priority) || cfg.interval_us == 0 || cfg.duration.as_secs() == 0 {
         return Err(format!("cyclictest: priority {} (1..=99), interval {} µs (> 0) and duration {:?} (≥ 1 s)", cfg.priority, cfg.interval_us, cfg.duration));
     }
+    let _polling = CpuLatencyHold::new(0).map_err(|e| format!("cyclictest: holding the wake-up latency bound: {e}"))?;
     let out = Command::new("cyclictest")
         .args(["-q", "-m", "-t", "1", "-p", &cfg.priority.to_string(), "-a", &cfg.cpu.to_string(), "-i", &cfg.interval_us.to_string()])
         .args(["-D", &cfg.duration.as_secs().to_string(), "-h", &HISTOGRAM_US.to_string()])

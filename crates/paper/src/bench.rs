@@ -536,5 +536,12 @@ pub fn machine() -> String {
         .unwrap_or_else(|| "unknown CPU".into());
     let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    format!("{cpu}, {n} CPUs, Linux {}", kernel.trim())
+    // Whether a held wake-up latency bound of 0 µs keeps idle CPUs polling through the kernel's cpuidle driver, or
+    // through partita's own idle pollers (partita_os::cpu_latency): figures taken either way are comparable,
+    // figures of a machine whose idle CPUs halt are not.
+    let idle = match partita_os::cpu_latency::idle_driver() {
+        Some(d) => format!("cpuidle driver {d}"),
+        None => "no cpuidle driver (idle CPUs kept polling by partita's SCHED_IDLE pollers while a 0 µs bound is held)".into(),
+    };
+    format!("{cpu}, {n} CPUs, Linux {}, {idle}", kernel.trim())
 }

@@ -136,6 +136,7 @@ fn partitions_run_in_the_class_their_file_grants_and_the_latency_bound_is_held_w
     partita_os::sched::set_current_thread_normal().unwrap();
     let sup = sup.unwrap();
     let bound = partita_os::cpu_latency::current_bound_us().unwrap();
+    let polling = idle_pollers();
     let pid = |p: &str| sup.events().events().iter().find(|e| e.event == "start" && e.partition == p).and_then(|e| e.pid).unwrap();
     let (recorder, routing, monitor) = (pid("recorder"), pid("routing"), pid("monitor"));
     // A frozen process's /proc entry is readable; its class is set before it joined its cgroup.
@@ -145,7 +146,33 @@ fn partitions_run_in_the_class_their_file_grants_and_the_latency_bound_is_held_w
     sup.run(Some(Duration::from_millis(200)), None).unwrap();
     assert_eq!(bound, 0, "the supervisor holds /dev/cpu_dma_latency at 0 while the plan runs");
     assert!(partita_os::cpu_latency::current_bound_us().unwrap() > 0, "the bound is released when the system goes down");
+    // Without a cpuidle driver the bound alone would leave idle CPUs halting: the supervisor polls them itself,
+    // one SCHED_IDLE thread per CPU, while the system is up.
+    if partita_os::cpu_latency::needs_pollers(0) {
+        let cpus = partita_os::sched::current_thread_cpus().unwrap();
+        let mut want: Vec<_> = cpus.iter().map(|&c| (partita_os::cpu_latency::poller_name(c), libc::SCHED_IDLE)).collect();
+        want.sort();
+        assert_eq!(polling, want, "an idle poller per CPU while up");
+    } else {
+        assert!(polling.is_empty(), "the cpuidle driver honours the bound: no poller ({polling:?})");
+    }
+    assert!(idle_pollers().is_empty(), "the pollers end when the system goes down");
     assert_nothing_left(&name, Some(&link_prefix(&name)));
+}
+
+/// The idle pollers among this process's threads: name and scheduling policy.
+fn idle_pollers() -> Vec<(String, i32)> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let name = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default().trim().to_string();
+        if name.starts_with("idle-poll-") {
+            let tid: i32 = e.file_name().to_str().unwrap().parse().unwrap();
+            // SAFETY: no memory is passed.
+            found.push((name, unsafe { libc::sched_getscheduler(tid) }));
+        }
+    }
+    found.sort();
+    found
 }
 
 #[test]
