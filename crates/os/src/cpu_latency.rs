@@ -9,8 +9,8 @@
 //! hold of 0 µs also starts an idle poller per CPU the process may use: a SCHED_IDLE thread that spins while
 //! nothing else wants the CPU, so the CPU never halts, as the kernel's own polling state would do. Measured on
 //! such a VM (docs/soak.md, "Idle CPUs that halt"): plan executor lateness p99 halved, the monitor's response
-//! 50-75 µs shorter. The cost: the CPUs are always busy for the host, which then takes them away more often (a
-//! few ms of steal a minute, in stalls of about 2 ms).
+//! p99 70-140 µs shorter. The cost: the CPUs are always busy for the host, which then takes them away more often
+//! (about 100 ms of steal a minute, in stalls of about 2 ms).
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
