@@ -241,12 +241,13 @@ fn run_rr(a: RrArgs) -> Result<(), BenchError> {
     };
     cfg.validate()?;
     report::prepare_dir(&out)?;
-    // Before any thread or process of the run exists, so that all of them inherit the scheduling class.
-    let _setup = cfg.setup.enter()?;
     // Client, server and ddsperf processes see only a loopback interface of their own: Cyclone binds its
     // receive sockets to the wildcard address, and nothing of the benchmark may touch the host's interfaces.
-    // This must happen while the process is single-threaded; the servers inherit the namespace.
+    // This must happen while the process is single-threaded (before the setup, whose latency hold may start
+    // idle pollers); the servers inherit the namespace.
     partita_dds::sandbox::enter_private_network().map_err(|e| BenchError::Sandbox(e.to_string()))?;
+    // Before any other thread or process of the run exists, so that all of them inherit the scheduling class.
+    let _setup = cfg.setup.enter()?;
     let program = std::env::current_exe()
         .map_err(|e| BenchError::Server { transport: "any".into(), reason: format!("finding this executable: {e}") })?;
     let launcher = ServerLauncher { program, args: vec!["bench".into(), "rr-server".into()] };
@@ -300,9 +301,10 @@ fn run_flood(a: RouterFloodArgs) -> Result<(), BenchError> {
     let setup = a.measure.setup()?;
     let program = std::env::current_exe()
         .map_err(|e| BenchError::Server { transport: "router-flood".into(), reason: format!("finding this executable: {e}") })?;
-    // Writer and reader (this process) and the router inherit the scheduling class; before any thread exists.
-    let _setup = setup.enter()?;
+    // The private network while single-threaded (the setup's latency hold may start idle pollers); then the
+    // setup, which writer and reader (this process) and the router inherit, before any of their threads exists.
     partita_dds::sandbox::enter_private_network().map_err(|e| BenchError::Sandbox(e.to_string()))?;
+    let _setup = setup.enter()?;
     install_stop_signals();
     let repeat = a.measure.repeat;
     let mut runs = Vec::new();

@@ -33,8 +33,7 @@ fn check(file: &std::path::Path, bytes: &[u8], i: usize) -> (i32, String, String
 
 #[test]
 fn partita_check_exits_2_on_files_that_are_not_toml_at_all() {
-    let dir = TempDir(std::env::temp_dir().join(format!("partita-check-odd-{}", std::process::id())));
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = TempDir::new("check", "odd");
     let deep = |open: &str, close: &str| format!("[system]\nname = \"a\"\nx = {}1{}\n", open.repeat(100_000), close.repeat(100_000));
     let odd: Vec<Vec<u8>> = vec![
         Vec::new(),
@@ -61,8 +60,7 @@ fn partita_check_exits_0_or_2_on_generated_system_files() {
     let host = Host::with_cpus(2);
     let (valid, refused): (Vec<&String>, Vec<&String>) = pool.iter().partition(|t| parse(t, "gen.toml", &host).is_ok());
     assert!(valid.len() >= VALID && refused.len() >= REFUSED, "{} valid, {} refused", valid.len(), refused.len());
-    let dir = TempDir(std::env::temp_dir().join(format!("partita-check-generated-{}", std::process::id())));
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = TempDir::new("check", "generated");
     let (mut exit0, mut exit2) = (0, 0);
     for (i, text) in valid.iter().take(VALID).chain(refused.iter().take(REFUSED)).enumerate() {
         let file = dir.0.join(format!("gen-{i:03}.toml"));

@@ -50,6 +50,9 @@ pub fn poller_name(cpu: usize) -> String {
     format!("idle-poll-{cpu}")
 }
 
+/// An idle poller's stack, bytes.
+const POLLER_STACK: usize = 64 * 1024;
+
 /// SCHED_IDLE threads that keep CPUs from halting, one per CPU, until dropped.
 #[derive(Debug)]
 struct IdlePollers {
@@ -66,6 +69,9 @@ impl IdlePollers {
             let (stop, (ready_tx, ready_rx)) = (stop.clone(), std::sync::mpsc::channel());
             let thread = std::thread::Builder::new()
                 .name(poller_name(cpu))
+                // A loop needs no stack to speak of; the default 8 MiB would be locked whole by a process that
+                // calls mlockall afterwards, as the benchmarks' real-time setup does.
+                .stack_size(POLLER_STACK)
                 .spawn(move || {
                     // SCHED_IDLE first: the spinning must never take time from any other thread.
                     let param = libc::sched_param { sched_priority: 0 };
