@@ -496,9 +496,10 @@ fn run(schedule: &Schedule, freezers: &[Freezer], config: &ExecutorConfig, share
     for f in freezers {
         let _ = f.freeze();
     }
-    // Freezing completes asynchronously (a task stops on its way back to user space): wait for it.
+    // Freezing completes asynchronously (a task stops on its way back to user space): wait for it, sleeping
+    // between looks, since the tasks that must stop run on this thread's CPU, below its priority.
     for f in freezers {
-        if f.wait_frozen(Duration::from_secs(1)).is_err() {
+        if f.wait_frozen_sleeping(Duration::from_secs(1)).is_err() {
             log.switch_errors += 1;
         }
     }

@@ -145,8 +145,20 @@ impl Freezer {
         FrozenProbe { backend: self.backend, procs: self.procs.clone(), status: self.status.clone() }
     }
 
-    /// Polls until the partition is frozen; returns how long that took (from the call).
+    /// Polls without pause until the partition is frozen; returns how long that took (from the call). Only
+    /// for a caller on another CPU than the partition's: a partition's tasks must run to stop themselves, and a
+    /// real-time caller spinning on their CPU keeps them from it (use [`Freezer::wait_frozen_sleeping`]).
     pub fn wait_frozen(&self, timeout: Duration) -> Result<Duration> {
+        self.wait_frozen_pausing(timeout, std::hint::spin_loop)
+    }
+
+    /// Waits until the partition is frozen, sleeping `FROZEN_POLL` between looks, so that the partition's tasks
+    /// can run to stop themselves on the caller's own CPU (the plan executor, at SCHED_FIFO on the plan's CPU).
+    pub fn wait_frozen_sleeping(&self, timeout: Duration) -> Result<Duration> {
+        self.wait_frozen_pausing(timeout, || std::thread::sleep(FROZEN_POLL))
+    }
+
+    fn wait_frozen_pausing(&self, timeout: Duration, pause: impl Fn()) -> Result<Duration> {
         let t0 = Instant::now();
         loop {
             if self.is_frozen()? {
@@ -158,10 +170,13 @@ impl Freezer {
                     self.backend.name()
                 )));
             }
-            std::hint::spin_loop();
+            pause();
         }
     }
 }
+
+/// How long [`Freezer::wait_frozen_sleeping`] sleeps between looks.
+const FROZEN_POLL: Duration = Duration::from_micros(100);
 
 /// Reads a partition's frozen state (the kernel's view).
 #[derive(Debug, Clone)]
