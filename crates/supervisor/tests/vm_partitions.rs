@@ -155,6 +155,11 @@ fn a_vm_partition_is_frozen_outside_its_windows() {
     let root = tempdir("state");
     // A 2 s frame: the guest runs in the first second, a process partition in the second. The guest prints a
     // tick every 50 ms; watched from the host, its log stops growing for most of every second second.
+    // A TCG guest's boot hung once in a clean-clone run (console silent after 0.25 s of guest time, cause
+    // unknown; of more than 40 boots under this plan and a 300 ms one since, 12 beside two stress-ng CPU hogs,
+    // all started but one, under a parallel build, that had not within the 20 s its run lasted). The answer
+    // partita gives a guest that does not start is the health monitor's, so this partition has a boot timeout
+    // and one restart: what is tested here is the freezing of a running guest.
     let sys = common::system(&format!(
         r#"
 [system]
@@ -165,10 +170,10 @@ cpus = [1]
 [[module.partition]]
 name = "guest"
 kind = "vm"
-vm = {{ memory = "128MiB", accel = "tcg", boot_timeout = "120s" }}
+vm = {{ memory = "128MiB", accel = "tcg", boot_timeout = "45s" }}
 command = ["sh", "-c", "i=0; while :; do i=$((i+1)); echo tick $i; usleep 50000; done"]
 pids = 64
-health = {{ action = "stop" }}
+health = {{ action = "restart", max_restarts = 1, window = "120s" }}
 [[module.partition]]
 name = "other"
 command = ["sleep", "1000"]
@@ -184,7 +189,7 @@ window = [{{ partition = "guest", start = "0ms", duration = "1s" }}, {{ partitio
     let path = root.0.join(&system).join("guest.log");
     let sup = Supervisor::up(&sys, &vm_options(&root)).unwrap();
     let ticks = |text: &str| text.lines().filter(|l| l.starts_with("tick ")).count();
-    let deadline = Instant::now() + Duration::from_secs(120);
+    let deadline = Instant::now() + Duration::from_secs(100);
     while ticks(&std::fs::read_to_string(&path).unwrap_or_default()) < 3 {
         assert!(Instant::now() < deadline, "the guest never ticked:\n{}", std::fs::read_to_string(&path).unwrap_or_default());
         std::thread::sleep(Duration::from_millis(50));

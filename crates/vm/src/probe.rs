@@ -88,7 +88,7 @@ pub fn probe(kernel: &Path, base: &Path, cache_dir: &Path, timeout: Duration, fr
                     verdict.kvm_boot_s = Some(times.boot.as_secs_f64());
                     verdict.reason = format!("the guest booted under KVM ({kvm_name}) in {:.2} s", times.boot.as_secs_f64());
                 }
-                Outcome::BootTimeout { after } => {
+                Outcome::BootTimeout { after, .. } => {
                     verdict.reason = format!("under KVM ({kvm_name}) the guest gave no start marker within {:.0} s (it hangs there)", after.as_secs_f64())
                 }
                 other => verdict.reason = format!("under KVM ({kvm_name}) the guest did not run: {}", other.summary()),

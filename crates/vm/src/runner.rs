@@ -95,7 +95,11 @@ pub enum Outcome {
     Panicked { line: String, boot: Option<Duration> },
     SetupFailed { reason: String },
     QemuFailed { reason: String },
-    BootTimeout { after: Duration },
+    /// `qemu_cpu`: the CPU time QEMU had used when it was killed (`None` if it could not be read). Near the
+    /// partition's share of the timeout, the guest was busy all along (a loop); far below it, the guest sat
+    /// idle waiting for something (a lost interrupt, a console that stopped draining) or QEMU was kept off the
+    /// CPU.
+    BootTimeout { after: Duration, qemu_cpu: Option<Duration> },
     Stopped,
 }
 
@@ -140,8 +144,9 @@ impl Outcome {
             }
             Outcome::SetupFailed { reason } => format!("partita vm: the guest's /init failed: {reason}: exit code {}", exit_code::SETUP_FAILED),
             Outcome::QemuFailed { reason } => format!("partita vm: QEMU failed: {reason}: exit code {}", exit_code::QEMU_FAILED),
-            Outcome::BootTimeout { after } => {
-                format!("partita vm: no start marker within the boot timeout ({:.1} s): QEMU killed, exit code {}", after.as_secs_f64(), exit_code::BOOT_TIMEOUT)
+            Outcome::BootTimeout { after, qemu_cpu } => {
+                let cpu = qemu_cpu.map(|c| format!(" after using {:.1} s of CPU", c.as_secs_f64())).unwrap_or_default();
+                format!("partita vm: no start marker within the boot timeout ({:.1} s): QEMU killed{cpu}, exit code {}", after.as_secs_f64(), exit_code::BOOT_TIMEOUT)
             }
             Outcome::Stopped => format!("partita vm: stopped by a signal, passed on to QEMU: exit code {}", exit_code::STOPPED),
         }
@@ -217,7 +222,7 @@ pub fn run(config: &RunConfig, console: &mut dyn Write, stop: &AtomicBool) -> Ou
     let mut exit: Option<(u8, Duration)> = None;
     let mut panic: Option<String> = None;
     let mut setup_failed: Option<String> = None;
-    let mut timed_out = false;
+    let mut timed_out: Option<Option<Duration>> = None;
     let mut stopped = false;
     let mut kill_at: Option<Instant> = None;
     let mut killed = false;
@@ -253,8 +258,9 @@ pub fn run(config: &RunConfig, console: &mut dyn Write, stop: &AtomicBool) -> Ou
             let _ = partita_os::process::send_signal(pid, libc::SIGTERM);
             kill_at.get_or_insert(Instant::now() + GRACE);
         }
-        if boot.is_none() && !timed_out && started.elapsed() >= config.boot_timeout {
-            timed_out = true;
+        if boot.is_none() && timed_out.is_none() && started.elapsed() >= config.boot_timeout {
+            let cpu = partita_os::process::cpu_times_ns(pid as u32).map(|(u, s)| Duration::from_nanos(u + s));
+            timed_out = Some(cpu);
             kill_at = Some(Instant::now());
         }
         if !killed && kill_at.is_some_and(|t| Instant::now() >= t) {
@@ -268,8 +274,8 @@ pub fn run(config: &RunConfig, console: &mut dyn Write, stop: &AtomicBool) -> Ou
     let total = started.elapsed();
     let outcome = if stopped {
         Outcome::Stopped
-    } else if timed_out {
-        Outcome::BootTimeout { after: config.boot_timeout }
+    } else if let Some(qemu_cpu) = timed_out {
+        Outcome::BootTimeout { after: config.boot_timeout, qemu_cpu }
     } else if let (Some((status, ended)), Some((boot, guest_uptime))) = (exit, boot) {
         Outcome::Exited { status, times: Times { boot, guest_uptime, command: ended.saturating_sub(boot), total } }
     } else if let Some(line) = panic {

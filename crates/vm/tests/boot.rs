@@ -93,7 +93,11 @@ fn a_guest_that_has_not_started_its_command_in_time_is_killed_with_the_boot_time
     guest.config.boot_timeout = Duration::from_millis(300);
     let started = Instant::now();
     let (outcome, console) = guest.run();
-    assert_eq!(outcome, Outcome::BootTimeout { after: Duration::from_millis(300) }, "{console}");
+    assert!(
+        matches!(outcome, Outcome::BootTimeout { after, qemu_cpu: Some(cpu) } if after == Duration::from_millis(300) && cpu > Duration::ZERO && cpu < Duration::from_secs(10)),
+        "the timeout, with the CPU time QEMU had used: {outcome:?}\n{console}"
+    );
+    assert!(console.contains("s of CPU, exit code 195"), "the runner's last line says how much CPU QEMU used: {console}");
     assert_eq!(outcome.exit_code(), exit_code::BOOT_TIMEOUT);
     assert!(started.elapsed() < Duration::from_secs(10), "QEMU was killed at the timeout, and run() returned");
     assert!(!console.contains(partita_vm::init::START_MARKER));
