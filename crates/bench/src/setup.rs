@@ -148,8 +148,8 @@ impl Setup {
     /// Puts this process under the setup: SCHED_FIFO for the calling thread and every thread and process it
     /// creates afterwards, its memory locked, the latency bound held until the guard is dropped. Call it before
     /// any other thread or process of the benchmark exists, but after any step that needs a single-threaded
-    /// process (entering a private network namespace): the latency hold may start idle-poller threads of its own
-    /// (`partita_os::cpu_latency`, on a kernel without a cpuidle driver).
+    /// process (entering a private network namespace): the latency hold starts idle pollers
+    /// (`partita_os::idle_poll`, on a kernel without a cpuidle driver) from the process as it is then.
     pub fn enter(&self) -> Result<SetupGuard, BenchError> {
         let guard = self.hold_cpu_latency()?;
         if let Setup::Realtime { priority, .. } = *self {

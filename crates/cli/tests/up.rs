@@ -191,3 +191,54 @@ fn sighup_and_sigquit_tear_the_system_down_like_sigterm() {
         let _ = std::fs::remove_dir_all(state.parent().unwrap());
     }
 }
+
+/// A supervisor killed with SIGKILL cannot stop its idle pollers (crates/os/src/idle_poll.rs, on a kernel
+/// without a cpuidle driver): they end by themselves once it is gone, and `partita down` removes their cgroup
+/// with the rest of the system.
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn the_idle_pollers_of_a_killed_supervisor_end_and_down_removes_their_cgroup() {
+    use std::time::{Duration, Instant};
+    let name = format!("kp{}", std::process::id() % 100_000);
+    let file = write_system(&name, SYSTEM);
+    let mut up = Command::new(env!("CARGO_BIN_EXE_partita"))
+        .args(["up", file.to_str().unwrap(), "--duration", "60"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = up.id();
+    let want = if partita_os::cpu_latency::needs_pollers(0) { partita_os::sched::current_thread_cpus().unwrap().len() } else { 0 };
+    // Up when the plan's window starts are being written to its state directory's events; the pollers start
+    // before that.
+    let until = Instant::now() + Duration::from_secs(20);
+    let mut pollers = partita_os::idle_poll::running(pid);
+    while pollers.len() < want || !std::path::Path::new("/run/partita").join(&name).join("events.jsonl").exists() {
+        assert!(Instant::now() < until, "the system did not come up with {want} idle pollers: {pollers:?}");
+        std::thread::sleep(Duration::from_millis(50));
+        pollers = partita_os::idle_poll::running(pid);
+    }
+    assert_eq!(pollers.len(), want, "{pollers:?}");
+    let _ = std::fs::remove_file(&file);
+    // SAFETY: kill on the pid of the child this test started, not yet reaped.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    let _ = up.wait();
+    let ended = |p: i32| std::fs::read_to_string(format!("/proc/{p}/stat")).map_or(true, |s| s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'));
+    let until = Instant::now() + Duration::from_secs(2);
+    while !pollers.iter().all(|p| ended(p.pid)) {
+        assert!(Instant::now() < until, "idle pollers outlived their supervisor: {pollers:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let group = |p: &partita_os::idle_poll::Running| p.cgroup.rsplit('/').next().unwrap_or_default().to_string();
+    let groups: Vec<String> = pollers.iter().map(group).collect();
+    let out = Command::new(env!("CARGO_BIN_EXE_partita")).arg("down").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for g in &groups {
+        for root in ["/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup"] {
+            let d = std::path::Path::new(root).join(g);
+            assert!(g.is_empty() || !d.exists(), "{} survived `partita down`", d.display());
+        }
+    }
+    assert!(groups.iter().all(|g| g.starts_with(partita_os::idle_poll::GROUP_PREFIX)), "{groups:?}");
+    assert!(leftovers(&name).is_empty(), "left behind: {:?}", leftovers(&name));
+}

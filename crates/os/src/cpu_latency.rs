@@ -6,16 +6,15 @@
 //! virtual machine), whose governor then picks the polling state for a bound of 0. Without one
 //! (`/sys/devices/system/cpu/cpuidle/current_driver` reads `none`, as in some virtual machines) every idle CPU
 //! halts whatever the bound, and in a virtual machine waking a halted virtual CPU goes through the host. There a
-//! hold of 0 µs also starts an idle poller per CPU the process may use: a SCHED_IDLE thread that spins while
-//! nothing else wants the CPU, so the CPU never halts, as the kernel's own polling state would do. Measured on
+//! hold of 0 µs also starts an idle poller per CPU the process may use ([`crate::idle_poll`]): a process in an
+//! idle cgroup that spins while nothing else wants the CPU, so the CPU never halts, as the kernel's own polling
+//! state would do. Measured on
 //! such a VM (docs/soak.md, "Idle CPUs that halt"): plan executor lateness p99 halved, the monitor's response
 //! p99 70-140 µs shorter. The cost: the CPUs are always busy for the host, which then takes them away more often
 //! (about 100 ms of steal a minute, in stalls of about 2 ms).
+use crate::idle_poll::Pollers;
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
 use thiserror::Error;
 
 pub const PATH: &str = "/dev/cpu_dma_latency";
@@ -29,9 +28,9 @@ pub enum CpuLatencyError {
     OutOfRange { bound_us: u32 },
     #[error("{PATH}: {source}{}", if source.kind() == io::ErrorKind::PermissionDenied { " (needs root)" } else { "" })]
     Io { #[source] source: io::Error },
-    /// The kernel has no cpuidle driver and an idle poller could not be started.
-    #[error("starting the idle poller of CPU {cpu} (the kernel has no cpuidle driver to keep idle CPUs polling): {source}")]
-    Poller { cpu: usize, #[source] source: io::Error },
+    /// The kernel has no cpuidle driver and the idle pollers could not be started.
+    #[error("the kernel has no cpuidle driver to keep idle CPUs polling, and partita's idle pollers could not start: {0}")]
+    Poller(#[from] crate::idle_poll::IdlePollError),
 }
 
 /// The kernel's cpuidle driver, `None` when it has none (then no bound keeps an idle CPU from halting).
@@ -45,76 +44,14 @@ pub fn needs_pollers(bound_us: u32) -> bool {
     bound_us == 0 && idle_driver().is_none()
 }
 
-/// The name of a CPU's idle poller thread.
-pub fn poller_name(cpu: usize) -> String {
-    format!("idle-poll-{cpu}")
-}
-
-/// An idle poller's stack, bytes.
-const POLLER_STACK: usize = 64 * 1024;
-
-/// SCHED_IDLE threads that keep CPUs from halting, one per CPU, until dropped.
-#[derive(Debug)]
-struct IdlePollers {
-    cpus: Vec<usize>,
-    stop: Arc<AtomicBool>,
-    threads: Vec<JoinHandle<()>>,
-}
-
-impl IdlePollers {
-    fn start(cpus: Vec<usize>) -> Result<Self, CpuLatencyError> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let mut pollers = IdlePollers { cpus: Vec::new(), stop: stop.clone(), threads: Vec::new() };
-        for cpu in cpus {
-            let (stop, (ready_tx, ready_rx)) = (stop.clone(), std::sync::mpsc::channel());
-            let thread = std::thread::Builder::new()
-                .name(poller_name(cpu))
-                // A loop needs no stack to speak of; the default 8 MiB would be locked whole by a process that
-                // calls mlockall afterwards, as the benchmarks' real-time setup does.
-                .stack_size(POLLER_STACK)
-                .spawn(move || {
-                    // SCHED_IDLE first: the spinning must never take time from any other thread.
-                    let param = libc::sched_param { sched_priority: 0 };
-                    // SAFETY: `param` is a valid sched_param; pid 0 is this thread.
-                    let ok = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } == 0;
-                    let result = if ok {
-                        crate::sched::pin_current_thread(cpu).map_err(|e| io::Error::other(e.to_string()))
-                    } else {
-                        Err(io::Error::last_os_error())
-                    };
-                    let spin = result.is_ok();
-                    let _ = ready_tx.send(result);
-                    while spin && !stop.load(Ordering::Relaxed) {
-                        std::hint::black_box(());
-                    }
-                })
-                .map_err(|source| CpuLatencyError::Poller { cpu, source })?;
-            pollers.threads.push(thread);
-            match ready_rx.recv() {
-                Ok(Ok(())) => pollers.cpus.push(cpu),
-                Ok(Err(source)) => return Err(CpuLatencyError::Poller { cpu, source }),
-                Err(_) => return Err(CpuLatencyError::Poller { cpu, source: io::Error::other("the poller ended at once") }),
-            }
-        }
-        Ok(pollers)
-    }
-}
-
-impl Drop for IdlePollers {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        for t in self.threads.drain(..) {
-            let _ = t.join();
-        }
-    }
-}
+pub use crate::idle_poll::poller_name;
 
 /// Keeps the CPUs out of idle states slower than the bound while it lives.
 #[derive(Debug)]
 pub struct CpuLatencyHold {
     bound_us: u32,
     /// Stopped (on drop) before the request is closed.
-    pollers: Option<IdlePollers>,
+    pollers: Option<Pollers>,
     /// The open request; closing it (on drop) ends the bound.
     _request: File,
 }
@@ -129,7 +66,7 @@ impl CpuLatencyHold {
         request.write_all(&value.to_ne_bytes()).map_err(io)?;
         let pollers = if needs_pollers(bound_us) {
             let cpus = crate::sched::current_thread_cpus().map_err(io)?;
-            Some(IdlePollers::start(cpus)?)
+            Some(Pollers::start(&cpus)?)
         } else {
             None
         };
@@ -140,9 +77,14 @@ impl CpuLatencyHold {
         self.bound_us
     }
 
-    /// The CPUs kept polling by this hold's own threads (none where a cpuidle driver honours the bound).
-    pub fn polling_cpus(&self) -> &[usize] {
-        self.pollers.as_ref().map_or(&[], |p| &p.cpus)
+    /// The CPUs kept polling by this hold's idle pollers (none where a cpuidle driver honours the bound).
+    pub fn polling_cpus(&self) -> Vec<usize> {
+        self.pollers.as_ref().map_or(Vec::new(), |p| p.cpus())
+    }
+
+    /// The idle pollers' pids (none where a cpuidle driver honours the bound).
+    pub fn poller_pids(&self) -> Vec<i32> {
+        self.pollers.as_ref().map_or(Vec::new(), |p| p.pids())
     }
 }
 
@@ -186,58 +128,32 @@ mod tests {
         assert!(matches!(e, CpuLatencyError::OutOfRange { bound_us: u32::MAX }), "{e:?}");
     }
 
-    fn thread_policies(prefix: &str) -> Vec<(String, i32, String)> {
-        let mut found = Vec::new();
-        for e in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
-            let name = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default().trim().to_string();
-            if name.starts_with(prefix) {
-                let tid: i32 = e.file_name().to_str().unwrap().parse().unwrap();
-                // SAFETY: no memory is passed.
-                let policy = unsafe { libc::sched_getscheduler(tid) };
-                let status = std::fs::read_to_string(e.path().join("status")).unwrap_or_default();
-                let cpus = status.lines().find(|l| l.starts_with("Cpus_allowed_list:")).unwrap_or_default().split_whitespace().nth(1).unwrap_or_default().to_string();
-                found.push((name, policy, cpus));
-            }
-        }
-        found.sort();
-        found
-    }
-
-    /// A hold of 0 µs on a kernel without a cpuidle driver polls every CPU in a SCHED_IDLE thread pinned to it,
-    /// and stops when dropped; with a driver, or with a bound above 0, it starts no thread.
+    /// A hold of 0 µs on a kernel without a cpuidle driver polls every CPU with an idle poller pinned to it
+    /// (crate::idle_poll), and stops them when dropped; with a driver, or with a bound above 0, it starts none.
     #[test]
     #[cfg_attr(partita_not_root, ignore = "needs root")]
     fn a_zero_bound_without_an_idle_driver_polls_every_cpu_at_sched_idle_until_dropped() {
         let cpus = crate::sched::current_thread_cpus().unwrap();
         let hold = CpuLatencyHold::new(0).unwrap();
-        let seen = thread_policies("idle-poll-");
+        // Other tests of this binary may hold a bound at the same time: look at this hold's pollers only.
+        let pids = hold.poller_pids();
+        let seen: Vec<_> = crate::idle_poll::running(std::process::id()).into_iter().filter(|r| pids.contains(&r.pid)).collect();
         if idle_driver().is_none() {
-            assert_eq!(hold.polling_cpus(), cpus.as_slice());
-            let want: Vec<_> = cpus.iter().map(|c| (poller_name(*c), libc::SCHED_IDLE, c.to_string())).collect();
+            assert_eq!(hold.polling_cpus(), cpus);
+            let got: Vec<_> = seen.iter().map(|r| (r.name.clone(), r.policy, r.cpus_allowed.clone())).collect();
             // (each is pinned to its own CPU: Cpus_allowed_list names that CPU alone)
-            // Other tests of this binary may hold a bound at the same time: at least ours are there.
-            for w in &want {
-                assert!(seen.contains(w), "poller {w:?} among {seen:?}");
-            }
+            let want: Vec<_> = cpus.iter().map(|c| (poller_name(*c), libc::SCHED_IDLE, c.to_string())).collect();
+            assert_eq!(got, want);
         } else {
-            assert!(hold.polling_cpus().is_empty());
+            assert!(hold.polling_cpus().is_empty() && seen.is_empty(), "{seen:?}");
         }
         drop(hold);
+        for pid in pids {
+            assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "poller {pid} ended with the hold");
+        }
         let loose = CpuLatencyHold::new(50).unwrap();
         assert!(loose.polling_cpus().is_empty(), "a bound above 0 lets CPUs halt: no poller");
         drop(loose);
-    }
-
-    #[test]
-    fn idle_pollers_stop_when_dropped() {
-        let pollers = IdlePollers::start(vec![crate::sched::current_thread_cpus().unwrap()[0]]).unwrap();
-        assert_eq!(pollers.cpus.len(), 1);
-        let stop = pollers.stop.clone();
-        drop(pollers);
-        assert!(stop.load(Ordering::Relaxed));
-        // The thread was joined by the drop: no poller of that drop is left (names are shared with other
-        // tests' pollers, so count by the stop flag's owners instead).
-        assert_eq!(Arc::strong_count(&stop), 1, "the poller thread ended and released its flag");
     }
 
     #[test]

@@ -8,6 +8,8 @@
 //! The wrappers sit directly on `libc`: every one is a few lines, and a second binding crate would add a
 //! dependency (and a second set of types) without removing any of the `unsafe` blocks below.
 //!
+//! `idle_poll` keeps idle CPUs from halting where the kernel cannot (processes of their own, in an idle cgroup).
+//!
 //! `tap` and `fd` serve VM partitions: a tap device per guest NIC, descriptors QEMU inherits.
 //!
 //! Everything here acts on the calling thread or process unless a name says otherwise: scheduling, timer
@@ -16,6 +18,7 @@ pub mod busy;
 pub mod clock;
 pub mod cpu_latency;
 pub mod fd;
+pub mod idle_poll;
 pub mod netns;
 pub mod process;
 pub mod sched;

@@ -541,7 +541,7 @@ pub fn machine() -> String {
     // figures of a machine whose idle CPUs halt are not.
     let idle = match partita_os::cpu_latency::idle_driver() {
         Some(d) => format!("cpuidle driver {d}"),
-        None => "no cpuidle driver (idle CPUs kept polling by partita's SCHED_IDLE pollers while a 0 µs bound is held)".into(),
+        None => "no cpuidle driver (idle CPUs kept polling by partita's idle pollers while a 0 µs bound is held)".into(),
     };
     format!("{cpu}, {n} CPUs, Linux {}, {idle}", kernel.trim())
 }

@@ -1,6 +1,7 @@
 //! Finding and removing what partita created, by name: named network namespaces `partita-*`, interfaces
-//! of the exact shapes partita gives them (`partita_system::names::is_link_name`), and cgroups under
-//! `partita/` in every hierarchy (only the processes inside those cgroups are killed). `partita down` removes
+//! of the exact shapes partita gives them (`partita_system::names::is_link_name`), cgroups under
+//! `partita/` in every hierarchy (only the processes inside those cgroups are killed), and the idle pollers'
+//! cgroups of processes that are gone (`partita_os::idle_poll::remove_stale`). `partita down` removes
 //! what is left of systems whose supervisor is gone and leaves the systems that are up alone (their owners are
 //! in the registry, [`crate::registry`]); `--force` removes those too.
 use crate::cgroup::{kill_dirs, rmdir_retrying, Layout, TOP};
@@ -147,6 +148,9 @@ pub fn down(force: bool) -> Result<Down> {
     }
     remove_stale_state_dirs(Path::new(crate::supervisor::STATE_DIR), &live)?;
     crate::stalls::remove_stale_instances();
+    // The idle pollers' cgroups of processes that are gone (their pollers ended by themselves).
+    let mut removed = removed;
+    removed.cgroups.extend(partita_os::idle_poll::remove_stale());
     Ok(Down { removed, live })
 }
 

@@ -147,7 +147,7 @@ fn partitions_run_in_the_class_their_file_grants_and_the_latency_bound_is_held_w
     assert_eq!(bound, 0, "the supervisor holds /dev/cpu_dma_latency at 0 while the plan runs");
     assert!(partita_os::cpu_latency::current_bound_us().unwrap() > 0, "the bound is released when the system goes down");
     // Without a cpuidle driver the bound alone would leave idle CPUs halting: the supervisor polls them itself,
-    // one SCHED_IDLE thread per CPU, while the system is up.
+    // one SCHED_IDLE process per CPU in an idle cgroup, while the system is up.
     if partita_os::cpu_latency::needs_pollers(0) {
         let cpus = partita_os::sched::current_thread_cpus().unwrap();
         let mut want: Vec<_> = cpus.iter().map(|&c| (partita_os::cpu_latency::poller_name(c), libc::SCHED_IDLE)).collect();
@@ -160,19 +160,9 @@ fn partitions_run_in_the_class_their_file_grants_and_the_latency_bound_is_held_w
     assert_nothing_left(&name, Some(&link_prefix(&name)));
 }
 
-/// The idle pollers among this process's threads: name and scheduling policy.
+/// The idle pollers this process started: name and scheduling policy.
 fn idle_pollers() -> Vec<(String, i32)> {
-    let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
-        let name = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default().trim().to_string();
-        if name.starts_with("idle-poll-") {
-            let tid: i32 = e.file_name().to_str().unwrap().parse().unwrap();
-            // SAFETY: no memory is passed.
-            found.push((name, unsafe { libc::sched_getscheduler(tid) }));
-        }
-    }
-    found.sort();
-    found
+    partita_os::idle_poll::running(std::process::id()).into_iter().map(|r| (r.name, r.policy)).collect()
 }
 
 #[test]
