@@ -39,6 +39,11 @@ pub struct SoakArgs {
     /// responses when a monitor prints them (`--live-samples`, as the built-in one does), else its worst second's.
     #[arg(long)]
     max_response_us: Option<f64>,
+    /// Verdict, instead of --max-response-us: the response limit is the bound `partita bench paper` predicted in
+    /// this results.json (`prediction.bound_us`, from its trad-routing and partitioned scenarios) plus the
+    /// --freeze-ahead lead. The built-in system only.
+    #[arg(long, conflicts_with = "max_response_us")]
+    bound_from: Option<PathBuf>,
     /// Trace each plan's CPU with ftrace (an instance of partita's own) and explain every window start later
     /// than 1 ms: the vCPU not running, interrupts, another task, a page fault (stalls/ in the output folder).
     #[arg(long)]
@@ -121,6 +126,16 @@ pub fn run(a: SoakArgs) -> ExitCode {
     if !builtin && a.setup.given() {
         return usage("--normal-scheduling, --fifo and --cpu-dma-latency set up the built-in system; a system file grants its own (`scheduling` of each partition and node, [system] cpu_dma_latency)".into());
     }
+    if !builtin && a.bound_from.is_some() {
+        return usage("--bound-from is the built-in system's (bench paper predicts the bound of the paper's plan); give a system file's limit with --max-response-us".into());
+    }
+    let (max_response_us, response_from) = match &a.bound_from {
+        Some(f) => match soak::bound_from(f, freeze_ahead.unwrap_or_default()) {
+            Ok((limit, from)) => (Some(limit), Some(from)),
+            Err(e) => return usage(e),
+        },
+        None => (a.max_response_us, None),
+    };
     if !builtin && (a.freeze_ahead.is_some() || jitter.is_some()) {
         return usage("--jitter and --freeze-ahead set up the built-in system; a system file sets its own (the monitor's `--jitter` in its command, `freeze_ahead` in [[module.plan]])".into());
     }
@@ -166,7 +181,7 @@ pub fn run(a: SoakArgs) -> ExitCode {
         interval,
         out: a.out.clone(),
         floor,
-        limits: Limits { lateness_vs_floor: a.lateness_vs_floor, response_p99_us: a.max_response_us },
+        limits: Limits { lateness_vs_floor: a.lateness_vs_floor, response_p99_us: max_response_us, response_from },
         setup: if builtin {
             let lock = if setup.locks_memory() { " (partitions do not lock their memory)" } else { "" };
             format!("{}, granted to the built-in system's partitions and monitor{lock}", setup.caption())

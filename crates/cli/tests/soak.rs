@@ -10,8 +10,13 @@ fn partita() -> Command {
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn a_short_soak_of_the_papers_system_reports_every_interval_against_the_floor() {
     let out = std::env::temp_dir().join(format!("partita-soak-{}", std::process::id()));
+    // The response limit from a `bench paper` results file (only its bound is read) plus the freeze-ahead lead:
+    // 99,900 + 100 = 100,000 µs, far above any response, so that the verdict below is about the plumbing.
+    let bench = std::env::temp_dir().join(format!("partita-soak-bench-{}.json", std::process::id()));
+    std::fs::write(&bench, r#"{"machine": "another machine", "prediction": {"bound_us": 99900.0}}"#).unwrap();
     let child = partita()
-        .args(["soak", "--duration", "6s", "--interval", "2s", "--floor", "1s", "--max-response-us", "100000", "--jitter", "1500us", "--out"])
+        .args(["soak", "--duration", "6s", "--interval", "2s", "--floor", "1s", "--bound-from", bench.to_str().unwrap(), "--freeze-ahead", "100us"])
+        .args(["--jitter", "1500us", "--out"])
         .arg(&out)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -34,10 +39,14 @@ fn a_short_soak_of_the_papers_system_reports_every_interval_against_the_floor() 
         });
     }
     let o = child.wait_with_output().unwrap();
+    let _ = std::fs::remove_file(&bench);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(policy, Some((50, 1)), "the recorder's (rt_priority, policy): {err}");
     assert!(o.status.success(), "{err}");
     let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("soak.json")).unwrap()).unwrap();
+    assert_eq!(r["limits"]["response_p99_us"].as_f64(), Some(100_000.0), "{}", r["limits"]);
+    let from = r["limits"]["response_from"].as_str().unwrap();
+    assert!(from.contains("bound 99900 µs") && from.contains("lead 100 µs") && from.contains("another machine"), "{from}");
     let intervals = r["intervals"].as_array().unwrap();
     assert_eq!(intervals.len(), 3, "{err}");
     // The built-in system measures under the real-time setup by default, as every benchmark.
@@ -73,7 +82,7 @@ fn a_short_soak_of_the_papers_system_reports_every_interval_against_the_floor() 
     let jsonl = std::fs::read_to_string(out.join("intervals.jsonl")).unwrap();
     assert_eq!(jsonl.lines().count(), 3);
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
-    assert!(md.contains("## Verdict") && md.contains("of 3 intervals"), "{md}");
+    assert!(md.contains("## Verdict") && md.contains("of 3 intervals") && md.contains("within 100000 µs (bench paper's bound 99900 µs"), "{md}");
     assert!(md.contains("## Responses over the whole run") && md.contains("Above the limit of 100000 µs"), "{md}");
     assert!(md.contains("- setup: real-time setup: SCHED_FIFO 50"), "{md}");
     assert!(std::fs::read_to_string(out.join("soak.svg")).unwrap().contains("<polyline"));
@@ -148,6 +157,10 @@ fn stalls_are_traced_and_the_trace_instance_is_removed() {
 #[test]
 fn bad_soak_arguments_exit_with_status_2() {
     let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/video-surveillance.toml");
+    let missing = std::env::temp_dir().join(format!("partita-soak-missing-{}.json", std::process::id()));
+    // A results file of `bench paper` without the scenarios that predict a bound.
+    let no_bound = std::env::temp_dir().join(format!("partita-soak-nobound-{}.json", std::process::id()));
+    std::fs::write(&no_bound, r#"{"machine": "m", "prediction": null}"#).unwrap();
     for args in [
         &["--duration", "0"][..],
         &["--duration", "10s", "--interval", "1m"],
@@ -163,8 +176,20 @@ fn bad_soak_arguments_exit_with_status_2() {
         &[example, "--normal-scheduling"],
         &[example, "--jitter", "1ms"],
         &[example, "--freeze-ahead", "50us"],
+        &[example, "--bound-from", missing.to_str().unwrap()],
+        &["--bound-from", missing.to_str().unwrap()],
+        &["--bound-from", no_bound.to_str().unwrap()],
+        &["--bound-from", no_bound.to_str().unwrap(), "--max-response-us", "2000"],
     ] {
         let o = partita().arg("soak").args(args).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
     }
+    // The errors name the file, the field and the fix.
+    let o = partita().args(["soak", "--bound-from"]).arg(&no_bound).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(no_bound.to_str().unwrap()) && err.contains("prediction.bound_us") && err.contains("--scenarios trad-routing,partitioned"), "{err}");
+    let o = partita().args(["soak", "--bound-from"]).arg(&missing).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(missing.to_str().unwrap()) && err.contains("results.json"), "{err}");
+    let _ = std::fs::remove_file(&no_bound);
 }

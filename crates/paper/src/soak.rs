@@ -46,13 +46,38 @@ pub struct StallRecord {
     pub trace: String,
 }
 
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Limits {
     /// An interval's executor lateness p99 may be at most this many times cyclictest's p99 on its CPU.
     pub lateness_vs_floor: f64,
     /// An interval's monitor p99 response time, µs (of all its responses when the monitor prints them, else
     /// the worst of its per-second p99s).
     pub response_p99_us: Option<f64>,
+    /// Where `response_p99_us` came from when it was not given by hand ([`bound_from`]).
+    pub response_from: Option<String>,
+}
+
+/// The response limit of a soak of the built-in system from `bench paper`'s results (`results.json`): its
+/// plan-predicted bound (`prediction.bound_us`) plus `lead`, the soak's freeze-ahead (a partition frozen that
+/// much before its window ends makes the longest wait for the routing window that much longer; `bench paper`'s
+/// plan has none). Returns the limit in µs and a line saying where it came from, or an error naming the file,
+/// the field and the fix.
+pub fn bound_from(results: &std::path::Path, lead: std::time::Duration) -> Result<(f64, String), String> {
+    let f = results.display();
+    let text = std::fs::read_to_string(results).map_err(|e| format!("--bound-from {f}: {e}; give the results.json `partita bench paper` wrote"))?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("--bound-from {f}: not JSON ({e}); give the results.json `partita bench paper` wrote"))?;
+    let bound = v["prediction"]["bound_us"].as_f64().filter(|b| *b > 0.0 && b.is_finite()).ok_or_else(|| {
+        format!("--bound-from {f}: no `prediction.bound_us`; run `partita bench paper` with the trad-routing and partitioned scenarios (--scenarios trad-routing,partitioned), which predict the bound")
+    })?;
+    let lead_us = lead.as_secs_f64() * 1e6;
+    let mut from = format!("bench paper's bound {bound:.0} µs in {f}");
+    if lead_us > 0.0 {
+        from.push_str(&format!(" + the freeze-ahead lead {lead_us:.0} µs"));
+    }
+    if let Some(m) = v["machine"].as_str().filter(|m| *m != crate::bench::machine()) {
+        from.push_str(&format!(" (measured on another machine or idle policy: {m})"));
+    }
+    Ok((bound + lead_us, from))
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -407,7 +432,7 @@ pub fn run(cfg: &SoakConfig, log: impl Fn(&str) + Send + 'static) -> Result<Soak
         started: Instant::now(),
         last: Instant::now(),
         floor: floor.clone(),
-        limits: cfg.limits,
+        limits: cfg.limits.clone(),
         tracers: Vec::new(),
         stalls: Vec::new(),
         stalls_lost: 0,
@@ -477,7 +502,7 @@ pub fn run(cfg: &SoakConfig, log: impl Fn(&str) + Send + 'static) -> Result<Soak
         stopped_early: intervals.last().is_some_and(|i| i.t_s + 0.5 < cfg.duration.as_secs_f64()),
         setup: cfg.setup.clone(),
         floor,
-        limits: cfg.limits,
+        limits: cfg.limits.clone(),
         overall,
         responses_100us: responses.into_iter().map(|(bin, n)| (bin * BIN_US as u64, n)).collect(),
         freezes_ahead,
@@ -584,7 +609,10 @@ pub fn markdown(r: &SoakReport, command: &str) -> String {
         "\n## Verdict\n\n- executor lateness p99 within {:.1}× cyclictest's p99, per interval: {}\n- monitors' p99 (of all the interval's responses; without `--live-samples`, the worst second's) within {}: {}\n\n",
         r.limits.lateness_vs_floor,
         count(|i| i.lateness_ok),
-        r.limits.response_p99_us.map_or("(no limit given)".into(), |l| format!("{l:.0} µs")),
+        r.limits.response_p99_us.map_or("(no limit given)".into(), |l| match &r.limits.response_from {
+            Some(from) => format!("{l:.0} µs ({from})"),
+            None => format!("{l:.0} µs"),
+        }),
         count(|i| i.response_ok)
     ));
     s.push_str(&responses_section(r));
