@@ -166,7 +166,7 @@ impl Setup {
     /// Holds the setup's wake-up latency bound (nothing under normal scheduling) until the guard is dropped.
     pub fn hold_cpu_latency(&self) -> Result<SetupGuard, BenchError> {
         let hold = match self.cpu_dma_latency_us() {
-            Some(us) => Some(CpuLatencyHold::new(us).map_err(|e| BenchError::Realtime(format!("{e}; or measure with --normal-scheduling")))?),
+            Some(us) => Some(CpuLatencyHold::new(us).map_err(|e| BenchError::Realtime(format!("{e}; or hold --cpu-dma-latency 1 (idle CPUs may halt), or measure with --normal-scheduling")))?),
             None => None,
         };
         Ok(SetupGuard { _hold: hold })

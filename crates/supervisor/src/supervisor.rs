@@ -195,7 +195,7 @@ impl Supervisor {
         };
         if let Some(bound) = system.cpu_dma_latency {
             let us = u32::try_from(bound.as_nanos() / 1_000).unwrap_or(u32::MAX);
-            s._cpu_latency = Some(CpuLatencyHold::new(us).map_err(|e| SupervisorError::Invalid(format!("{e} (system.cpu_dma_latency; \"off\" leaves the idle states alone)")))?);
+            s._cpu_latency = Some(CpuLatencyHold::new(us).map_err(|e| SupervisorError::Invalid(format!("{e} (system.cpu_dma_latency; \"1us\" lets idle CPUs halt without pollers, \"off\" leaves the idle states alone)")))?);
         }
         // The supervisor's own work (launching and restarting partitions, watching them) stays off the CPUs of
         // the plans where the machine has others: it must not take time from the partitions' windows.
