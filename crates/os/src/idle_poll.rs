@@ -15,8 +15,8 @@
 //! they are stopped. A poller ends by itself within milliseconds once the process that started it is gone, and
 //! [`remove_stale`] removes the cgroups such a process left (every start does, and `partita down`).
 use std::ffi::CString;
-use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::io::{self, Read};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -73,7 +73,7 @@ fn cpu_hierarchy() -> Result<(PathBuf, bool), IdlePollError> {
 }
 
 /// The pid in a poller cgroup's name, if it is one.
-fn owner_of(name: &str) -> Option<u32> {
+fn owner_of(name: &str) -> Option<i32> {
     name.strip_prefix(GROUP_PREFIX)?.split('-').next()?.parse().ok()
 }
 
@@ -85,7 +85,7 @@ pub fn remove_stale() -> Vec<PathBuf> {
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         if let Some(pid) = owner_of(&name) {
-            if !Path::new(&format!("/proc/{pid}")).exists() && rmdir_patiently(&e.path()).is_ok() {
+            if !crate::process::is_alive(pid) && rmdir_patiently(&e.path()).is_ok() {
                 removed.push(e.path());
             }
         }
@@ -184,13 +184,15 @@ impl Pollers {
 impl Drop for Pollers {
     fn drop(&mut self) {
         for (_, pid) in self.children.drain(..) {
-            // SAFETY: `pid` is a child this process started and has not reaped: no other process can have it.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, std::ptr::null_mut(), 0);
-            }
+            end(pid);
         }
     }
+}
+
+/// Kills and reaps a poller: our child, not yet reaped, so no other process can have its pid.
+fn end(pid: i32) {
+    let _ = crate::process::send_signal(pid, libc::SIGKILL);
+    let _ = crate::process::wait_blocking(pid);
 }
 
 /// Forks the poller of `cpu`, which joins the cgroup of `procs`, and waits for it to report.
@@ -210,13 +212,7 @@ fn spawn(cpu: usize, procs: &Path) -> Result<i32, IdlePollError> {
         libc::CPU_SET(cpu, &mut set);
         set
     };
-    let mut fds = [0i32; 2];
-    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(start_err("making its report pipe")(io::Error::last_os_error()));
-    }
-    // SAFETY: both descriptors were just made by pipe2 and belong to nobody else.
-    let (read_end, write_end) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (read_end, write_end) = crate::process::cloexec_pipe().map_err(start_err("making its report pipe"))?;
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
     // SAFETY: fork in a possibly multi-threaded process: the child below makes only system calls (no
@@ -231,27 +227,14 @@ fn spawn(cpu: usize, procs: &Path) -> Result<i32, IdlePollError> {
     }
     drop(write_end);
     let mut report = [0u8; 8];
-    let mut got = 0;
-    while got < report.len() {
-        // SAFETY: reads into the unfilled rest of `report`.
-        let r = unsafe { libc::read(read_end.as_raw_fd(), report[got..].as_mut_ptr().cast(), report.len() - got) };
-        if r > 0 {
-            got += r as usize;
-        } else if r == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            break;
-        }
-    }
+    let read = std::fs::File::from(read_end).read_exact(&mut report);
     let step = i32::from_ne_bytes(report[..4].try_into().expect("4 bytes"));
     let errno = i32::from_ne_bytes(report[4..].try_into().expect("4 bytes"));
-    if got == report.len() && step < 0 {
+    if read.is_ok() && step < 0 {
         return Ok(pid);
     }
-    // SAFETY: `pid` is our unreaped child.
-    unsafe {
-        libc::kill(pid, libc::SIGKILL);
-        libc::waitpid(pid, std::ptr::null_mut(), 0);
-    }
-    if got < report.len() {
+    end(pid);
+    if read.is_err() {
         return Err(start_err("starting it")(io::Error::other("it ended without a word")));
     }
     Err(start_err(STEPS.get(step as usize).copied().unwrap_or("starting it"))(io::Error::from_raw_os_error(errno)))

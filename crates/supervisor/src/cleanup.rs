@@ -106,7 +106,7 @@ pub fn down(force: bool) -> Result<Down> {
     }
     let layout = Layout::detect()?;
     let all = find(None)?;
-    let removed = Leftovers {
+    let mut removed = Leftovers {
         netns: all.netns.into_iter().filter(|n| !kept_netns.contains(n)).collect(),
         links: all.links.into_iter().filter(|l| !kept_links.contains(l)).collect(),
         cgroups: all
@@ -149,7 +149,6 @@ pub fn down(force: bool) -> Result<Down> {
     remove_stale_state_dirs(Path::new(crate::supervisor::STATE_DIR), &live)?;
     crate::stalls::remove_stale_instances();
     // The idle pollers' cgroups of processes that are gone (their pollers ended by themselves).
-    let mut removed = removed;
     removed.cgroups.extend(partita_os::idle_poll::remove_stale());
     Ok(Down { removed, live })
 }
