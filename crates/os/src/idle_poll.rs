@@ -14,12 +14,13 @@
 //! `cpu` hierarchy, or the v2 tree), made by the process that starts the pollers (`<pid>`) and removed when
 //! they are stopped. A poller ends by itself within milliseconds once the process that started it is gone, and
 //! [`remove_stale`] removes the cgroups such a process left (every start does, and `partita down`).
+use crate::cgroupfs;
 use std::ffi::CString;
 use std::io::{self, Read};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use thiserror::Error;
 
 /// The name every poller cgroup starts with.
@@ -50,20 +51,12 @@ pub fn poller_name(cpu: usize) -> String {
 
 /// The top of the cgroup hierarchy with the cpu controller, and whether it is the v2 tree.
 fn cpu_hierarchy() -> Result<(PathBuf, bool), IdlePollError> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").map_err(|source| IdlePollError::Group { path: "/proc/self/mountinfo".into(), source })?;
-    let mut v2 = None;
-    for line in info.lines() {
-        // "... mount_point options - fstype source super_options"
-        let Some((left, right)) = line.split_once(" - ") else { continue };
-        let Some(mount_point) = left.split(' ').nth(4) else { continue };
-        let mut r = right.split(' ');
-        match (r.next(), r.next(), r.next()) {
-            (Some("cgroup"), _, Some(options)) if options.split(',').any(|o| o == "cpu") => return Ok((PathBuf::from(mount_point), false)),
-            (Some("cgroup2"), _, _) if v2.is_none() => v2 = Some(PathBuf::from(mount_point)),
-            _ => {}
-        }
+    let info = cgroupfs::read_mountinfo().map_err(|source| IdlePollError::Group { path: "/proc/self/mountinfo".into(), source })?;
+    let mounts = cgroupfs::cgroup_mounts(&info);
+    if let Some(v1) = mounts.iter().find(|m| m.has_controller("cpu")) {
+        return Ok((v1.mount_point.clone(), false));
     }
-    let root = v2.ok_or(IdlePollError::NoCpuHierarchy)?;
+    let root = mounts.into_iter().find(|m| m.unified).ok_or(IdlePollError::NoCpuHierarchy)?.mount_point;
     let controllers = std::fs::read_to_string(root.join("cgroup.controllers")).unwrap_or_default();
     if controllers.split_whitespace().any(|c| c == "cpu") {
         Ok((root, true))
@@ -80,7 +73,12 @@ fn owner_of(name: &str) -> Option<i32> {
 /// Removes the poller cgroups of processes that are gone (their pollers end by themselves); returns them.
 pub fn remove_stale() -> Vec<PathBuf> {
     let Ok((root, _)) = cpu_hierarchy() else { return Vec::new() };
-    let Ok(entries) = std::fs::read_dir(&root) else { return Vec::new() };
+    remove_stale_in(&root)
+}
+
+/// [`remove_stale`] under `root`, the top of the cpu controller's hierarchy.
+fn remove_stale_in(root: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(root) else { return Vec::new() };
     let mut removed = Vec::new();
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
@@ -95,15 +93,7 @@ pub fn remove_stale() -> Vec<PathBuf> {
 
 /// rmdir, retried for up to a second while the last processes of the cgroup finish leaving it.
 fn rmdir_patiently(dir: &Path) -> io::Result<()> {
-    let until = Instant::now() + Duration::from_secs(1);
-    loop {
-        match std::fs::remove_dir(dir) {
-            Ok(()) => return Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) if Instant::now() >= until => return Err(e),
-            Err(_) => std::thread::sleep(Duration::from_millis(5)),
-        }
-    }
+    cgroupfs::rmdir_retrying(dir, Duration::from_secs(1))
 }
 
 /// The idle cgroup of one [`Pollers`].
@@ -113,9 +103,9 @@ struct IdleGroup {
 }
 
 impl IdleGroup {
-    fn create() -> Result<IdleGroup, IdlePollError> {
+    /// A new idle group under `root`, the top of the cpu controller's hierarchy (`v2`: the unified tree).
+    fn create(root: &Path, v2: bool) -> Result<IdleGroup, IdlePollError> {
         static NEXT: AtomicU32 = AtomicU32::new(0);
-        let (root, v2) = cpu_hierarchy()?;
         let group = |path: &Path| {
             let path = path.to_path_buf();
             move |source| IdlePollError::Group { path, source }
@@ -156,8 +146,9 @@ const STEPS: [&str; 4] = ["setting SCHED_IDLE", "joining its idle cgroup", "pinn
 impl Pollers {
     /// Starts a poller on each of `cpus` (after removing the cgroups of pollers whose starter is gone).
     pub fn start(cpus: &[usize]) -> Result<Pollers, IdlePollError> {
-        remove_stale();
-        let mut pollers = Pollers { children: Vec::new(), group: IdleGroup::create()? };
+        let (root, v2) = cpu_hierarchy()?;
+        remove_stale_in(&root);
+        let mut pollers = Pollers { children: Vec::new(), group: IdleGroup::create(&root, v2)? };
         for &cpu in cpus {
             let pid = spawn(cpu, &pollers.group.dir.join("cgroup.procs"))?;
             pollers.children.push((cpu, pid));
@@ -331,6 +322,7 @@ pub fn running(parent: u32) -> Vec<Running> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     #[test]
     fn group_names_give_their_owner() {

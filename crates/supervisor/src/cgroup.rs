@@ -8,6 +8,7 @@
 //!   pids, cpuset, cpuacct, freezer) plus one in the v2 hierarchy, whose core file `cgroup.freeze` works
 //!   without any controller.
 use crate::error::{path_err, Result, SupervisorError};
+use partita_os::cgroupfs;
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::ErrorKind;
@@ -30,7 +31,7 @@ const V1_CONTROLLERS: [&str; 5] = ["memory", "pids", "cpuset", "cpuacct", "freez
 
 impl Layout {
     pub fn detect() -> Result<Layout> {
-        let info = fs::read_to_string("/proc/self/mountinfo").map_err(path_err("read", "/proc/self/mountinfo"))?;
+        let info = cgroupfs::read_mountinfo().map_err(path_err("read", "/proc/self/mountinfo"))?;
         Ok(Self::from_mountinfo(&info, |p| fs::read_to_string(p.join("cgroup.controllers")).ok()))
     }
 
@@ -38,27 +39,13 @@ impl Layout {
     pub fn from_mountinfo(info: &str, controllers_of: impl Fn(&Path) -> Option<String>) -> Layout {
         let mut v1 = BTreeMap::new();
         let mut v2: Option<PathBuf> = None;
-        for line in info.lines() {
-            // "... mount_point options - fstype source super_options"
-            let Some((left, right)) = line.split_once(" - ") else { continue };
-            let mount_point = match left.split(' ').nth(4) {
-                Some(m) => PathBuf::from(m),
-                None => continue,
-            };
-            let mut r = right.split(' ');
-            let fstype = r.next().unwrap_or("");
-            let _source = r.next();
-            let super_opts = r.next().unwrap_or("");
-            match fstype {
-                "cgroup2" if v2.is_none() => v2 = Some(mount_point),
-                "cgroup" => {
-                    for opt in super_opts.split(',') {
-                        if V1_CONTROLLERS.contains(&opt) {
-                            v1.entry(opt.to_string()).or_insert_with(|| mount_point.clone());
-                        }
-                    }
-                }
-                _ => {}
+        for m in cgroupfs::cgroup_mounts(info) {
+            if m.unified {
+                v2.get_or_insert(m.mount_point);
+                continue;
+            }
+            for c in V1_CONTROLLERS.iter().filter(|c| m.has_controller(c)) {
+                v1.entry(c.to_string()).or_insert_with(|| m.mount_point.clone());
             }
         }
         if let Some(root) = &v2 {
@@ -477,17 +464,7 @@ fn wait_empty<'a>(dirs: impl Iterator<Item = &'a Path> + Clone) -> Result<()> {
 
 /// rmdir, retrying while the kernel still holds the cgroup busy (dying tasks, v1 memory charges).
 pub(crate) fn rmdir_retrying(d: &Path) -> Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        match fs::remove_dir(d) {
-            Ok(()) => return Ok(()),
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
-            Err(e) if Instant::now() < deadline && e.raw_os_error() == Some(libc::EBUSY) => {
-                std::thread::sleep(Duration::from_millis(10))
-            }
-            Err(e) => return Err(SupervisorError::Path { op: "rmdir", path: d.to_path_buf(), source: e }),
-        }
-    }
+    cgroupfs::rmdir_retrying(d, Duration::from_secs(5)).map_err(|source| SupervisorError::Path { op: "rmdir", path: d.to_path_buf(), source })
 }
 
 #[cfg(test)]
