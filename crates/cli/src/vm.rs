@@ -72,7 +72,7 @@ pub struct VmAppArgs {
     /// tcg, kvm, or auto (KVM only if the guest really boots under it here; the verdict is cached).
     #[arg(long, default_value = "tcg", value_parser = parse_accel)]
     accel: AccelChoice,
-    /// pc, q35, or microvm (boots about 0.2 s faster, but its guests' timers can go wrong when the guest is
+    /// pc, q35, or microvm (boots 0.2-0.8 s faster, but its guests' timers can go wrong when the guest is
     /// frozen while it boots: docs/vm.md).
     #[arg(long, default_value = "pc")]
     machine: Machine,

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 /// `q35` the kernel checks that measurement against the ACPI PM timer and corrects it; `microvm` has no PM
 /// timer, so a freeze there leaves the guest's timers running many times too slow (15.8 times, seen here),
 /// or disables the APIC timer altogether, and microvm's PIT interrupts do not reach the guest: the boot then
-/// hangs with QEMU idle. `microvm` boots about 0.2 s faster and stays available (`partita vm run --machine`)
-/// for guests that are never frozen while they boot.
+/// hangs with QEMU idle. `microvm` boots 0.2-0.8 s faster (docs/vm.md) and stays available
+/// (`partita vm run --machine`) for guests that are never frozen while they boot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Machine {
     /// QEMU's minimal machine: virtio-mmio devices described by ACPI, one ISA serial port, no PCI, qboot.
@@ -119,15 +119,15 @@ impl Default for Hardware {
     }
 }
 
-/// The kernel command line partita always gives: the console on the first serial port, only warnings and worse
-/// on it (`loglevel=5`: every character costs an emulated UART write, and a warning such as "APIC frequency
-/// too slow, disabling apic timer" is what explains a guest that never starts), reboot at once on a panic (so QEMU, with
+/// The kernel command line partita always gives: the console on the first serial port, only warnings and worse on
+/// it (`loglevel=5`: every character costs an emulated UART write, and a warning such as "APIC frequency too slow,
+/// disabling apic timer" is what explains a guest that never starts), reboot at once on a panic (so QEMU, with
 /// `-no-reboot`, ends), the virtio bus for `/init`, and no waiting for hardware a partition guest lacks.
 ///
-/// `tsc_khz`: under TCG the guest's TSC is the host's, and `microvm` has no HPET or ACPI PM timer, so the
-/// guest can calibrate its TSC only against the PIT, which fails on a busy host ("tsc: Unable to calibrate
-/// against PIT") and then hangs the boot (2 of 6 boots on a loaded team machine); given the rate, it does not
-/// calibrate at all (6 of 6).
+/// `tsc_khz`: under TCG the guest's TSC is the host's, and `microvm` has no HPET or ACPI PM timer, so the guest can
+/// calibrate its TSC only against the PIT, which fails on a busy host ("tsc: Unable to calibrate against PIT") and
+/// then hangs the boot (2 of 6 boots on a loaded team machine); given the rate, it does not calibrate at all
+/// (6 of 6).
 pub fn kernel_command_line(machine: Machine, tsc_khz: Option<u64>, extra: Option<&str>) -> String {
     // reboot=t: a panic reboots by triple fault, which QEMU turns into its exit at once on every machine type;
     // the default order (ACPI, keyboard controller, …) left microvm hanging after 1 panic in 3.

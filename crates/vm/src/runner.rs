@@ -170,6 +170,11 @@ enum Event {
     End,
 }
 
+/// The boot timeout struck: the CPU time QEMU had used by then (`None` if it could not be read).
+struct TimedOut {
+    qemu_cpu: Option<Duration>,
+}
+
 /// Runs the guest: QEMU's console goes to `console` line by line (carriage returns dropped), with the
 /// runner's own lines (`partita vm: …`). `stop` asks for a stop (the process's stop-signal flag in the
 /// binary); it is passed on to QEMU as SIGTERM.
@@ -222,7 +227,7 @@ pub fn run(config: &RunConfig, console: &mut dyn Write, stop: &AtomicBool) -> Ou
     let mut exit: Option<(u8, Duration)> = None;
     let mut panic: Option<String> = None;
     let mut setup_failed: Option<String> = None;
-    let mut timed_out: Option<Option<Duration>> = None;
+    let mut timed_out: Option<TimedOut> = None;
     let mut stopped = false;
     let mut kill_at: Option<Instant> = None;
     let mut killed = false;
@@ -260,7 +265,7 @@ pub fn run(config: &RunConfig, console: &mut dyn Write, stop: &AtomicBool) -> Ou
         }
         if boot.is_none() && timed_out.is_none() && started.elapsed() >= config.boot_timeout {
             let cpu = partita_os::process::cpu_times_ns(pid as u32).map(|(u, s)| Duration::from_nanos(u + s));
-            timed_out = Some(cpu);
+            timed_out = Some(TimedOut { qemu_cpu: cpu });
             kill_at = Some(Instant::now());
         }
         if !killed && kill_at.is_some_and(|t| Instant::now() >= t) {
@@ -274,7 +279,7 @@ pub fn run(config: &RunConfig, console: &mut dyn Write, stop: &AtomicBool) -> Ou
     let total = started.elapsed();
     let outcome = if stopped {
         Outcome::Stopped
-    } else if let Some(qemu_cpu) = timed_out {
+    } else if let Some(TimedOut { qemu_cpu }) = timed_out {
         Outcome::BootTimeout { after: config.boot_timeout, qemu_cpu }
     } else if let (Some((status, ended)), Some((boot, guest_uptime))) = (exit, boot) {
         Outcome::Exited { status, times: Times { boot, guest_uptime, command: ended.saturating_sub(boot), total } }
