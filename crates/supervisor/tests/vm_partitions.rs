@@ -17,6 +17,38 @@ fn vm_options(root: &TempDir) -> partita_supervisor::UpOptions {
     o
 }
 
+/// A system of one module on CPU 1: a VM partition `guest` (its `vm`, `command` and `health` tables' insides
+/// given) in the first `guest_ms` of every `frame_ms`, and a sleeping process partition `other` in the rest.
+fn guest_beside_a_sleeper(system: &str, vm: &str, command: &str, health: &str, (frame_ms, guest_ms): (u64, u64)) -> partita_system::System {
+    common::system(&format!(
+        r#"
+[system]
+name = "{system}"
+[[module]]
+name = "m"
+cpus = [1]
+[[module.partition]]
+name = "guest"
+kind = "vm"
+vm = {{ {vm} }}
+command = [{command}]
+pids = 64
+health = {{ {health} }}
+[[module.partition]]
+name = "other"
+command = ["sleep", "1000"]
+memory = "32MiB"
+pids = 8
+health = {{ action = "stop" }}
+[[module.plan]]
+cpu = 1
+major_frame = "{frame_ms}ms"
+window = [{{ partition = "guest", start = "0ms", duration = "{guest_ms}ms" }}, {{ partition = "other", start = "{guest_ms}ms", duration = "{}ms" }}]
+"#,
+        frame_ms - guest_ms
+    ))
+}
+
 /// Runs `sys` until `done` says so (checked every 50 ms) or `limit` passes; returns the event log.
 fn run_until(sys: &partita_system::System, root: &TempDir, limit: Duration, done: impl Fn(&partita_supervisor::health::EventLog) -> bool + Send + 'static) -> partita_supervisor::health::EventLog {
     let sup = Supervisor::up(sys, &vm_options(root)).unwrap();
@@ -160,32 +192,13 @@ fn a_vm_partition_is_frozen_outside_its_windows() {
     // a_vm_partition_frozen_while_its_kernel_calibrates_keeps_true_timers below). The boot timeout and one
     // restart stay: what is tested here is the freezing of a running guest, and a guest that does not start
     // gets the health monitor's answer.
-    let sys = common::system(&format!(
-        r#"
-[system]
-name = "{system}"
-[[module]]
-name = "m"
-cpus = [1]
-[[module.partition]]
-name = "guest"
-kind = "vm"
-vm = {{ memory = "128MiB", accel = "tcg", boot_timeout = "45s" }}
-command = ["sh", "-c", "i=0; while :; do i=$((i+1)); echo tick $i; usleep 50000; done"]
-pids = 64
-health = {{ action = "restart", max_restarts = 1, window = "120s" }}
-[[module.partition]]
-name = "other"
-command = ["sleep", "1000"]
-memory = "32MiB"
-pids = 8
-health = {{ action = "stop" }}
-[[module.plan]]
-cpu = 1
-major_frame = "2s"
-window = [{{ partition = "guest", start = "0ms", duration = "1s" }}, {{ partition = "other", start = "1s", duration = "1s" }}]
-"#
-    ));
+    let sys = guest_beside_a_sleeper(
+        &system,
+        r#"memory = "128MiB", accel = "tcg", boot_timeout = "45s""#,
+        r#""sh", "-c", "i=0; while :; do i=$((i+1)); echo tick $i; usleep 50000; done""#,
+        r#"action = "restart", max_restarts = 1, window = "120s""#,
+        (2000, 1000),
+    );
     let path = root.0.join(&system).join("guest.log");
     let sup = Supervisor::up(&sys, &vm_options(&root)).unwrap();
     let ticks = |text: &str| text.lines().filter(|l| l.starts_with("tick ")).count();
@@ -232,32 +245,13 @@ fn a_vm_partition_frozen_while_its_kernel_calibrates_keeps_true_timers() {
     // off; on `microvm` (no ACPI PM timer) that is what happens: 1339 and 1337 MHz, and once "APIC frequency
     // too slow, disabling apic timer" and a boot that never ended, in 3 boots by hand. On the default machine
     // the kernel corrects the figure against the PM timer. `apic=verbose` puts the calibration in its log.
-    let sys = common::system(&format!(
-        r#"
-[system]
-name = "{system}"
-[[module]]
-name = "m"
-cpus = [1]
-[[module.partition]]
-name = "guest"
-kind = "vm"
-vm = {{ memory = "128MiB", accel = "tcg", boot_timeout = "100s", append = ["apic=verbose"] }}
-command = ["sh", "-c", "dmesg | grep -E 'PM-Timer|calibration|clock speed|APIC'; echo calibration shown"]
-pids = 64
-health = {{ action = "stop" }}
-[[module.partition]]
-name = "other"
-command = ["sleep", "1000"]
-memory = "32MiB"
-pids = 8
-health = {{ action = "stop" }}
-[[module.plan]]
-cpu = 1
-major_frame = "150ms"
-window = [{{ partition = "guest", start = "0ms", duration = "30ms" }}, {{ partition = "other", start = "30ms", duration = "120ms" }}]
-"#
-    ));
+    let sys = guest_beside_a_sleeper(
+        &system,
+        r#"memory = "128MiB", accel = "tcg", boot_timeout = "100s", append = ["apic=verbose"]"#,
+        r#""sh", "-c", "dmesg | grep -E 'PM-Timer|calibration|clock speed|APIC'; echo calibration shown""#,
+        r#"action = "stop""#,
+        (150, 30),
+    );
     let events = run_until(&sys, &root, Duration::from_secs(120), |ev| ev.events().iter().any(|e| e.event == "exit" && e.partition == "guest"));
     let log = std::fs::read_to_string(root.0.join(&system).join("guest.log")).unwrap_or_default();
     assert_eq!(exits(&events, "guest"), vec![ExitKind::Exited { code: 0 }], "the guest booted and ran its command:\n{log}");
