@@ -48,7 +48,7 @@ pub fn read_mountinfo() -> io::Result<String> {
 }
 
 /// Removes the cgroup directory `dir`, retrying while it is busy (its last processes still leaving) for up to
-/// `within`; a directory already gone is removed.
+/// `within`. A directory already gone counts as removed; any other error is returned at once.
 pub fn rmdir_retrying(dir: &Path, within: Duration) -> io::Result<()> {
     let deadline = Instant::now() + within;
     loop {
