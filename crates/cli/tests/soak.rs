@@ -137,7 +137,11 @@ fn stalls_are_traced_and_the_trace_instance_is_removed() {
         for s in i["stalls"].as_array().expect("a stalls list per interval") {
             assert!(s["lateness_us"].as_f64().unwrap() > 1000.0, "{s}");
             assert!(["no-event", "interrupts", "other-task", "not-preempted", "page-fault", "late-timer", "no-trace", "trace-lost"].contains(&s["cause"].as_str().unwrap()), "{s}");
-            assert!(out.join(s["trace"].as_str().unwrap()).is_file(), "{s}");
+            let excerpt = std::fs::read_to_string(out.join(s["trace"].as_str().unwrap())).unwrap();
+            // Wake-ups are traced for the executor only (the freezer's herds would cost the plan's CPU).
+            for l in excerpt.lines().filter(|l| l.contains(" sched_wakeup: ") || l.contains(" sched_waking: ")) {
+                assert!(l.contains("comm=partita-plan "), "a wake-up of another task was traced: {l}");
+            }
             let detail = s["detail"].as_str().unwrap();
             if s["cause"] == "other-task" && detail.contains("sh (prio 0)") {
                 held_off += 1;

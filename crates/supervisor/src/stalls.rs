@@ -105,6 +105,11 @@ const EVENTS: [&str; 8] = [
     "exceptions/page_fault_kernel",
 ];
 
+/// The wake-up events keep only the executor's: the analysis needs no other, and at every window start the
+/// freezer wakes each thread of two partitions, two events apiece, which the traced CPU pays for in the
+/// window it starts (measured in docs/soak.md, "What tracing costs").
+const WAKEUP_EVENTS: [&str; 2] = ["sched/sched_wakeup", "sched/sched_waking"];
+
 /// An ftrace instance on one CPU, read as a stream (its CPU's `trace_pipe`, without ever stopping it); removed
 /// on drop (and tracefs unmounted if it was mounted for it).
 pub struct Tracer {
@@ -138,6 +143,9 @@ impl Tracer {
         for e in EVENTS {
             let enable = t.dir.join("events").join(e).join("enable");
             if enable.exists() {
+                if WAKEUP_EVENTS.contains(&e) {
+                    write(&t.dir.join("events").join(e).join("filter"), &format!("comm == \"{EXECUTOR_COMM}\""))?;
+                }
                 write(&enable, "1")?;
             }
         }
