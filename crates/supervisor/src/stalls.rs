@@ -397,6 +397,25 @@ pub fn explain(events: &[TraceEvent], planned_ns: u64, woke_ns: u64) -> Explanat
         .filter_map(|e| Some((field(&e.fields, "prev_comm")?, field(&e.fields, "prev_prio")?.parse().ok()?)))
         .collect();
     let ran: Vec<String> = switches.iter().map(|(c, p)| format!("{c} (prio {p})")).collect();
+    // Woken, then (a timer tick or two aside) no event until it ran and no task switched in: nothing took the
+    // CPU from it; the vCPU stopped. Silent: the stretches of more than 100 µs without an event, added up.
+    let mut after: Vec<u64> = window.iter().map(|e| e.ns).filter(|t| *t > wake && *t < woke_ns).collect();
+    after.insert(0, wake);
+    after.push(woke_ns);
+    let silent: u64 = after.windows(2).map(|w| w[1] - w[0]).filter(|g| *g > 100_000).sum();
+    let waited = woke_ns.saturating_sub(wake);
+    if switches.is_empty() && waited > 0 && silent * 10 >= waited * 7 {
+        return Explanation {
+            lateness_us,
+            cause: "no-event",
+            detail: format!(
+                "woken {:.0} µs after the planned start, then no task switched in and no event on the CPU for {:.0} µs of the {:.0} µs until it ran (in stretches of more than 100 µs): the vCPU was not running (host steal) or had interrupts off",
+                wake.saturating_sub(planned_ns) as f64 / 1e3,
+                silent as f64 / 1e3,
+                waited as f64 / 1e3
+            ),
+        };
+    }
     // The executor's kernel priority (99 − its SCHED_FIFO priority): a task of a lower priority (a larger
     // number) cannot keep it waiting once woken, unless the CPU itself did not run or could not preempt.
     let executor_prio = window.iter().find(|e| is_exec_wake(e)).and_then(|e| field(&e.fields, "prio")?.parse::<u32>().ok()).unwrap_or(9);
@@ -463,6 +482,15 @@ mod tests {
         assert_eq!(e.cause, "not-preempted", "{e:?}");
         assert_eq!(lost_events("CPU:1 [LOST 1234 EVENTS]"), Some(1234));
         assert_eq!(lost_events("x-1 [001] d..2. 1.000001: sched_switch: a"), None);
+        // Woken a little late, then silence until it ran, with no switch: the vCPU stopped, no task held it.
+        let tick = |ns: u64| line("partita-plan-9", &ts(ns), "local_timer_entry", "vector=236");
+        let e = explain(&parse_trace(&format!("{before}{}{}", wake(p + 500_000), tick(p + 3_000_000))), p, p + 6_000_000);
+        assert_eq!(e.cause, "no-event", "{e:?}");
+        assert!(e.detail.contains("no event on the CPU for 5500 µs of the 5500 µs"), "{e:?}");
+        // Events all along after the wake-up, but no switch: not the host's silence.
+        let ticks: String = (1..50).map(|k| tick(p + 500_000 + k * 100_000)).collect();
+        let e = explain(&parse_trace(&format!("{before}{}{ticks}", wake(p + 500_000))), p, p + 6_000_000);
+        assert_eq!(e.cause, "other-task", "{e:?}");
         // A trace that starts after the planned start explains nothing.
         assert_eq!(explain(&parse_trace(&wake(p + 10_000)), p, p + 2_000_000).cause, "no-trace");
     }
