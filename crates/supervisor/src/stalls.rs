@@ -107,7 +107,7 @@ const EVENTS: [&str; 8] = [
 
 /// The wake-up events keep only the executor's: the analysis needs no other, and at every window start the
 /// freezer wakes each thread of two partitions, two events apiece, which the traced CPU pays for in the
-/// window it starts (measured in docs/soak.md, "What tracing costs").
+/// window it starts (docs/soak.md, "What tracing costs").
 const WAKEUP_EVENTS: [&str; 2] = ["sched/sched_wakeup", "sched/sched_waking"];
 
 /// An ftrace instance on one CPU, read as a stream (its CPU's `trace_pipe`, without ever stopping it); removed
