@@ -351,6 +351,14 @@ pub struct Explanation {
     pub detail: String,
 }
 
+/// The stretches (ns) without an event on the CPU from `from` to `until`: between them, the events in between.
+fn quiet_stretches(window: &[&TraceEvent], from: u64, until: u64) -> impl Iterator<Item = u64> {
+    let mut times: Vec<u64> = window.iter().map(|e| e.ns).filter(|t| *t > from && *t < until).collect();
+    times.insert(0, from);
+    times.push(until);
+    (1..times.len()).map(move |i| times[i] - times[i - 1])
+}
+
 /// Explains the start planned at `planned_ns` that the executor woke for at `woke_ns`, from `events` of its CPU.
 pub fn explain(events: &[TraceEvent], planned_ns: u64, woke_ns: u64) -> Explanation {
     let lateness_us = woke_ns.saturating_sub(planned_ns) as f64 / 1e3;
@@ -363,10 +371,7 @@ pub fn explain(events: &[TraceEvent], planned_ns: u64, woke_ns: u64) -> Explanat
     let faults = window.iter().filter(|e| e.event == "page_fault_kernel" && e.task.starts_with(EXECUTOR_COMM)).count();
     let until = wake.unwrap_or(woke_ns).max(planned_ns);
     // The longest stretch without any event on the CPU between the planned start and the wake-up.
-    let mut times: Vec<u64> = window.iter().map(|e| e.ns).filter(|t| *t > planned_ns && *t < until).collect();
-    times.insert(0, planned_ns);
-    times.push(until);
-    let longest_gap = times.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+    let longest_gap = quiet_stretches(&window, planned_ns, until).max().unwrap_or(0);
     let between = |a: u64, b: u64| window.iter().filter(move |e| e.ns >= a && e.ns <= b);
     let irqs: Vec<String> = between(planned_ns, until)
         .filter(|e| matches!(e.event.as_str(), "irq_handler_entry" | "softirq_entry" | "local_timer_entry"))
@@ -399,10 +404,7 @@ pub fn explain(events: &[TraceEvent], planned_ns: u64, woke_ns: u64) -> Explanat
     let ran: Vec<String> = switches.iter().map(|(c, p)| format!("{c} (prio {p})")).collect();
     // Woken, then (a timer tick or two aside) no event until it ran and no task switched in: nothing took the
     // CPU from it; the vCPU stopped. Silent: the stretches of more than 100 µs without an event, added up.
-    let mut after: Vec<u64> = window.iter().map(|e| e.ns).filter(|t| *t > wake && *t < woke_ns).collect();
-    after.insert(0, wake);
-    after.push(woke_ns);
-    let silent: u64 = after.windows(2).map(|w| w[1] - w[0]).filter(|g| *g > 100_000).sum();
+    let silent: u64 = quiet_stretches(&window, wake, woke_ns).filter(|g| *g > 100_000).sum();
     let waited = woke_ns.saturating_sub(wake);
     if switches.is_empty() && waited > 0 && silent * 10 >= waited * 7 {
         return Explanation {
