@@ -90,6 +90,12 @@ pub fn render(s: &System) -> String {
                 plan.cpu, plan.freeze_ahead
             ));
         }
+        for plan in m.plans.iter().filter(|p| p.wake_ahead > partita_system::Duration::ZERO) {
+            out.push_str(&format!(
+                "  CPU {}: wake_ahead {}: the executor waits on the clock for a window start that follows time no partition runs in\n",
+                plan.cpu, plan.wake_ahead
+            ));
+        }
         out.push_str("\n  partition            share  worst-case wait\n");
         for plan in &m.plans {
             for p in &m.partitions {

@@ -32,6 +32,10 @@ pub struct SoakArgs {
     /// before its window ends ([[module.plan]] freeze_ahead, e.g. 100us; "0" or left out: at the boundary).
     #[arg(long)]
     freeze_ahead: Option<String>,
+    /// The built-in plan's executor wakes this long before a window start that follows time no partition runs
+    /// in and waits for it on the clock ([[module.plan]] wake_ahead, e.g. 30us; needs a longer --freeze-ahead).
+    #[arg(long)]
+    wake_ahead: Option<String>,
     /// Verdict: an interval's executor lateness p99 may be at most this many times cyclictest's p99.
     #[arg(long, default_value_t = 1.5)]
     lateness_vs_floor: f64,
@@ -116,6 +120,17 @@ pub fn run(a: SoakArgs) -> ExitCode {
             Err(e) => return usage(format!("--freeze-ahead {f:?}: {e}; give a length such as 30us, or 0")),
         },
     };
+    let wake_ahead = match a.wake_ahead.as_deref() {
+        None | Some("0") => None,
+        Some(w) => match partita_router_config::parse_duration(w) {
+            Ok(d) if d.is_zero() => None,
+            Ok(d) if d >= freeze_ahead.unwrap_or_default() => {
+                return usage(format!("--wake-ahead {w:?} needs a longer --freeze-ahead (the executor waits in the time the partition frozen ahead leaves); give e.g. --freeze-ahead 100us --wake-ahead 30us"))
+            }
+            Ok(d) => Some(d),
+            Err(e) => return usage(format!("--wake-ahead {w:?}: {e}; give a length such as 30us, or 0")),
+        },
+    };
     if !(a.lateness_vs_floor >= 1.0 && a.lateness_vs_floor.is_finite()) {
         return usage(format!("--lateness-vs-floor {}: give a ratio of at least 1", a.lateness_vs_floor));
     }
@@ -136,8 +151,8 @@ pub fn run(a: SoakArgs) -> ExitCode {
         },
         None => (a.max_response_us, None),
     };
-    if !builtin && (a.freeze_ahead.is_some() || jitter.is_some()) {
-        return usage("--jitter and --freeze-ahead set up the built-in system; a system file sets its own (the monitor's `--jitter` in its command, `freeze_ahead` in [[module.plan]])".into());
+    if !builtin && (a.freeze_ahead.is_some() || a.wake_ahead.is_some() || jitter.is_some()) {
+        return usage("--jitter, --freeze-ahead and --wake-ahead set up the built-in system; a system file sets its own (the monitor's `--jitter` in its command, `freeze_ahead` and `wake_ahead` in [[module.plan]])".into());
     }
     let setup = match a.setup.setup() {
         Ok(s) => s,
@@ -163,6 +178,11 @@ pub fn run(a: SoakArgs) -> ExitCode {
             p.freeze_ahead = ahead;
             if let Some(k) = p.freeze_ahead_too_long() {
                 return usage(format!("--freeze-ahead {:?} is more than a fifth of the built-in plan's window {k} ({}); give tens of µs", a.freeze_ahead.as_deref().unwrap_or_default(), p.windows[k].duration));
+            }
+        }
+        for p in s.modules.iter_mut().flat_map(|m| m.plans.iter_mut()) {
+            if let Some(w) = wake_ahead {
+                p.wake_ahead = partita_system::Duration::from_nanos(w.as_nanos() as u64);
             }
         }
     }

@@ -16,7 +16,7 @@ fn a_short_soak_of_the_papers_system_reports_every_interval_against_the_floor() 
     std::fs::write(&bench, r#"{"machine": "another machine", "prediction": {"bound_us": 99900.0}}"#).unwrap();
     let child = partita()
         .args(["soak", "--duration", "6s", "--interval", "2s", "--floor", "1s", "--bound-from", bench.to_str().unwrap(), "--freeze-ahead", "100us"])
-        .args(["--jitter", "1500us", "--out"])
+        .args(["--wake-ahead", "30us", "--jitter", "1500us", "--out"])
         .arg(&out)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -85,6 +85,7 @@ fn a_short_soak_of_the_papers_system_reports_every_interval_against_the_floor() 
     assert!(md.contains("## Verdict") && md.contains("of 3 intervals") && md.contains("within 100000 µs (bench paper's bound 99900 µs"), "{md}");
     assert!(md.contains("## Responses over the whole run") && md.contains("Above the limit of 100000 µs"), "{md}");
     assert!(md.contains("- setup: real-time setup: SCHED_FIFO 50"), "{md}");
+    assert!(md.contains("- plan CPU 0: major frame 1500us, freeze_ahead 100us, wake_ahead 30us"), "{md}");
     assert!(std::fs::read_to_string(out.join("soak.svg")).unwrap().contains("<polyline"));
     std::fs::remove_dir_all(&out).unwrap();
 }
@@ -174,6 +175,10 @@ fn bad_soak_arguments_exit_with_status_2() {
         &["--jitter", "lots"],
         &["--freeze-ahead", "200us"],
         &["--freeze-ahead", "x"],
+        &["--wake-ahead", "30us"],
+        &["--freeze-ahead", "30us", "--wake-ahead", "30us"],
+        &["--freeze-ahead", "100us", "--wake-ahead", "soon"],
+        &[example, "--wake-ahead", "10us"],
         &["--lateness-vs-floor", "0.5"],
         &["--duration", "1y"],
         &["--fifo", "95"],

@@ -157,6 +157,8 @@ pub struct SoakReport {
     pub stopped_early: bool,
     /// How the system's processes were scheduled.
     pub setup: String,
+    /// Each plan as the executor ran it: CPU, major frame, freeze lead and wake lead.
+    pub plans: Vec<String>,
     /// cyclictest per plan CPU, before the system started.
     pub floor: Vec<(usize, CyclicResult)>,
     pub limits: Limits,
@@ -501,6 +503,7 @@ pub fn run(cfg: &SoakConfig, log: impl Fn(&str) + Send + 'static) -> Result<Soak
         interval_s: cfg.interval.as_secs_f64(),
         stopped_early: intervals.last().is_some_and(|i| i.t_s + 0.5 < cfg.duration.as_secs_f64()),
         setup: cfg.setup.clone(),
+        plans: cfg.system.modules.iter().flat_map(|m| m.plans.iter()).map(plan_caption).collect(),
         floor,
         limits: cfg.limits.clone(),
         overall,
@@ -508,6 +511,11 @@ pub fn run(cfg: &SoakConfig, log: impl Fn(&str) + Send + 'static) -> Result<Soak
         freezes_ahead,
         intervals,
     })
+}
+
+/// A plan's timing in one line: `CPU 0: major frame 1500us, freeze_ahead 100us, wake_ahead 30us`.
+fn plan_caption(p: &partita_system::Plan) -> String {
+    format!("CPU {}: major frame {}, freeze_ahead {}, wake_ahead {}", p.cpu, p.frame(), p.freeze_ahead, p.wake_ahead)
 }
 
 /// One line per interval for the console.
@@ -573,7 +581,8 @@ fn responses_section(r: &SoakReport) -> String {
 
 /// The report: the floor, the whole run, the verdict, a table per interval.
 pub fn markdown(r: &SoakReport, command: &str) -> String {
-    let mut s = format!("# Soak of {}\n\n`{command}`\n\n- machine: {}\n- setup: {}\n- {:.0} s in intervals of {:.0} s{}\n\n", r.system, r.machine, r.setup, r.duration_s, r.interval_s, if r.stopped_early { " (stopped early)" } else { "" });
+    let plans: String = r.plans.iter().map(|p| format!("- plan {p}\n")).collect();
+    let mut s = format!("# Soak of {}\n\n`{command}`\n\n- machine: {}\n- setup: {}\n{plans}- {:.0} s in intervals of {:.0} s{}\n\n", r.system, r.machine, r.setup, r.duration_s, r.interval_s, if r.stopped_early { " (stopped early)" } else { "" });
     s.push_str("## The floor and the whole run\n\n| CPU | cyclictest p50/p99/max µs (before) | executor lateness p50/p99/max µs | window starts | p99 ratio |\n|---|---:|---:|---:|---:|\n");
     for p in &r.overall {
         let f = r.floor.iter().find(|(c, _)| *c == p.cpu).map(|x| x.1);

@@ -6,6 +6,12 @@
 //! the other partition's time, more of them the more threads the partition has. With a freeze lead
 //! ([`Schedule::with_freeze_ahead`]) the executor freezes such a partition that long before its window ends, so
 //! its threads stop in its own window and the next one starts with only its own threads waking.
+//!
+//! A timer wakes the executor some µs after the instant it asked for (the kernel's and the CPU's wake-up
+//! latency). With a wake lead ([`Schedule::with_wake_ahead`]) the executor sleeps until that long before a window
+//! start that follows time no partition runs in (idle time, or the lead of a partition frozen ahead) and waits
+//! for the start on the clock, so the window starts when it is due, not a wake-up latency later; it spends only
+//! time that is no partition's.
 use crate::clock::{monotonic_ns, sleep_until_ns};
 use crate::error::{Result, SupervisorError};
 use partita_os::sched;
@@ -34,6 +40,9 @@ pub struct Schedule {
     /// How long before the end of a window that another partition's window follows directly its partition is
     /// frozen (zero: at the boundary).
     freeze_ahead: Duration,
+    /// How long before a window start that follows time no partition runs in the executor wakes, to wait
+    /// for the start on the clock (zero: it sleeps until the start).
+    wake_ahead: Duration,
 }
 
 /// One point of the frame where the set of running partitions changes.
@@ -47,6 +56,9 @@ struct Boundary {
     /// Partitions frozen `freeze_ahead` before this boundary: whether their freeze has completed is
     /// counted here.
     frozen_ahead: Vec<usize>,
+    /// How long before this boundary the executor wakes to wait for it on the clock: the wake lead, at most
+    /// the time before it in which no partition runs (zero where one does).
+    wake_ahead_ns: u64,
 }
 
 impl Schedule {
@@ -68,7 +80,7 @@ impl Schedule {
                 }
             }
         }
-        Ok(Schedule { major_frame, windows, freeze_ahead: Duration::ZERO })
+        Ok(Schedule { major_frame, windows, freeze_ahead: Duration::ZERO, wake_ahead: Duration::ZERO })
     }
 
     /// Freezes a partition whose window another partition's window follows directly `ahead` before that
@@ -88,6 +100,23 @@ impl Schedule {
 
     pub fn freeze_ahead(&self) -> Duration {
         self.freeze_ahead
+    }
+
+    /// Wakes the executor `ahead` before each window start that follows time no partition runs in (at most
+    /// that time) and has it wait for the start on the clock. Refused when no window start follows such time
+    /// (set the freeze lead first): the lead would never be used.
+    pub fn with_wake_ahead(mut self, ahead: Duration) -> Result<Schedule> {
+        self.wake_ahead = ahead;
+        if !ahead.is_zero() && !self.boundaries().iter().any(|b| b.window.is_some() && b.wake_ahead_ns > 0) {
+            return Err(SupervisorError::Invalid(format!(
+                "wake_ahead {ahead:?}: no window start follows time in which no partition runs; set freeze_ahead or leave a gap before a window"
+            )));
+        }
+        Ok(self)
+    }
+
+    pub fn wake_ahead(&self) -> Duration {
+        self.wake_ahead
     }
 
     /// For each window: whether another partition's window starts where it ends (cyclically).
@@ -118,7 +147,7 @@ impl Schedule {
             match b.iter().position(|x| x.offset_ns == offset_ns) {
                 Some(i) => i,
                 None => {
-                    b.push(Boundary { offset_ns, freeze: vec![], thaw: vec![], window: None, frozen_ahead: vec![] });
+                    b.push(Boundary { offset_ns, freeze: vec![], thaw: vec![], window: None, frozen_ahead: vec![], wake_ahead_ns: 0 });
                     b.len() - 1
                 }
             }
@@ -148,6 +177,30 @@ impl Schedule {
             b[k].freeze.retain(|x| *x != p);
         }
         b.sort_by_key(|x| x.offset_ns);
+        // Which partitions run after each boundary: follow the frame twice round, so that the first boundaries
+        // see what the frame's last ones left running.
+        let n = b.len();
+        let mut running: Vec<usize> = Vec::new();
+        let mut idle_after = vec![false; n];
+        for k in 0..2 * n {
+            let x = &b[k % n];
+            running.retain(|p| !x.freeze.contains(p));
+            for &p in &x.thaw {
+                if !running.contains(&p) {
+                    running.push(p);
+                }
+            }
+            idle_after[k % n] = running.is_empty();
+        }
+        let lead = self.wake_ahead.as_nanos() as u64;
+        for k in 0..n {
+            let prev = (k + n - 1) % n;
+            if b[k].window.is_some() && idle_after[prev] && lead > 0 {
+                let quiet = (b[k].offset_ns + frame - b[prev].offset_ns) % frame;
+                let quiet = if quiet == 0 { frame } else { quiet };
+                b[k].wake_ahead_ns = lead.min(quiet);
+            }
+        }
         b
     }
 }
@@ -215,8 +268,9 @@ pub struct ExecutorLog {
     pub switch_errors: u64,
     /// Boundaries the executor reached only after the next one was already due: a window was lost.
     pub missed_boundaries: u64,
-    /// With a freeze lead: partitions frozen ahead of a window start that the kernel reported frozen just after
-    /// that start's thaw (their threads had stopped in their own time), and those still stopping.
+    /// With a freeze lead: partitions frozen ahead of a window start that the kernel reported frozen at that
+    /// start (just after its thaw, or with a wake lead just before the start): their threads had stopped in
+    /// their own time; and those still stopping.
     pub freezes_ahead_done: u64,
     pub freezes_ahead_overran: u64,
     /// Whether SCHED_FIFO and the CPU pinning were obtained.
@@ -303,6 +357,7 @@ impl Executor {
         let origin_ns = Arc::new(AtomicU64::new(0));
         let lateness = Arc::new(crate::histogram::LatencyHistogram::default());
         let stall = Arc::new(crate::stalls::StallRing::default());
+        stall.set_wake_lead(schedule.wake_ahead.as_nanos() as u64);
         let (stop2, progress2, origin2, lateness2, stall2) = (stop.clone(), progress.clone(), origin_ns.clone(), lateness.clone(), stall.clone());
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let handle = std::thread::Builder::new()
@@ -433,10 +488,23 @@ fn run(schedule: &Schedule, freezers: &[Freezer], config: &ExecutorConfig, share
                 None => base + frame_ns + boundaries[0].offset_ns,
             };
             stall.waiting_for(planned);
-            if !sleep_until_or_stop(planned, stop) {
+            if !sleep_until_or_stop(planned - b.wake_ahead_ns, stop) {
                 break 'frames;
             }
-            let woke = monotonic_ns();
+            // With a wake lead, wait for the start on the clock, and look at the partitions frozen ahead just
+            // before it instead of after the thaw (that read would hold the window's partition back).
+            let mut frozen_ahead_counted = false;
+            let woke = loop {
+                let now = monotonic_ns();
+                if now >= planned {
+                    break now;
+                }
+                if !frozen_ahead_counted && now + LOOK_BEFORE_START_NS >= planned {
+                    count_frozen_ahead(b, freezers, log);
+                    frozen_ahead_counted = true;
+                }
+                std::hint::spin_loop();
+            };
             if woke >= next_due {
                 log.missed_boundaries += 1;
             }
@@ -452,13 +520,10 @@ fn run(schedule: &Schedule, freezers: &[Freezer], config: &ExecutorConfig, share
                 }
             }
             let switched = monotonic_ns();
-            // Read after the thaw, not before, so that it does not delay the window.
-            for &p in &b.frozen_ahead {
-                match freezers[p].stopped_now() {
-                    Some(true) => log.freezes_ahead_done += 1,
-                    Some(false) => log.freezes_ahead_overran += 1,
-                    None => {}
-                }
+            // Without a wake lead (or woken too late to use it), read after the thaw, not before, so that it does
+            // not delay the window.
+            if !frozen_ahead_counted {
+                count_frozen_ahead(b, freezers, log);
             }
             let lateness = woke.saturating_sub(planned);
             let cost = switched - woke;
@@ -505,6 +570,21 @@ fn run(schedule: &Schedule, freezers: &[Freezer], config: &ExecutorConfig, share
     }
     if let Ok(mut p) = progress.lock() {
         *p = Progress { frames: frame, missed_boundaries: log.missed_boundaries, max_lateness_ns: log.max_lateness_ns, max_switch_ns: log.max_switch_ns };
+    }
+}
+
+/// With a wake lead, the executor reads whether the partitions frozen ahead of a start have stopped this long
+/// before the start (the read takes a few µs).
+const LOOK_BEFORE_START_NS: u64 = 5_000;
+
+/// Counts the partitions frozen ahead of boundary `b` that have stopped and those still stopping.
+fn count_frozen_ahead(b: &Boundary, freezers: &[Freezer], log: &mut ExecutorLog) {
+    for &p in &b.frozen_ahead {
+        match freezers[p].stopped_now() {
+            Some(true) => log.freezes_ahead_done += 1,
+            Some(false) => log.freezes_ahead_overran += 1,
+            None => {}
+        }
     }
 }
 
@@ -590,6 +670,34 @@ mod tests {
         .unwrap();
         assert!(s.clone().with_freeze_ahead(US(100)).is_err());
         assert_eq!(s.with_freeze_ahead(US(99)).unwrap().freeze_ahead(), US(99));
+    }
+
+    #[test]
+    fn a_wake_lead_is_used_only_before_starts_that_follow_quiet_time() {
+        let paper = || {
+            Schedule::new(US(1500), vec![
+                Window { partition: 0, offset: US(0), duration: US(700) },
+                Window { partition: 1, offset: US(700), duration: US(800) },
+            ])
+            .unwrap()
+        };
+        // Back to back and frozen at the boundary, the CPU is never free before a start: refused.
+        assert!(paper().with_wake_ahead(US(30)).is_err());
+        let s = paper().with_freeze_ahead(US(100)).unwrap().with_wake_ahead(US(30)).unwrap();
+        let leads: Vec<(u64, u64)> = s.boundaries().into_iter().map(|b| (b.offset_ns, b.wake_ahead_ns)).collect();
+        assert_eq!(leads, vec![(0, 30_000), (600_000, 0), (700_000, 30_000), (1_400_000, 0)]);
+        // A lead longer than the quiet time before a start is cut to it; a start right after another
+        // partition's running window gets none.
+        let s = Schedule::new(US(1000), vec![
+            Window { partition: 0, offset: US(0), duration: US(400) },
+            Window { partition: 1, offset: US(400), duration: US(500) },
+        ])
+        .unwrap()
+        .with_wake_ahead(US(250))
+        .unwrap();
+        let leads: Vec<(u64, u64)> = s.boundaries().into_iter().map(|b| (b.offset_ns, b.wake_ahead_ns)).collect();
+        assert_eq!(leads, vec![(0, 100_000), (400_000, 0), (900_000, 0)]);
+        assert_eq!(s.wake_ahead(), US(250));
     }
 
     #[test]

@@ -25,11 +25,18 @@ pub struct StallRing {
     /// The planned start the executor waits for (or is late for) now: while a stall lasts, the reader keeps
     /// the trace from there on, however long the stall.
     waiting_for: AtomicU64,
+    /// The plan's wake lead: the executor wakes up to this long before a start and waits for it on the clock.
+    wake_lead: AtomicU64,
 }
 
 impl Default for StallRing {
     fn default() -> Self {
-        StallRing { seq: AtomicU64::new(0), slots: std::array::from_fn(|_| (AtomicU64::new(0), AtomicU64::new(0))), waiting_for: AtomicU64::new(u64::MAX) }
+        StallRing {
+            seq: AtomicU64::new(0),
+            slots: std::array::from_fn(|_| (AtomicU64::new(0), AtomicU64::new(0))),
+            waiting_for: AtomicU64::new(u64::MAX),
+            wake_lead: AtomicU64::new(0),
+        }
     }
 }
 
@@ -58,6 +65,15 @@ impl StallRing {
     /// sees every stall recorded before it).
     pub fn waiting_for(&self, planned_ns: u64) {
         self.waiting_for.store(planned_ns, Ordering::Release);
+    }
+
+    /// Set once, before the executor starts: its wake lead, ns.
+    pub fn set_wake_lead(&self, lead_ns: u64) {
+        self.wake_lead.store(lead_ns, Ordering::Relaxed);
+    }
+
+    pub fn wake_lead(&self) -> u64 {
+        self.wake_lead.load(Ordering::Relaxed)
     }
 
     /// The planned start the executor waits for now (`u64::MAX` before it started).
@@ -287,7 +303,7 @@ impl Watcher {
 
     fn explain(&self, planned: u64, woke: u64) -> Explained {
         let events: Vec<TraceEvent> = self.recent.iter().map(|(e, _)| e.clone()).collect();
-        let mut explanation = explain(&events, planned, woke);
+        let mut explanation = explain(&events, planned, woke, self.ring.wake_lead());
         // Events lost in the kernel's buffer after an event of the 3 ms before the planned start or of the stall:
         // the trace may be silent for that reason, not because nothing happened.
         if let Some((_, n)) = self.trace_lost.iter().find(|(after, _)| *after + BEFORE_NS >= planned && *after <= woke) {
@@ -359,15 +375,17 @@ fn quiet_stretches(window: &[&TraceEvent], from: u64, until: u64) -> impl Iterat
     (1..times.len()).map(move |i| times[i] - times[i - 1])
 }
 
-/// Explains the start planned at `planned_ns` that the executor woke for at `woke_ns`, from `events` of its CPU.
-pub fn explain(events: &[TraceEvent], planned_ns: u64, woke_ns: u64) -> Explanation {
+/// Explains the start planned at `planned_ns` that the executor woke for at `woke_ns`, from `events` of its CPU;
+/// `lead_ns` is the plan's wake lead (the executor's timer was set that long before the start).
+pub fn explain(events: &[TraceEvent], planned_ns: u64, woke_ns: u64, lead_ns: u64) -> Explanation {
     let lateness_us = woke_ns.saturating_sub(planned_ns) as f64 / 1e3;
-    let window: Vec<&TraceEvent> = events.iter().filter(|e| e.ns + 200_000 >= planned_ns && e.ns <= woke_ns + 100_000).collect();
+    let window: Vec<&TraceEvent> = events.iter().filter(|e| e.ns + 200_000 + lead_ns >= planned_ns && e.ns <= woke_ns + 100_000).collect();
     if window.is_empty() || events.first().is_none_or(|e| e.ns > planned_ns) {
         return Explanation { lateness_us, cause: "no-trace", detail: "the trace does not cover the planned start".into() };
     }
     let is_exec_wake = |e: &&TraceEvent| (e.event == "sched_wakeup" || e.event == "sched_waking") && field(&e.fields, "comm") == Some(EXECUTOR_COMM);
-    let wake = window.iter().find(|e| e.ns + 50_000 >= planned_ns && is_exec_wake(e)).map(|e| e.ns);
+    // The executor's wake-up for this start: its last before it ran (with a wake lead, before the start).
+    let wake = window.iter().filter(|e| e.ns + 50_000 + lead_ns >= planned_ns && e.ns <= woke_ns && is_exec_wake(e)).last().map(|e| e.ns);
     let faults = window.iter().filter(|e| e.event == "page_fault_kernel" && e.task.starts_with(EXECUTOR_COMM)).count();
     let until = wake.unwrap_or(woke_ns).max(planned_ns);
     // The longest stretch without any event on the CPU between the planned start and the wake-up.
@@ -465,36 +483,44 @@ mod tests {
         let before = line("x-1", &ts(p - 150_000), "sched_switch", "prev_comm=a prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=b next_pid=2 next_prio=120");
         // 2 ms of nothing, then the wake-up: the vCPU did not run.
         let silent = parse_trace(&format!("{before}{}", wake(p + 2_000_000)));
-        assert_eq!(explain(&silent, p, p + 2_010_000).cause, "no-event");
+        assert_eq!(explain(&silent, p, p + 2_010_000, 0).cause, "no-event");
         // Interrupts all along before the wake-up.
         let irq: String = (1..20).map(|k| line("x-1", &ts(p + k * 100_000), "irq_handler_entry", "irq=11 name=virtio0")).collect();
         let busy = parse_trace(&format!("{before}{irq}{}", wake(p + 2_000_000)));
-        let e = explain(&busy, p, p + 2_010_000);
+        let e = explain(&busy, p, p + 2_010_000, 0);
         assert_eq!(e.cause, "interrupts", "{e:?}");
         assert!(e.detail.contains("virtio0"));
         // Woken on time; a higher-priority thread held the CPU.
         let switch = line("x-1", &ts(p + 1_500_000), "sched_switch", &format!("prev_comm=migration/1 prev_pid=21 prev_prio=0 prev_state=S ==> next_comm={EXECUTOR_COMM} next_pid=9 next_prio=9"));
         let other = parse_trace(&format!("{before}{}{switch}", wake(p + 5_000)));
-        let e = explain(&other, p, p + 1_500_000);
+        let e = explain(&other, p, p + 1_500_000, 0);
         assert_eq!(e.cause, "other-task", "{e:?}");
         assert!(e.detail.contains("migration/1 (prio 0)"), "{e:?}");
         // Woken on time, and only a lower-priority task ran until the switch: it cannot have held the CPU.
         let low = line("x-1", &ts(p + 1_500_000), "sched_switch", &format!("prev_comm=rustc prev_pid=21 prev_prio=130 prev_state=R ==> next_comm={EXECUTOR_COMM} next_pid=9 next_prio=9"));
-        let e = explain(&parse_trace(&format!("{before}{}{low}", wake(p + 5_000))), p, p + 1_500_000);
+        let e = explain(&parse_trace(&format!("{before}{}{low}", wake(p + 5_000))), p, p + 1_500_000, 0);
         assert_eq!(e.cause, "not-preempted", "{e:?}");
         assert_eq!(lost_events("CPU:1 [LOST 1234 EVENTS]"), Some(1234));
         assert_eq!(lost_events("x-1 [001] d..2. 1.000001: sched_switch: a"), None);
         // Woken a little late, then silence until it ran, with no switch: the vCPU stopped, no task held it.
         let tick = |ns: u64| line("partita-plan-9", &ts(ns), "local_timer_entry", "vector=236");
-        let e = explain(&parse_trace(&format!("{before}{}{}", wake(p + 500_000), tick(p + 3_000_000))), p, p + 6_000_000);
+        let e = explain(&parse_trace(&format!("{before}{}{}", wake(p + 500_000), tick(p + 3_000_000))), p, p + 6_000_000, 0);
         assert_eq!(e.cause, "no-event", "{e:?}");
         assert!(e.detail.contains("no event on the CPU for 5500 µs of the 5500 µs"), "{e:?}");
         // Events all along after the wake-up, but no switch: not the host's silence.
         let ticks: String = (1..50).map(|k| tick(p + 500_000 + k * 100_000)).collect();
-        let e = explain(&parse_trace(&format!("{before}{}{ticks}", wake(p + 500_000))), p, p + 6_000_000);
+        let e = explain(&parse_trace(&format!("{before}{}{ticks}", wake(p + 500_000))), p, p + 6_000_000, 0);
         assert_eq!(e.cause, "other-task", "{e:?}");
+        // With a wake lead: woken before the start (an earlier boundary's wake-up before that), then nothing
+        // until it ran: the vCPU stopped while the executor waited on the clock.
+        let led = parse_trace(&format!("{before}{}{}", wake(p - 140_000), wake(p - 80_000)));
+        let e = explain(&led, p, p + 3_000_000, 100_000);
+        assert_eq!(e.cause, "no-event", "{e:?}");
+        assert!(e.detail.contains("no task switched in and no event on the CPU for 3080 µs"), "{e:?}");
+        // With a wake lead, a wake-up itself late: read as before.
+        assert_eq!(explain(&silent, p, p + 2_010_000, 100_000).cause, "no-event");
         // A trace that starts after the planned start explains nothing.
-        assert_eq!(explain(&parse_trace(&wake(p + 10_000)), p, p + 2_000_000).cause, "no-trace");
+        assert_eq!(explain(&parse_trace(&wake(p + 10_000)), p, p + 2_000_000, 0).cause, "no-trace");
     }
 
     #[test]

@@ -372,7 +372,7 @@ impl Supervisor {
                     .collect::<Result<Vec<_>>>()?;
                 let plan_freezers: Vec<Freezer> = members.iter().filter_map(|&pi| freezers[first + pi].take()).collect();
                 let probes = members.iter().zip(&plan_freezers).map(|(&pi, f)| (m.partitions[pi].name.clone(), f.probe(), s.cgroups[first + pi].clone())).collect();
-                let schedule = Schedule::new(plan.frame().to_std(), windows)?.with_freeze_ahead(plan.freeze_ahead.to_std())?;
+                let schedule = Schedule::new(plan.frame().to_std(), windows)?.with_freeze_ahead(plan.freeze_ahead.to_std())?.with_wake_ahead(plan.wake_ahead.to_std())?;
                 let config = ExecutorConfig { cpu: Some(plan.cpu), ..ExecutorConfig::default() };
                 let executor = Executor::start(schedule.clone(), plan_freezers, config)?;
                 s.watch.add_plan(&schedule, executor.origin(), probes);

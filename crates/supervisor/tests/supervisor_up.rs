@@ -211,6 +211,32 @@ fn a_partition_kept_frozen_or_thawed_against_the_plan_is_reported() {
     assert_nothing_left(&name, Some(&link_prefix(&name)));
 }
 
+/// With a wake lead the executor waits on the clock for a start in the time before it that no partition runs in
+/// (the lead of the partition frozen ahead). It never starts a window before it is due, and no partition runs
+/// outside its windows; every start is judged for the partition frozen ahead of it.
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn a_wake_lead_starts_no_window_early_and_lets_no_partition_out_of_its_windows() {
+    let name = system_name("wake");
+    let root = tempdir("state");
+    let text = reference_system(&name, r#"["sh", "-c", "while :; do :; done"]"#)
+        .replacen("major_frame = \"1500us\"", "major_frame = \"1500us\"\nfreeze_ahead = \"100us\"\nwake_ahead = \"30us\"", 1);
+    let sys = system(&text);
+    assert_eq!(sys.modules[0].plans[0].wake_ahead, partita_system::Duration::from_micros(30));
+    let sup = Supervisor::up(&sys, &options(&root)).unwrap();
+    let events = sup.events().clone();
+    let logs = sup.run(Some(Duration::from_secs(3)), None).unwrap();
+    let log = &logs[0];
+    assert!(log.windows_started > 1000, "the plan barely ran: {}", log.windows_started);
+    assert_eq!(log.switch_errors, 0);
+    let early: Vec<_> = log.starts.iter().filter(|s| s.woke_ns < s.planned_ns).collect();
+    assert!(early.is_empty(), "{} of {} windows started before they were due: {:?}", early.len(), log.starts.len(), early.first());
+    assert_eq!(log.freezes_ahead_done + log.freezes_ahead_overran, log.windows_started, "every start judged once");
+    let outside: Vec<_> = events.events().into_iter().filter(|e| e.event == "ran_outside_window").collect();
+    assert!(outside.is_empty(), "a partition ran outside its windows: {outside:?}");
+    assert_nothing_left(&name, Some(&link_prefix(&name)));
+}
+
 #[test]
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn a_partition_granted_lock_memory_may_lock_up_to_its_memory_limit_or_up_says_why_not() {

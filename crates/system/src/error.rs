@@ -103,6 +103,10 @@ pub enum Problem {
     ZeroWindow,
     #[error("freeze_ahead {ahead} is more than a fifth of window[{window}] ({partition}, {duration}), which another partition's window follows; use a shorter freeze_ahead (tens of µs) or a longer window")]
     FreezeAheadTooLong { ahead: String, window: usize, partition: String, duration: String },
+    #[error("wake_ahead {ahead}: no window of this plan starts after time in which no partition runs, so the executor would never use it; set freeze_ahead longer than wake_ahead, leave a gap before a window, or remove wake_ahead")]
+    WakeAheadUnused { ahead: String },
+    #[error("wake_ahead {ahead} is not shorter than freeze_ahead {freeze}: the executor would hold the CPU for the whole time the partition frozen ahead has to stop; use a wake_ahead shorter than freeze_ahead (a third of it or less)")]
+    WakeAheadNotShorter { ahead: String, freeze: String },
     #[error("the window ends at {end}, beyond the major frame of {frame}; shorten it, move it earlier or lengthen major_frame")]
     WindowBeyondFrame { end: String, frame: String },
     #[error("the window [{start}, {end}) overlaps window[{other}] [{other_start}, {other_end}); start it at {other_end} or later")]

@@ -277,6 +277,7 @@ struct RawPlan {
     cpu: Option<S<u64>>,
     major_frame: S<String>,
     freeze_ahead: Option<S<String>>,
+    wake_ahead: Option<S<String>>,
     #[serde(default)]
     window: Vec<RawWindow>,
 }
@@ -792,13 +793,21 @@ impl Cx<'_> {
                     }
                 }
                 let ahead = rp.freeze_ahead.as_ref().and_then(|a| self.duration(a, &format!("{ppath}.freeze_ahead"))).unwrap_or(Duration::ZERO);
+                let wake = rp.wake_ahead.as_ref().and_then(|a| self.duration(a, &format!("{ppath}.wake_ahead"))).unwrap_or(Duration::ZERO);
                 let order: Vec<usize> = wins.iter().map(|(i, _, _)| *i).collect();
-                let plan = Plan { cpu: cpu as usize, major_frame: MajorFrame(frame.unwrap_or(Duration::ZERO)), windows: wins.into_iter().map(|(_, w, _)| w).collect(), freeze_ahead: ahead };
+                let plan = Plan { cpu: cpu as usize, major_frame: MajorFrame(frame.unwrap_or(Duration::ZERO)), windows: wins.into_iter().map(|(_, w, _)| w).collect(), freeze_ahead: ahead, wake_ahead: wake };
                 if let Some(a) = rp.freeze_ahead.as_ref().filter(|_| ahead > Duration::ZERO) {
                     if let Some(k) = plan.freeze_ahead_too_long() {
                         let w = &plan.windows[k];
                         let p = Problem::FreezeAheadTooLong { ahead: ahead.to_string(), window: order[k], partition: w.partition.clone(), duration: w.duration.to_string() };
                         self.err(&a.span(), &format!("{ppath}.freeze_ahead"), p);
+                    }
+                }
+                if let Some(w) = rp.wake_ahead.as_ref().filter(|_| wake > Duration::ZERO) {
+                    if ahead > Duration::ZERO && wake >= ahead {
+                        self.err(&w.span(), &format!("{ppath}.wake_ahead"), Problem::WakeAheadNotShorter { ahead: wake.to_string(), freeze: ahead.to_string() });
+                    } else if !plan.has_quiet_time_before_a_window() {
+                        self.err(&w.span(), &format!("{ppath}.wake_ahead"), Problem::WakeAheadUnused { ahead: wake.to_string() });
                     }
                 }
                 plans.push(plan);

@@ -478,6 +478,10 @@ pub struct Plan {
     /// A partition whose window another partition's window follows directly is frozen this long before its
     /// window ends, so that its threads stop in its own time (`freeze_ahead`; zero: at the boundary).
     pub freeze_ahead: Duration,
+    /// The plan's executor wakes this long before a window start that follows time no partition runs in and
+    /// waits for the start on the clock, so that the window starts on time, not a timer's wake-up latency late
+    /// (`wake_ahead`; zero: it sleeps until the start).
+    pub wake_ahead: Duration,
 }
 
 /// A time window in which one partition runs, as offsets from the start of the major frame.

@@ -32,6 +32,20 @@ impl Plan {
             .find(|&k| self.followed_by_another(k) && self.freeze_ahead.as_nanos().saturating_mul(5) > self.windows[k].duration.as_nanos())
     }
 
+    /// Whether some window starts after time in which no partition runs: a gap before it, or the lead of a
+    /// partition frozen `freeze_ahead` early. Only there can the executor wait for a start on the clock
+    /// (`wake_ahead`).
+    pub fn has_quiet_time_before_a_window(&self) -> bool {
+        let frame = self.frame().as_nanos().max(1);
+        (0..self.windows.len()).any(|k| {
+            let start = self.windows[k].start.as_nanos() % frame;
+            match (0..self.windows.len()).find(|&i| self.windows[i].end().as_nanos() % frame == start) {
+                None => true,
+                Some(i) => self.followed_by_another(i) && self.freeze_ahead > Duration::ZERO,
+            }
+        })
+    }
+
     /// The windows sorted by start (validated plans already are; this does not rely on it).
     pub fn sorted_windows(&self) -> Vec<&Window> {
         let mut w: Vec<&Window> = self.windows.iter().collect();
@@ -106,6 +120,7 @@ mod tests {
             major_frame: MajorFrame(us(frame)),
             windows: w.iter().map(|(p, s, d)| Window { partition: p.to_string(), start: us(*s), duration: us(*d) }).collect(),
             freeze_ahead: Duration::ZERO,
+            wake_ahead: Duration::ZERO,
         }
     }
 
@@ -119,6 +134,16 @@ mod tests {
         assert_eq!(p.usable(1), us(800));
         let q = plan(1500, &[("recorder", 0, 700), ("routing", 700, 800)]);
         assert!(q.followed_by_another(1), "the last window is followed by the first of the next frame");
+    }
+
+    #[test]
+    fn quiet_time_before_a_window_is_a_gap_or_a_freeze_lead() {
+        let mut p = plan(1500, &[("recorder", 0, 700), ("routing", 700, 800)]);
+        assert!(!p.has_quiet_time_before_a_window(), "back to back, frozen at the boundary: no quiet time");
+        p.freeze_ahead = us(100);
+        assert!(p.has_quiet_time_before_a_window());
+        assert!(plan(2000, &[("a", 0, 700), ("b", 700, 800)]).has_quiet_time_before_a_window(), "idle from 1500 to the frame's end");
+        assert!(!plan(1000, &[("a", 0, 1000)]).has_quiet_time_before_a_window(), "one partition all the time");
     }
 
     #[test]

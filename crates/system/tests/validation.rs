@@ -670,3 +670,28 @@ fn freeze_ahead_over_a_fifth_of_a_window_or_not_a_length_is_refused() {
     assert_eq!(e[0].path, "module[m].plan[0].freeze_ahead");
     assert!(matches!(e[0].problem, Problem::BadValue(_)), "{e:?}");
 }
+
+#[test]
+fn wake_ahead_is_read_where_a_window_follows_quiet_time_and_refused_elsewhere() {
+    // GOOD's window b follows 100 µs of idle time.
+    let s = parse(&GOOD.replacen("major_frame = \"1ms\"", "major_frame = \"1ms\"\nwake_ahead = \"30us\"", 1), "sys.toml", &host()).unwrap();
+    assert_eq!(s.modules[0].plans[0].wake_ahead, Duration::from_micros(30));
+    // Back to back, frozen at the boundary: no start follows quiet time.
+    let back_to_back = ("start = \"500us\"", "start = \"400us\"");
+    let text = GOOD.replacen("duration = \"500us\"", "duration = \"600us\"", 1).replacen(back_to_back.0, back_to_back.1, 1);
+    let e = errors(&text.replacen("major_frame = \"1ms\"", "major_frame = \"1ms\"\nwake_ahead = \"30us\"", 1));
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0].path, "module[m].plan[0].wake_ahead");
+    assert!(matches!(&e[0].problem, Problem::WakeAheadUnused { .. }), "{e:?}");
+    assert!(e[0].to_string().contains("set freeze_ahead"), "{}", e[0]);
+    // ... which a freeze lead gives, if it is longer than the wake lead.
+    let led = text.replacen("major_frame = \"1ms\"", "major_frame = \"1ms\"\nfreeze_ahead = \"60us\"\nwake_ahead = \"20us\"", 1);
+    assert_eq!(parse(&led, "sys.toml", &host()).unwrap().modules[0].plans[0].wake_ahead, Duration::from_micros(20));
+    let e = errors(&text.replacen("major_frame = \"1ms\"", "major_frame = \"1ms\"\nfreeze_ahead = \"60us\"\nwake_ahead = \"60us\"", 1));
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0].path, "module[m].plan[0].wake_ahead");
+    assert!(matches!(&e[0].problem, Problem::WakeAheadNotShorter { .. }), "{e:?}");
+    let e = broken("major_frame = \"1ms\"", "major_frame = \"1ms\"\nwake_ahead = \"early\"");
+    assert_eq!(e[0].path, "module[m].plan[0].wake_ahead");
+    assert!(matches!(e[0].problem, Problem::BadValue(_)), "{e:?}");
+}
