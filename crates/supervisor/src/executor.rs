@@ -11,7 +11,8 @@
 //! latency). With a wake lead ([`Schedule::with_wake_ahead`]) the executor sleeps until that long before a window
 //! start that follows time no partition runs in (idle time, or the lead of a partition frozen ahead) and waits
 //! for the start on the clock, so the window starts when it is due, not a wake-up latency later; it spends only
-//! time that is no partition's.
+//! time that is no partition's, and only once the partition frozen ahead has stopped (else it sleeps to the
+//! start, so that the partition's threads stop in their own time).
 use crate::clock::{monotonic_ns, sleep_until_ns};
 use crate::error::{Result, SupervisorError};
 use partita_os::sched;
@@ -269,8 +270,8 @@ pub struct ExecutorLog {
     /// Boundaries the executor reached only after the next one was already due: a window was lost.
     pub missed_boundaries: u64,
     /// With a freeze lead: partitions frozen ahead of a window start that the kernel reported frozen at that
-    /// start (just after its thaw, or with a wake lead just before the start): their threads had stopped in
-    /// their own time; and those still stopping.
+    /// start (read just after its thaw, or with a wake lead already when the executor woke ahead of it): their
+    /// threads had stopped in their own time; and those still stopping after the thaw.
     pub freezes_ahead_done: u64,
     pub freezes_ahead_overran: u64,
     /// Whether SCHED_FIFO and the CPU pinning were obtained.
@@ -491,17 +492,24 @@ fn run(schedule: &Schedule, freezers: &[Freezer], config: &ExecutorConfig, share
             if !sleep_until_or_stop(planned - b.wake_ahead_ns, stop) {
                 break 'frames;
             }
-            // With a wake lead, wait for the start on the clock, and look at the partitions frozen ahead just
-            // before it instead of after the thaw (that read would hold the window's partition back).
+            // Woken ahead of the start: wait for it on the clock if the partitions frozen ahead have stopped (a
+            // partition stays stopped while frozen, so they are counted as stopped at the start, and the read is
+            // off the window's path); if one is still stopping, sleep until the start instead, so that its
+            // threads stop in its own time, not behind the executor's wait.
             let mut frozen_ahead_counted = false;
+            if b.wake_ahead_ns > 0 && monotonic_ns() < planned {
+                let states: Vec<Option<bool>> = b.frozen_ahead.iter().map(|&p| freezers[p].stopped_now()).collect();
+                if states.contains(&Some(false)) {
+                    sleep_until_ns(planned);
+                } else {
+                    log.freezes_ahead_done += states.iter().filter(|s| **s == Some(true)).count() as u64;
+                    frozen_ahead_counted = true;
+                }
+            }
             let woke = loop {
                 let now = monotonic_ns();
                 if now >= planned {
                     break now;
-                }
-                if !frozen_ahead_counted && now + LOOK_BEFORE_START_NS >= planned {
-                    count_frozen_ahead(b, freezers, log);
-                    frozen_ahead_counted = true;
                 }
                 std::hint::spin_loop();
             };
@@ -572,10 +580,6 @@ fn run(schedule: &Schedule, freezers: &[Freezer], config: &ExecutorConfig, share
         *p = Progress { frames: frame, missed_boundaries: log.missed_boundaries, max_lateness_ns: log.max_lateness_ns, max_switch_ns: log.max_switch_ns };
     }
 }
-
-/// With a wake lead, the executor reads whether the partitions frozen ahead of a start have stopped this long
-/// before the start (the read takes a few µs).
-const LOOK_BEFORE_START_NS: u64 = 5_000;
 
 /// Counts the partitions frozen ahead of boundary `b` that have stopped and those still stopping.
 fn count_frozen_ahead(b: &Boundary, freezers: &[Freezer], log: &mut ExecutorLog) {

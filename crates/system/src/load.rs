@@ -804,7 +804,9 @@ impl Cx<'_> {
                     }
                 }
                 if let Some(w) = rp.wake_ahead.as_ref().filter(|_| wake > Duration::ZERO) {
-                    if ahead > Duration::ZERO && wake >= ahead {
+                    if wake > Duration::from_millis(1) {
+                        self.err(&w.span(), &format!("{ppath}.wake_ahead"), Problem::BadValue(format!("wake_ahead {wake} is longer than 1ms: the executor would wait on the clock that long before every start, and a timer's wake-up latency is tens of µs; use tens of µs")));
+                    } else if ahead > Duration::ZERO && wake >= ahead {
                         self.err(&w.span(), &format!("{ppath}.wake_ahead"), Problem::WakeAheadNotShorter { ahead: wake.to_string(), freeze: ahead.to_string() });
                     } else if !plan.has_quiet_time_before_a_window() {
                         self.err(&w.span(), &format!("{ppath}.wake_ahead"), Problem::WakeAheadUnused { ahead: wake.to_string() });

@@ -691,6 +691,9 @@ fn wake_ahead_is_read_where_a_window_follows_quiet_time_and_refused_elsewhere() 
     assert_eq!(e.len(), 1, "{e:?}");
     assert_eq!(e[0].path, "module[m].plan[0].wake_ahead");
     assert!(matches!(&e[0].problem, Problem::WakeAheadNotShorter { .. }), "{e:?}");
+    let e = broken("major_frame = \"1ms\"", "major_frame = \"2ms\"\nwake_ahead = \"1001us\"");
+    assert_eq!(e[0].path, "module[m].plan[0].wake_ahead");
+    assert!(e[0].to_string().contains("longer than 1ms"), "{}", e[0]);
     let e = broken("major_frame = \"1ms\"", "major_frame = \"1ms\"\nwake_ahead = \"early\"");
     assert_eq!(e[0].path, "module[m].plan[0].wake_ahead");
     assert!(matches!(e[0].problem, Problem::BadValue(_)), "{e:?}");
