@@ -498,11 +498,11 @@ fn run(schedule: &Schedule, freezers: &[Freezer], config: &ExecutorConfig, share
             // threads stop in its own time, not behind the executor's wait.
             let mut frozen_ahead_counted = false;
             if b.wake_ahead_ns > 0 && monotonic_ns() < planned {
-                let states: Vec<Option<bool>> = b.frozen_ahead.iter().map(|&p| freezers[p].stopped_now()).collect();
-                if states.contains(&Some(false)) {
+                let (stopped, stopping) = frozen_ahead_states(b, freezers);
+                if stopping > 0 {
                     sleep_until_ns(planned);
                 } else {
-                    log.freezes_ahead_done += states.iter().filter(|s| **s == Some(true)).count() as u64;
+                    log.freezes_ahead_done += stopped;
                     frozen_ahead_counted = true;
                 }
             }
@@ -583,13 +583,24 @@ fn run(schedule: &Schedule, freezers: &[Freezer], config: &ExecutorConfig, share
 
 /// Counts the partitions frozen ahead of boundary `b` that have stopped and those still stopping.
 fn count_frozen_ahead(b: &Boundary, freezers: &[Freezer], log: &mut ExecutorLog) {
+    let (stopped, stopping) = frozen_ahead_states(b, freezers);
+    log.freezes_ahead_done += stopped;
+    log.freezes_ahead_overran += stopping;
+}
+
+/// Of the partitions frozen ahead of boundary `b`: how many have stopped, and how many are still stopping (a
+/// backend that cannot tell counts in neither). Reads each once and allocates nothing: it runs on the
+/// executor's path.
+fn frozen_ahead_states(b: &Boundary, freezers: &[Freezer]) -> (u64, u64) {
+    let (mut stopped, mut stopping) = (0, 0);
     for &p in &b.frozen_ahead {
         match freezers[p].stopped_now() {
-            Some(true) => log.freezes_ahead_done += 1,
-            Some(false) => log.freezes_ahead_overran += 1,
+            Some(true) => stopped += 1,
+            Some(false) => stopping += 1,
             None => {}
         }
     }
+    (stopped, stopping)
 }
 
 /// The longest the executor sleeps without looking at its stop flag: with long windows a stop still takes
