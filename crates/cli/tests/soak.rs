@@ -13,7 +13,7 @@ fn a_short_soak_of_the_papers_system_reports_every_interval_against_the_floor() 
     // The response limit from a `bench paper` results file (only its bound is read) plus the freeze-ahead lead:
     // 99,900 + 100 = 100,000 µs, far above any response, so that the verdict below is about the plumbing.
     let bench = std::env::temp_dir().join(format!("partita-soak-bench-{}.json", std::process::id()));
-    std::fs::write(&bench, r#"{"machine": "another machine", "prediction": {"bound_us": 99900.0}}"#).unwrap();
+    std::fs::write(&bench, r#"{"machine": "another machine", "prediction": {"bound_us": 99900.0, "thaw_herd": {"p99_us": 80.0}}}"#).unwrap();
     let child = partita()
         .args(["soak", "--duration", "6s", "--interval", "2s", "--floor", "1s", "--bound-from", bench.to_str().unwrap(), "--freeze-ahead", "100us"])
         .args(["--wake-ahead", "30us", "--jitter", "1500us", "--out"])
@@ -46,7 +46,7 @@ fn a_short_soak_of_the_papers_system_reports_every_interval_against_the_floor() 
     let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("soak.json")).unwrap()).unwrap();
     assert_eq!(r["limits"]["response_p99_us"].as_f64(), Some(100_000.0), "{}", r["limits"]);
     let from = r["limits"]["response_from"].as_str().unwrap();
-    assert!(from.contains("bound 99900 µs") && from.contains("lead 100 µs") && from.contains("another machine"), "{from}");
+    assert!(from.contains("bound 99900 µs, the thaw herd's p99 80 µs in it,") && from.contains("lead 100 µs") && from.contains("another machine"), "{from}");
     let intervals = r["intervals"].as_array().unwrap();
     assert_eq!(intervals.len(), 3, "{err}");
     // The built-in system measures under the real-time setup by default, as every benchmark.

@@ -270,6 +270,16 @@ fn bench_paper_writes_the_tables_the_prediction_and_the_sweep() {
     assert_eq!(v["prediction"]["window_delay"]["max_us"], 2200.0);
     assert!(v["prediction"]["p99_within_bound"].is_boolean());
     assert_eq!(v["prediction"]["runs"], 2);
+    // The routing partition's thaw herd, traced under the paper's plan: every thread of the partition (the
+    // router's and two Cyclone DDS participants') ran after each thaw, some microseconds after it.
+    let herd = &v["prediction"]["thaw_herd"];
+    assert!(herd["threads"].as_u64().unwrap() >= 10, "{herd}");
+    assert!(herd["herds"].as_u64().unwrap() >= 300, "about 667 routing window starts a second: {herd}");
+    let (p50, p99, max) = (herd["p50_us"].as_f64().unwrap(), herd["p99_us"].as_f64().unwrap(), herd["max_us"].as_f64().unwrap());
+    assert!(0.0 < p50 && p50 <= p99 && p99 <= max, "{herd}");
+    let (bound, without) = (v["prediction"]["bound_us"].as_f64().unwrap(), v["prediction"]["bound_without_herd_us"].as_f64().unwrap());
+    assert!((bound - without - p99).abs() < 1e-6, "the bound adds the herd's p99: {bound} {without} {herd}");
+    assert!(stderr.contains("The routing partition's thaw herd"), "{stderr}");
     assert!(v["multicore_penalty_removed"].is_array());
     let ratios = v["ratios"].as_array().unwrap();
     assert!(ratios.iter().any(|r| r["name"] == "partitioned/traditional with routing"), "{ratios:?}");
@@ -281,6 +291,7 @@ fn bench_paper_writes_the_tables_the_prediction_and_the_sweep() {
     assert!(md.contains("## Table 2: performance test") && md.contains("PARTITIONED DDS WITH ROUTING"));
     assert!(md.contains("Setup: real-time setup: SCHED_FIFO 50, memory locked, /dev/cpu_dma_latency held at 0 µs; granted by each scenario's system file"), "{md}");
     assert!(md.contains("| P50 | P50 min–max | P50 spread |"), "{md}");
+    assert!(md.contains("by the thaw herd") && md.contains("without the herd"), "{md}");
     for t in titles {
         let row = md.lines().find(|l| l.starts_with(&format!("| {t} |"))).unwrap_or_else(|| panic!("no row {t}: {md}"));
         let cols: Vec<&str> = row.split('|').map(str::trim).collect();
@@ -294,6 +305,14 @@ fn bench_paper_writes_the_tables_the_prediction_and_the_sweep() {
     for s in ["network", "trad-routing", "partitioned", "multicore"] {
         assert_nothing_left(&format!("paper-{s}"));
     }
+    // The herd's trace instance went with it.
+    let dead: Vec<String> = std::fs::read_dir("/sys/kernel/tracing/instances")
+        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|n| n.strip_prefix("partita-").and_then(|r| r.split('-').next()).is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()))
+        .collect();
+    assert!(dead.is_empty(), "trace instances left: {dead:?}");
 }
 
 #[test]

@@ -7,7 +7,7 @@
 //! the whole run, between systems too.
 use partita_schedule::optimise::{layouts, Objective, Search};
 use partita_schedule::{predict, window_delay, Arrivals, Background, Model, PlanWindows, Predicted, WindowDelay};
-use crate::run::{run_until_monitor_exits, RunError};
+use crate::run::{measure_thaw_herd, run_until_monitor_exits, RunError};
 use crate::scenario::{Params, Scenario, MONITOR, RECORDER_FPS};
 use partita_apps::summary::Summary;
 use partita_bench::repeat::{interleaved, Spread};
@@ -171,8 +171,16 @@ pub struct Prediction {
     /// The p99 of the window entries the executor measured under the paper's plan (median over the runs), µs:
     /// the worst-case answer waits for the last routing window, which opens this much after its planned start.
     pub window_entry_p99_us: f64,
-    /// window_delay.max + window entry p99 + unpartitioned p99: the bound the partitioned p99 must stay under.
+    /// The routing partition's thaw herd under the paper's plan: after the executor's thaw, how long until the
+    /// last of the partition's threads has run (crates/supervisor/src/herd.rs), measured with the monitor asking
+    /// once a second; `None` when it could not be traced (`thaw_herd_missing` says why).
+    pub thaw_herd: Option<HerdFigures>,
+    pub thaw_herd_missing: Option<String>,
+    /// window_delay.max + window entry p99 + thaw herd p99 + unpartitioned p99: the bound the partitioned p99
+    /// must stay under.
     pub bound_us: f64,
+    /// The bound without the thaw herd (as `bench paper` gave it before it measured the herd).
+    pub bound_without_herd_us: f64,
     /// The partitioned row's p99 and max (medians over its runs).
     pub measured_p99_us: f64,
     pub measured_max_us: f64,
@@ -180,6 +188,72 @@ pub struct Prediction {
     /// How many of the partitioned row's runs had their p99 within the bound, of how many.
     pub runs_within_bound: usize,
     pub runs: usize,
+}
+
+/// The thaw herd of the routing partition, µs over the window starts traced.
+#[derive(Debug, Clone, Serialize)]
+pub struct HerdFigures {
+    /// Threads of the partition; window starts traced whose herd every thread finished; those it did not.
+    pub threads: usize,
+    pub herds: usize,
+    pub incomplete: usize,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+    /// How long the trace ran, s.
+    pub traced_s: f64,
+}
+
+/// How long the herd's system runs before it is traced, and how long it is traced.
+const HERD_SETTLE: Duration = Duration::from_millis(1500);
+const HERD_TRACED: Duration = Duration::from_secs(1);
+
+/// The routing partition's thaw herd under the partitioned scenario's plan, with its monitor asking once a
+/// second (the freezer's cost, not the partition's work, which the unpartitioned response time counts).
+fn thaw_herd(cfg: &BenchConfig) -> Result<HerdFigures, RunError> {
+    let params = Params {
+        reply_size: cfg.table_size,
+        count: 0,
+        warmup: 0,
+        timeout_ms: 1000,
+        monitor_json: cfg.out.join("raw").join("herd-monitor.json"),
+        ring: cfg.out.join("rings").join("herd"),
+        save_frame: None,
+        recorder_cpu: cfg.recorder_cpu,
+        routing_cpu: cfg.routing_cpu,
+        memory_bytes: 512 << 20,
+        monitor_extra: vec!["--rate".into(), "1".into()],
+        setup: cfg.setup,
+        plan: cfg.plan.clone(),
+    };
+    let s = Scenario::PartitionedRouting;
+    let system = s.system(&params).map_err(|e| RunError::Supervisor { system: format!("paper-{}", s.key()), message: e.to_string() })?;
+    let options = UpOptions { partita: Some(cfg.exe.clone().into()), ..UpOptions::new(&cfg.state_root) };
+    let measured = measure_thaw_herd(&system, &options, "routing", HERD_SETTLE, HERD_TRACED);
+    if let Some(r) = s.ring(&system, &params) {
+        let _ = std::fs::remove_dir_all(&r);
+        let _ = r.parent().map(std::fs::remove_dir);
+        let _ = r.parent().and_then(|p| p.parent()).map(std::fs::remove_dir);
+    }
+    let _ = std::fs::remove_file(&params.monitor_json);
+    let m = measured?;
+    let mut spans = m.herds.spans_ns.clone();
+    if spans.is_empty() {
+        return Err(RunError::Setup(format!(
+            "the trace of the plan's CPU showed no complete herd of the routing partition's {} threads ({} window starts cut short)",
+            m.threads, m.herds.incomplete
+        )));
+    }
+    let e = ExecutorSummary::of(&mut spans);
+    Ok(HerdFigures {
+        threads: m.threads,
+        herds: m.herds.spans_ns.len(),
+        incomplete: m.herds.incomplete,
+        p50_us: e.p50_ns as f64 / 1e3,
+        p99_us: e.p99_ns as f64 / 1e3,
+        max_us: e.max_ns as f64 / 1e3,
+        traced_s: HERD_TRACED.as_secs_f64(),
+    })
 }
 
 /// What the schedule model (crates/schedule, docs/schedule.md) predicts, from this run's unpartitioned samples.
@@ -399,16 +473,38 @@ pub fn run(cfg: &BenchConfig, mut log: impl FnMut(&str)) -> Result<Results, RunE
         }
     }
     let row = |s: Scenario| tables.iter().find(|r| r.scenario == s);
+    let herd = match (row(Scenario::PartitionedRouting), row(Scenario::TraditionalRouting)) {
+        (Some(p), Some(_)) if p.window_delay.is_some() => {
+            log("The routing partition's thaw herd: the partitioned system with its monitor asking once a second, its CPU traced for 1 s…");
+            let h = thaw_herd(cfg);
+            match &h {
+                Ok(h) => log(&format!("  {} threads, {} window starts: p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs", h.threads, h.herds, h.p50_us, h.p99_us, h.max_us)),
+                Err(RunError::Interrupted) => return Err(RunError::Interrupted),
+                Err(e) => log(&format!("  not measured, the bound leaves it out: {e}")),
+            }
+            Some(h)
+        }
+        _ => None,
+    };
     let prediction = match (row(Scenario::PartitionedRouting), row(Scenario::TraditionalRouting)) {
         (Some(p), Some(t)) => p.window_delay.map(|wd| {
             let entries: Vec<f64> = p.runs.iter().filter_map(|r| r.window_entry_us.map(|e| e[1])).collect();
             let entry_p99 = Spread::of(&entries).map_or(0.0, |s| s.median);
-            let bound = wd.max_us + entry_p99 + t.summary.p99_us;
+            let (thaw_herd, thaw_herd_missing) = match herd {
+                Some(Ok(h)) => (Some(h), None),
+                Some(Err(e)) => (None, Some(e.to_string())),
+                None => (None, None),
+            };
+            let without = wd.max_us + entry_p99 + t.summary.p99_us;
+            let bound = without + thaw_herd.as_ref().map_or(0.0, |h| h.p99_us);
             Prediction {
                 window_delay: wd,
                 unpartitioned_p99_us: t.summary.p99_us,
                 window_entry_p99_us: entry_p99,
+                thaw_herd,
+                thaw_herd_missing,
                 bound_us: bound,
+                bound_without_herd_us: without,
                 measured_p99_us: p.summary.p99_us,
                 measured_max_us: p.summary.max_us,
                 p99_within_bound: p.summary.p99_us <= bound,

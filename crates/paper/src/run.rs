@@ -3,6 +3,7 @@ use partita_apps::monitor::Report;
 use partita_supervisor::executor::ExecutorLog;
 use partita_supervisor::supervisor::{stop_requested, Supervisor, UpOptions};
 use partita_system::System;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -139,4 +140,75 @@ pub fn run_until_exit(system: &System, options: &UpOptions, name: &str, limit: D
         return Err(RunError::Interrupted);
     }
     Ok((executors, timed_out.load(Ordering::SeqCst)))
+}
+
+/// The thaw herd of one partition, measured.
+#[derive(Debug, Clone)]
+pub struct HerdMeasured {
+    /// Threads of the partition when the trace started.
+    pub threads: usize,
+    pub herds: partita_supervisor::herd::ThawHerds,
+}
+
+/// Runs `system` for `settle` + `span`, tracing every scheduler switch of the CPU whose plan runs `partition`
+/// for `span` after `settle` (an ftrace instance of partita's own, removed after), then tears it down: the
+/// herd at each window start of the partition in that time (crates/supervisor/src/herd.rs). The system's load
+/// is the caller's: `bench paper` runs the partitioned scenario with its monitor asking once a second, so the
+/// herd is the freezer's cost alone, not the partition's work.
+pub fn measure_thaw_herd(system: &System, options: &UpOptions, partition: &str, settle: Duration, span: Duration) -> Result<HerdMeasured, RunError> {
+    let sys_err = |e: &dyn std::fmt::Display| RunError::Supervisor { system: system.name.clone(), message: e.to_string() };
+    // The executor (in plan order: modules, then their plans) and the partition's index among its plan's members.
+    let mut executor = 0;
+    let mut found = None;
+    for m in &system.modules {
+        for (k, plan) in m.plans.iter().enumerate() {
+            let members: Vec<&str> = m.partitions.iter().filter(|p| p.plan == Some(k)).map(|p| p.name.as_str()).collect();
+            if let Some(i) = members.iter().position(|n| *n == partition) {
+                found = Some((executor, i, plan.cpu));
+            }
+            executor += 1;
+        }
+    }
+    let (executor, member, cpu) = found.ok_or_else(|| sys_err(&format!("no plan schedules a partition {partition:?}")))?;
+    let sup = Supervisor::up(system, options).map_err(|e| sys_err(&e))?;
+    let cgroup = sup
+        .cgroups()
+        .into_iter()
+        .find(|c| c.relative_path().file_name().is_some_and(|n| n == partition))
+        .ok_or_else(|| sys_err(&format!("partition {partition:?} has no cgroup")));
+    let tracing = cgroup.map(|cg| {
+        std::thread::spawn(move || -> Result<(HashSet<u32>, String), String> {
+            std::thread::sleep(settle);
+            let mut threads = HashSet::new();
+            for pid in cg.pids().map_err(|e| e.to_string())? {
+                let dir = PathBuf::from(format!("/proc/{pid}/task"));
+                for t in std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?.flatten() {
+                    threads.extend(t.file_name().to_str().and_then(|s| s.parse::<u32>().ok()));
+                }
+            }
+            let mut tracer = partita_supervisor::stalls::Tracer::switches(cpu).map_err(|e| e.to_string())?;
+            let mut text = String::new();
+            let end = Instant::now() + span;
+            while Instant::now() < end {
+                std::thread::sleep(Duration::from_millis(100));
+                text += &tracer.read_new().map_err(|e| e.to_string())?;
+            }
+            drop(tracer);
+            Ok((threads, text))
+        })
+    });
+    let result = sup.run(Some(settle + span + Duration::from_millis(300)), None);
+    let traced = match tracing {
+        Ok(t) => t.join().map_err(|_| RunError::Setup("the herd's tracing thread panicked".into()))?,
+        Err(e) => return Err(e),
+    };
+    let logs = result.map_err(|e| sys_err(&e))?;
+    if stop_requested() {
+        return Err(RunError::Interrupted);
+    }
+    let (threads, text) = traced.map_err(|e| RunError::Setup(format!("tracing CPU {cpu} for the thaw herd: {e}")))?;
+    let thaws: Vec<u64> =
+        logs.get(executor).map(|l| l.starts.iter().filter(|s| s.partition == member).map(|s| s.switched_ns).collect()).unwrap_or_default();
+    let events = partita_supervisor::stalls::parse_trace(&text);
+    Ok(HerdMeasured { threads: threads.len(), herds: partita_supervisor::herd::thaw_herds(&events, &thaws, &threads) })
 }

@@ -58,7 +58,8 @@ pub struct Limits {
 }
 
 /// The response limit of a soak of the built-in system from `bench paper`'s results (`results.json`): its
-/// plan-predicted bound (`prediction.bound_us`) plus `lead`, the soak's freeze-ahead (a partition frozen that
+/// plan-predicted bound (`prediction.bound_us`, which counts the routing partition's thaw herd when `bench paper`
+/// could trace it) plus `lead`, the soak's freeze-ahead (a partition frozen that
 /// much before its window ends makes the longest wait for the routing window that much longer; `bench paper`'s
 /// plan has none). Returns the limit in µs and a line saying where it came from, or an error naming the file,
 /// the field and the fix.
@@ -70,7 +71,8 @@ pub fn bound_from(results: &std::path::Path, lead: std::time::Duration) -> Resul
         format!("--bound-from {f}: no `prediction.bound_us`; run `partita bench paper` with the trad-routing and partitioned scenarios (--scenarios trad-routing,partitioned), which predict the bound")
     })?;
     let lead_us = lead.as_secs_f64() * 1e6;
-    let mut from = format!("bench paper's bound {bound:.0} µs in {f}");
+    let herd = v["prediction"]["thaw_herd"]["p99_us"].as_f64().map_or(String::new(), |h| format!(", the thaw herd's p99 {h:.0} µs in it,"));
+    let mut from = format!("bench paper's bound {bound:.0} µs{herd} in {f}");
     if lead_us > 0.0 {
         from.push_str(&format!(" + the freeze-ahead lead {lead_us:.0} µs"));
     }

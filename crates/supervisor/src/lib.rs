@@ -9,6 +9,7 @@ pub mod command;
 pub mod error;
 pub mod freeze;
 pub mod guest;
+pub mod herd;
 pub mod histogram;
 pub mod launch;
 

@@ -140,8 +140,19 @@ fn write(path: &Path, text: &str) -> Result<()> {
 }
 
 impl Tracer {
-    /// Starts tracing `cpu` into a fresh instance `partita-<pid>-cpu<cpu>`.
+    /// Starts tracing `cpu` into a fresh instance `partita-<pid>-cpu<cpu>`: every event the stall analysis
+    /// reads, the wake-ups only the executor's.
     pub fn start(cpu: usize) -> Result<Tracer> {
+        Tracer::open(cpu, &EVENTS, true)
+    }
+
+    /// Starts tracing every scheduler switch of `cpu` (every task's, no other event), into a fresh instance:
+    /// what [`crate::herd`] reads.
+    pub fn switches(cpu: usize) -> Result<Tracer> {
+        Tracer::open(cpu, &["sched/sched_switch"], false)
+    }
+
+    fn open(cpu: usize, events: &[&str], executor_wakeups_only: bool) -> Result<Tracer> {
         let root = Path::new(TRACEFS);
         let mut mounted_here = false;
         if !root.join("instances").is_dir() {
@@ -156,10 +167,10 @@ impl Tracer {
         write(&t.dir.join("buffer_size_kb"), "4096")?;
         let mask = format!("{:x}", 1u128 << cpu);
         write(&t.dir.join("tracing_cpumask"), &mask)?;
-        for e in EVENTS {
+        for e in events {
             let enable = t.dir.join("events").join(e).join("enable");
             if enable.exists() {
-                if WAKEUP_EVENTS.contains(&e) {
+                if executor_wakeups_only && WAKEUP_EVENTS.contains(e) {
                     write(&t.dir.join("events").join(e).join("filter"), &format!("comm == \"{EXECUTOR_COMM}\""))?;
                 }
                 write(&enable, "1")?;
@@ -350,7 +361,7 @@ pub fn lost_events(line: &str) -> Option<u64> {
     rest.strip_suffix(" EVENTS]")?.trim().parse().ok()
 }
 
-fn field<'a>(fields: &'a str, key: &str) -> Option<&'a str> {
+pub(crate) fn field<'a>(fields: &'a str, key: &str) -> Option<&'a str> {
     let at = fields.find(&format!("{key}="))? + key.len() + 1;
     fields[at..].split_whitespace().next()
 }
