@@ -4,6 +4,7 @@ use clap::Args;
 use partita_paper::soak::{self, parse_duration, Limits, SoakConfig};
 use partita_supervisor::supervisor::{install_stop_signals, STATE_DIR};
 use partita_supervisor::UpOptions;
+use partita_system::plan::WakeAheadRefused;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -124,9 +125,6 @@ pub fn run(a: SoakArgs) -> ExitCode {
         None | Some("0") => None,
         Some(w) => match partita_router_config::parse_duration(w) {
             Ok(d) if d.is_zero() => None,
-            Ok(d) if d >= freeze_ahead.unwrap_or_default() => {
-                return usage(format!("--wake-ahead {w:?} needs a longer --freeze-ahead (the executor waits in the time the partition frozen ahead leaves); give e.g. --freeze-ahead 100us --wake-ahead 30us"))
-            }
             Ok(d) => Some(d),
             Err(e) => return usage(format!("--wake-ahead {w:?}: {e}; give a length such as 30us, or 0")),
         },
@@ -183,6 +181,16 @@ pub fn run(a: SoakArgs) -> ExitCode {
         for p in s.modules.iter_mut().flat_map(|m| m.plans.iter_mut()) {
             if let Some(w) = wake_ahead {
                 p.wake_ahead = partita_system::Duration::from_nanos(w.as_nanos() as u64);
+                let given = a.wake_ahead.as_deref().unwrap_or_default();
+                match p.wake_ahead_refused() {
+                    None => {}
+                    Some(WakeAheadRefused::OverAMillisecond) => {
+                        return usage(format!("--wake-ahead {given:?} is longer than 1ms (a timer's wake-up latency is tens of µs); give e.g. 30us"))
+                    }
+                    Some(WakeAheadRefused::NotShorterThanFreezeAhead | WakeAheadRefused::NoQuietTime) => {
+                        return usage(format!("--wake-ahead {given:?} needs a longer --freeze-ahead (the executor waits in the time the partition frozen ahead leaves); give e.g. --freeze-ahead 100us --wake-ahead 30us"))
+                    }
+                }
             }
         }
     }

@@ -178,6 +178,7 @@ fn bad_soak_arguments_exit_with_status_2() {
         &["--wake-ahead", "30us"],
         &["--freeze-ahead", "30us", "--wake-ahead", "30us"],
         &["--freeze-ahead", "100us", "--wake-ahead", "soon"],
+        &["--freeze-ahead", "100us", "--wake-ahead", "2ms"],
         &[example, "--wake-ahead", "10us"],
         &["--lateness-vs-floor", "0.5"],
         &["--duration", "1y"],

@@ -630,6 +630,15 @@ mod tests {
     use super::*;
     const US: fn(u64) -> Duration = Duration::from_micros;
 
+    /// The paper's plan: partition 0 (the recorder) 700 µs, then partition 1 (routing) 800 µs, every 1500 µs.
+    fn paper_plan() -> Schedule {
+        Schedule::new(US(1500), vec![
+            Window { partition: 0, offset: US(0), duration: US(700) },
+            Window { partition: 1, offset: US(700), duration: US(800) },
+        ])
+        .unwrap()
+    }
+
     #[test]
     fn back_to_back_windows_share_a_boundary() {
         let s = Schedule::new(US(1500), vec![
@@ -645,13 +654,7 @@ mod tests {
 
     #[test]
     fn a_freeze_lead_freezes_the_outgoing_partition_before_the_next_window_starts() {
-        let s = Schedule::new(US(1500), vec![
-            Window { partition: 0, offset: US(0), duration: US(700) },
-            Window { partition: 1, offset: US(700), duration: US(800) },
-        ])
-        .unwrap()
-        .with_freeze_ahead(US(30))
-        .unwrap();
+        let s = paper_plan().with_freeze_ahead(US(30)).unwrap();
         let b: Vec<(u64, Vec<usize>, Vec<usize>, Option<usize>, Vec<usize>)> =
             s.boundaries().into_iter().map(|b| (b.offset_ns, b.freeze, b.thaw, b.window, b.frozen_ahead)).collect();
         assert_eq!(b, vec![
@@ -689,16 +692,9 @@ mod tests {
 
     #[test]
     fn a_wake_lead_is_used_only_before_starts_that_follow_quiet_time() {
-        let paper = || {
-            Schedule::new(US(1500), vec![
-                Window { partition: 0, offset: US(0), duration: US(700) },
-                Window { partition: 1, offset: US(700), duration: US(800) },
-            ])
-            .unwrap()
-        };
         // Back to back and frozen at the boundary, the CPU is never free before a start: refused.
-        assert!(paper().with_wake_ahead(US(30)).is_err());
-        let s = paper().with_freeze_ahead(US(100)).unwrap().with_wake_ahead(US(30)).unwrap();
+        assert!(paper_plan().with_wake_ahead(US(30)).is_err());
+        let s = paper_plan().with_freeze_ahead(US(100)).unwrap().with_wake_ahead(US(30)).unwrap();
         let leads: Vec<(u64, u64)> = s.boundaries().into_iter().map(|b| (b.offset_ns, b.wake_ahead_ns)).collect();
         assert_eq!(leads, vec![(0, 30_000), (600_000, 0), (700_000, 30_000), (1_400_000, 0)]);
         // A lead longer than the quiet time before a start is cut to it; a start right after another

@@ -2,6 +2,7 @@
 use crate::confinement::{capability_number, is_seccomp_name, Confinement, DEFAULT_UID_BASE, UID_RANGE};
 use crate::error::{Diagnostic, Errors, Problem};
 use crate::model::*;
+use crate::plan::WakeAheadRefused;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::Ipv4Addr;
@@ -803,14 +804,13 @@ impl Cx<'_> {
                         self.err(&a.span(), &format!("{ppath}.freeze_ahead"), p);
                     }
                 }
-                if let Some(w) = rp.wake_ahead.as_ref().filter(|_| wake > Duration::ZERO) {
-                    if wake > Duration::from_millis(1) {
-                        self.err(&w.span(), &format!("{ppath}.wake_ahead"), Problem::BadValue(format!("wake_ahead {wake} is longer than 1ms: the executor would wait on the clock that long before every start, and a timer's wake-up latency is tens of µs; use tens of µs")));
-                    } else if ahead > Duration::ZERO && wake >= ahead {
-                        self.err(&w.span(), &format!("{ppath}.wake_ahead"), Problem::WakeAheadNotShorter { ahead: wake.to_string(), freeze: ahead.to_string() });
-                    } else if !plan.has_quiet_time_before_a_window() {
-                        self.err(&w.span(), &format!("{ppath}.wake_ahead"), Problem::WakeAheadUnused { ahead: wake.to_string() });
-                    }
+                if let (Some(w), Some(why)) = (rp.wake_ahead.as_ref(), plan.wake_ahead_refused()) {
+                    let p = match why {
+                        WakeAheadRefused::OverAMillisecond => Problem::BadValue(format!("wake_ahead {wake} is longer than 1ms: the executor would wait on the clock that long before every start, and a timer's wake-up latency is tens of µs; use tens of µs")),
+                        WakeAheadRefused::NotShorterThanFreezeAhead => Problem::WakeAheadNotShorter { ahead: wake.to_string(), freeze: ahead.to_string() },
+                        WakeAheadRefused::NoQuietTime => Problem::WakeAheadUnused { ahead: wake.to_string() },
+                    };
+                    self.err(&w.span(), &format!("{ppath}.wake_ahead"), p);
                 }
                 plans.push(plan);
             }

@@ -1,6 +1,18 @@
 //! Plan analysis: what the supervisor and the benchmarks need to know about a cyclic plan.
 use crate::model::{Duration, Module, Plan, Window};
 
+/// Why a plan's `wake_ahead` is refused ([`Plan::wake_ahead_refused`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WakeAheadRefused {
+    /// Longer than 1 ms: a timer's wake-up latency is tens of µs.
+    OverAMillisecond,
+    /// Not shorter than `freeze_ahead`: the executor would hold the CPU for the whole time the partition
+    /// frozen ahead has to stop.
+    NotShorterThanFreezeAhead,
+    /// No window starts after time in which no partition runs: the executor would never use it.
+    NoQuietTime,
+}
+
 impl Plan {
     /// The major frame as a duration.
     pub fn frame(&self) -> Duration {
@@ -44,6 +56,23 @@ impl Plan {
                 Some(i) => self.followed_by_another(i) && self.freeze_ahead > Duration::ZERO,
             }
         })
+    }
+
+    /// Why this plan's `wake_ahead` cannot be used, if it cannot (`None` also when it is zero): the one
+    /// judgement behind the system file's check and `partita soak --wake-ahead`.
+    pub fn wake_ahead_refused(&self) -> Option<WakeAheadRefused> {
+        let wake = self.wake_ahead;
+        if wake == Duration::ZERO {
+            None
+        } else if wake > Duration::from_millis(1) {
+            Some(WakeAheadRefused::OverAMillisecond)
+        } else if self.freeze_ahead > Duration::ZERO && wake >= self.freeze_ahead {
+            Some(WakeAheadRefused::NotShorterThanFreezeAhead)
+        } else if !self.has_quiet_time_before_a_window() {
+            Some(WakeAheadRefused::NoQuietTime)
+        } else {
+            None
+        }
     }
 
     /// The windows sorted by start (validated plans already are; this does not rely on it).
@@ -144,6 +173,23 @@ mod tests {
         assert!(p.has_quiet_time_before_a_window());
         assert!(plan(2000, &[("a", 0, 700), ("b", 700, 800)]).has_quiet_time_before_a_window(), "idle from 1500 to the frame's end");
         assert!(!plan(1000, &[("a", 0, 1000)]).has_quiet_time_before_a_window(), "one partition all the time");
+    }
+
+    #[test]
+    fn a_wake_lead_is_refused_over_a_millisecond_not_shorter_than_the_freeze_lead_or_without_quiet_time() {
+        let mut p = plan(1500, &[("recorder", 0, 700), ("routing", 700, 800)]);
+        assert_eq!(p.wake_ahead_refused(), None, "no lead");
+        p.wake_ahead = us(30);
+        assert_eq!(p.wake_ahead_refused(), Some(WakeAheadRefused::NoQuietTime));
+        p.freeze_ahead = us(100);
+        assert_eq!(p.wake_ahead_refused(), None);
+        p.wake_ahead = us(100);
+        assert_eq!(p.wake_ahead_refused(), Some(WakeAheadRefused::NotShorterThanFreezeAhead));
+        p.wake_ahead = us(1001);
+        assert_eq!(p.wake_ahead_refused(), Some(WakeAheadRefused::OverAMillisecond));
+        let mut gap = plan(3000, &[("a", 0, 700), ("b", 700, 800)]);
+        gap.wake_ahead = us(1000);
+        assert_eq!(gap.wake_ahead_refused(), None, "a gap before a window, no freeze lead needed");
     }
 
     #[test]
