@@ -1,7 +1,8 @@
 //! The routing engine: one participant per side (`side.rs`), a discovery manager that keeps the set of routed
 //! topics in step with the writers and readers it sees (`manager.rs`), one forwarder (a listening reader and a
 //! writer) per routed topic and direction (`forwarder.rs`), the flusher thread that sends what the forwarders'
-//! batches leave waiting (`batch.rs`), and the statistics thread. This module starts and stops them.
+//! batches leave waiting (`batch.rs`), and the statistics topic, which the manager's thread publishes. This
+//! module starts and stops them.
 use crate::batch::Flusher;
 use crate::config::RouterConfig;
 use crate::forwarder::{ForwardKey, Forwarder};
@@ -13,7 +14,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// USER_DATA every router endpoint announces, followed by the domains its router bridges
 /// (`partita-router domains=1,0`): a router never takes the endpoints of a router that bridges one of the
@@ -75,8 +76,9 @@ pub(crate) const RETIRED_KEPT: usize = 256;
 pub struct Router {
     shared: Arc<Shared>,
     stop: Arc<AtomicBool>,
+    /// Discovery, route changes and the statistics topic: one thread, since every thread of a partition under
+    /// a plan is woken at each freeze and thaw (docs/soak.md, "The thaw herd in the bound").
     manager: Option<JoinHandle<()>>,
-    stats_thread: Option<JoinHandle<()>>,
     /// Last: forwarders still hand batches to it until they are gone.
     _flusher: Arc<Flusher>,
 }
@@ -118,30 +120,15 @@ impl Router {
             let t = partita_dds::Topic::<RouteStats>::new(p, "partita/router/stats", &q).map_err(RouterError::Stats)?;
             Writer::new(&t, &q).map_err(RouterError::Stats)?
         };
-        let period = config.stats_period();
-        let stats_thread = {
-            let (shared, stop) = (shared.clone(), stop.clone());
-            std::thread::Builder::new()
-                .name("router-stats".into())
-                .spawn(move || {
-                    while sleep_unless_stopped(&stop, period) {
-                        for row in snapshot(&shared) {
-                            if let Err(e) = stats_writer.write(&row) {
-                                tracing::warn!(target: "partita::router::stats", "publishing statistics: {e}");
-                            }
-                        }
-                    }
-                })
-                .expect("spawn statistics thread")
-        };
+        let stats = StatsOut { writer: stats_writer, period: config.stats_period() };
         let manager = {
             let (shared, stop, flusher) = (shared.clone(), stop.clone(), flusher.clone());
             std::thread::Builder::new()
                 .name("router-discovery".into())
-                .spawn(move || manage(config, sides, shared, stop, &flusher))
+                .spawn(move || manage(config, sides, shared, stop, &flusher, stats))
                 .expect("spawn discovery thread")
         };
-        Ok(Router { shared, stop, manager: Some(manager), stats_thread: Some(stats_thread), _flusher: flusher })
+        Ok(Router { shared, stop, manager: Some(manager), _flusher: flusher })
     }
 
     /// Current statistics of every routed topic, then the final figures of routes that have ended.
@@ -172,9 +159,6 @@ impl Router {
         if let Some(t) = self.manager.take() {
             let _ = t.join();
         }
-        if let Some(t) = self.stats_thread.take() {
-            let _ = t.join();
-        }
         self.shared.forwarders.lock().unwrap_or_else(|p| p.into_inner()).clear();
     }
 }
@@ -185,15 +169,20 @@ impl Drop for Router {
     }
 }
 
-fn sleep_unless_stopped(stop: &AtomicBool, d: Duration) -> bool {
-    let end = Instant::now() + d;
-    while Instant::now() < end {
-        if stop.load(Ordering::Relaxed) {
-            return false;
+/// The statistics topic and how often the manager publishes every route's figures on it.
+pub(crate) struct StatsOut {
+    pub(crate) writer: Writer<RouteStats>,
+    pub(crate) period: Duration,
+}
+
+impl StatsOut {
+    pub(crate) fn publish(&self, shared: &Shared) {
+        for row in snapshot(shared) {
+            if let Err(e) = self.writer.write(&row) {
+                tracing::warn!(target: "partita::router::stats", "publishing statistics: {e}");
+            }
         }
-        std::thread::sleep(Duration::from_millis(20).min(d));
     }
-    !stop.load(Ordering::Relaxed)
 }
 
 fn snapshot(shared: &Shared) -> Vec<RouteStats> {

@@ -5,7 +5,7 @@
 //! later.
 use crate::batch::Flusher;
 use crate::config::{RouteConfig, RouterConfig, Trigger};
-use crate::engine::{Shared, RETIRED_KEPT};
+use crate::engine::{Shared, StatsOut, RETIRED_KEPT};
 use crate::forwarder::{ForwardKey, Forwarder, ForwarderSpec, Pending, Placement};
 use crate::owners::{Groups, Sources};
 use crate::pattern::matches;
@@ -63,7 +63,7 @@ fn route_name(shared: &Shared, key: &ForwardKey) -> String {
     format!("{}->{}", shared.side_names[key.from], shared.side_names[key.to])
 }
 
-pub(crate) fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Shared>, stop: Arc<AtomicBool>, flusher: &Flusher) {
+pub(crate) fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Shared>, stop: Arc<AtomicBool>, flusher: &Flusher, stats: StatsOut) {
     let dirs = directions(&config.routes, &sides);
     let mut failed: HashMap<ForwardKey, Instant> = HashMap::new();
     let mut proxies = Proxies::default();
@@ -72,14 +72,21 @@ pub(crate) fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Sha
     let mut dirty = true;
     // New forwarders whose readers wait for their writers to match (forwarder::Pending).
     let mut pending: HashMap<ForwardKey, Pending> = HashMap::new();
+    let mut next_stats = Instant::now() + stats.period;
     while !stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        if now >= next_stats {
+            stats.publish(&shared);
+            next_stats = (next_stats + stats.period).max(now);
+        }
         for s in sides.iter_mut() {
             dirty |= s.poll();
         }
         finish_pending(&mut pending, &shared, &mut failed, &mut dirty);
         if !dirty {
-            // Wait on the first side's publications for news, briefly; the other sides are polled next round.
-            let _ = sides[0].publications.wait(Duration::from_millis(20));
+            // Wait on the first side's publications for news, briefly (and not past the next statistics); the
+            // other sides are polled next round.
+            let _ = sides[0].publications.wait(Duration::from_millis(20).min(next_stats.saturating_duration_since(Instant::now())));
             continue;
         }
         dirty = false;
@@ -255,6 +262,9 @@ pub(crate) fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Sha
             groups.update(fw.iter().map(|(k, f)| (k.unowned(), k.owner, f.writer_owned)).chain(pending.iter().map(|(k, p)| (k.unowned(), k.owner, p.writer_owned()))));
         }
     }
+    // The statistics writer goes before the participants it was made on.
+    drop(stats);
+    drop(sides);
 }
 
 /// Makes the readers of the pending forwarders whose writers are ready; they join the running forwarders. The
