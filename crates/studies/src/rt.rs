@@ -170,12 +170,20 @@ fn memory_mib(load: &Load, share: u32) -> u32 {
     256 + load.vm_workers.div_ceil(share) * load.vm_bytes_mib * 2
 }
 
+/// How long the RT guest waits before it measures when loaded neighbour guests boot beside it, s.
+const VM_NEIGHBOURS_HEAD_START_S: u64 = 3;
+
 /// The system file of `profile` × `tp` (not for native).
 pub fn system_toml(cfg: &RtConfig, profile: Profile, tp: u8, name: &str) -> String {
     let (affinity, beside, neighbours) = testing_profile(tp);
-    let secs = cfg.duration.as_secs().max(1) + 5;
     let vm = profile == Profile::Vm;
+    // Guests boot together; with loaded neighbours the RT guest gives theirs a head start, so that their load
+    // runs from its first wake-up (three TCG guests booting on two CPUs: a short cell ended twice in one suite
+    // run before a neighbour's stress-ng had started). The neighbours' load runs that much longer.
+    let head_start = if vm && neighbours { VM_NEIGHBOURS_HEAD_START_S } else { 0 };
+    let secs = cfg.duration.as_secs().max(1) + 5 + head_start;
     let ct = cyclictest(cfg, if vm { GUEST_PRIORITY } else { PARTITION_PRIORITY }, affinity);
+    let ct = if head_start > 0 { vec!["sh".into(), "-c".into(), format!("sleep {head_start}; exec {}", shell_quote(&ct))] } else { ct };
     // The RT task's command: cyclictest, with the load started beside it in the same partition for TP3/TP4.
     // Under the plan every planned partition is confined to the plan's CPU 1: pinning the load to CPU 0 would
     // fail there, so it shares the RT partition's CPU.
@@ -737,6 +745,8 @@ mod tests {
                 assert_eq!(text.matches("kind = \"vm\"").count(), if p == Profile::Vm { names.len() } else { 0 }, "{} TP{tp}", p.key());
                 let prio = if p == Profile::Vm { GUEST_PRIORITY } else { PARTITION_PRIORITY };
                 assert!(has("-p", &prio.to_string()), "{} TP{tp}", p.key());
+                // Loaded neighbour guests get a head start before the RT guest measures.
+                assert_eq!(text.contains(&format!("sleep {VM_NEIGHBOURS_HEAD_START_S}; exec ")), p == Profile::Vm && neighbours, "{} TP{tp}", p.key());
             }
         }
         assert!(!Profile::Native.runs(5) && Profile::Native.runs(4) && Profile::Vm.runs(6));
