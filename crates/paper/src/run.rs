@@ -150,6 +150,16 @@ pub struct HerdMeasured {
     pub herds: partita_supervisor::herd::ThawHerds,
 }
 
+/// Where the executors' logs find `partition`: the log of the plan with its windows (the supervisor returns
+/// one per plan, modules then their plans), the partition's number in the log's window starts (its place among
+/// the system's partitions, module by module, as [`Supervisor::down`] renumbers them), and the plan's CPU.
+fn herd_target(system: &System, partition: &str) -> Option<(usize, usize, usize)> {
+    let (executor, plan) =
+        system.modules.iter().flat_map(|m| m.plans.iter()).enumerate().find(|(_, p)| p.windows.iter().any(|w| w.partition == partition))?;
+    let index = system.partitions().position(|(_, p)| p.name == partition)?;
+    Some((executor, index, plan.cpu))
+}
+
 /// Runs `system` for `settle` + `span`, tracing every scheduler switch of the CPU whose plan runs `partition`
 /// for `span` after `settle` (an ftrace instance of partita's own, removed after), then tears it down: the
 /// herd at each window start of the partition in that time (crates/supervisor/src/herd.rs). The system's load
@@ -157,19 +167,7 @@ pub struct HerdMeasured {
 /// herd is the freezer's cost alone, not the partition's work.
 pub fn measure_thaw_herd(system: &System, options: &UpOptions, partition: &str, settle: Duration, span: Duration) -> Result<HerdMeasured, RunError> {
     let sys_err = |e: &dyn std::fmt::Display| RunError::Supervisor { system: system.name.clone(), message: e.to_string() };
-    // The executor (in plan order: modules, then their plans) and the partition's index among its plan's members.
-    let mut executor = 0;
-    let mut found = None;
-    for m in &system.modules {
-        for (k, plan) in m.plans.iter().enumerate() {
-            let members: Vec<&str> = m.partitions.iter().filter(|p| p.plan == Some(k)).map(|p| p.name.as_str()).collect();
-            if let Some(i) = members.iter().position(|n| *n == partition) {
-                found = Some((executor, i, plan.cpu));
-            }
-            executor += 1;
-        }
-    }
-    let (executor, member, cpu) = found.ok_or_else(|| sys_err(&format!("no plan schedules a partition {partition:?}")))?;
+    let (executor, index, cpu) = herd_target(system, partition).ok_or_else(|| sys_err(&format!("no plan schedules a partition {partition:?}")))?;
     let sup = Supervisor::up(system, options).map_err(|e| sys_err(&e))?;
     let cgroup = sup
         .cgroups()
@@ -208,7 +206,32 @@ pub fn measure_thaw_herd(system: &System, options: &UpOptions, partition: &str, 
     }
     let (threads, text) = traced.map_err(|e| RunError::Setup(format!("tracing CPU {cpu} for the thaw herd: {e}")))?;
     let thaws: Vec<u64> =
-        logs.get(executor).map(|l| l.starts.iter().filter(|s| s.partition == member).map(|s| s.switched_ns).collect()).unwrap_or_default();
+        logs.get(executor).map(|l| l.starts.iter().filter(|s| s.partition == index).map(|s| s.switched_ns).collect()).unwrap_or_default();
     let events = partita_supervisor::stalls::parse_trace(&text);
     Ok(HerdMeasured { threads: threads.len(), herds: partita_supervisor::herd::thaw_herds(&events, &thaws, &threads) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_herd_is_read_from_the_plan_and_the_number_the_partition_has_in_the_logs() {
+        let module = |name: &str, cpu: usize, a: &str, b: &str| {
+            format!(
+                "[[module]]\nname = \"{name}\"\ncpus = [{cpu}]\n\
+                 [[module.partition]]\nname = \"{a}\"\ncommand = [\"sleep\", \"1\"]\n\
+                 [[module.partition]]\nname = \"{b}\"\ncommand = [\"sleep\", \"1\"]\n\
+                 [[module.plan]]\ncpu = {cpu}\nmajor_frame = \"1ms\"\n\
+                 [[module.plan.window]]\npartition = \"{a}\"\nstart = \"0us\"\nduration = \"500us\"\n\
+                 [[module.plan.window]]\npartition = \"{b}\"\nstart = \"500us\"\nduration = \"500us\"\n"
+            )
+        };
+        let text = format!("[system]\nname = \"herd\"\n{}{}", module("one", 0, "a", "b"), module("two", 1, "c", "d"));
+        let system = partita_system::parse(&text, "herd.toml", &partita_system::Host { cpus: vec![0, 1], path: None }).unwrap();
+        // The second module's plan is the second log; its partition d is the system's fourth, second of its plan.
+        assert_eq!(herd_target(&system, "d"), Some((1, 3, 1)));
+        assert_eq!(herd_target(&system, "a"), Some((0, 0, 0)));
+        assert_eq!(herd_target(&system, "nobody"), None);
+    }
 }
