@@ -231,9 +231,7 @@ fn thaw_herd(cfg: &BenchConfig) -> Result<HerdFigures, RunError> {
     let options = UpOptions { partita: Some(cfg.exe.clone().into()), ..UpOptions::new(&cfg.state_root) };
     let measured = measure_thaw_herd(&system, &options, "routing", HERD_SETTLE, HERD_TRACED);
     if let Some(r) = s.ring(&system, &params) {
-        let _ = std::fs::remove_dir_all(&r);
-        let _ = r.parent().map(std::fs::remove_dir);
-        let _ = r.parent().and_then(|p| p.parent()).map(std::fs::remove_dir);
+        remove_recording(&r);
     }
     let _ = std::fs::remove_file(&params.monitor_json);
     let m = measured?;
@@ -337,6 +335,14 @@ pub fn granted(setup: &Setup) -> String {
     }
 }
 
+/// The recording is the measurement's own: it goes, with the recorder partition's state directory (the two
+/// directories above it, when empty).
+fn remove_recording(ring: &std::path::Path) {
+    let _ = std::fs::remove_dir_all(ring);
+    let _ = ring.parent().map(std::fs::remove_dir);
+    let _ = ring.parent().and_then(|p| p.parent()).map(std::fs::remove_dir);
+}
+
 fn run_one(cfg: &BenchConfig, s: Scenario, size: usize, count: u64, warmup: u64, repeat: u32) -> Result<(Run, Option<WindowDelay>), RunError> {
     let raw_dir = cfg.out.join("raw");
     std::fs::create_dir_all(&raw_dir).map_err(|e| RunError::File { path: raw_dir.clone(), message: e.to_string() })?;
@@ -365,11 +371,8 @@ fn run_one(cfg: &BenchConfig, s: Scenario, size: usize, count: u64, warmup: u64,
     let limit = Duration::from_secs(120) + Duration::from_millis(20) * (count + warmup) as u32;
     let options = UpOptions { partita: Some(cfg.exe.clone().into()), ..UpOptions::new(&cfg.state_root) };
     let done = run_until_monitor_exits(&system, &options, MONITOR, &params.monitor_json, limit);
-    // The recording is the measurement's own: it goes, with the recorder partition's state directory.
     if let Some(r) = &ring {
-        let _ = std::fs::remove_dir_all(r);
-        let _ = r.parent().map(std::fs::remove_dir);
-        let _ = r.parent().and_then(|p| p.parent()).map(std::fs::remove_dir);
+        remove_recording(r);
     }
     let done = done?;
     let window_lateness_max_us = done.window_lateness_max_us();
