@@ -182,7 +182,57 @@ pub fn render(s: &System) -> String {
         ));
     }
     out.push_str(&render_vms(s));
+    out.push_str(&render_time_protection(s));
     out.push_str(&render_host_objects(&s.host_objects()));
+    out
+}
+
+/// What `up` does against kernel work on the plans' CPUs, as this machine allows it (docs/security.md, "Time
+/// partitioning and kernel work").
+fn render_time_protection(s: &System) -> String {
+    use partita_system::{Preemption, Scheduling};
+    if s.modules.iter().all(|m| m.is_native()) {
+        return String::new();
+    }
+    let mut out = String::from("
+time partitioning against kernel work (docs/security.md)
+");
+    let probe = partita_supervisor::host_tuning::probe();
+    let model = probe.preemption.clone().unwrap_or_else(|| "unknown".into());
+    out.push_str(&match (s.host.preemption, &probe.preemption_switch) {
+        (Preemption::Keep, _) => format!("  preemption: {model}, kept (preemption = \"keep\")\n"),
+        (Preemption::Full, Ok(())) => format!("  preemption: {model}; `up` switches it to full while the system is up\n"),
+        (Preemption::Full, Err(why)) => format!(
+            "  preemption: {model}; `up` cannot switch it ({why}): boot the kernel with preempt=full for full preemption; until then kernel code runs on past a window's end until its next scheduling point, and the time-overrun actions below contain the partition\n"
+        ),
+    });
+    if s.host.housekeeping_cpus.is_empty() {
+        out.push_str("  housekeeping: none (the host's interrupts and kernel work are left where they are)\n");
+    } else {
+        let (movable, all) = probe.irqs;
+        out.push_str(&format!(
+            "  housekeeping CPUs {:?}: `up` moves the interrupts the kernel lets move ({all} in all, {movable} writable){}, and the V-NICs' receive processing there; given back at `down`\n",
+            s.host.housekeeping_cpus,
+            if probe.workqueues { ", the unbound workqueues and writeback" } else { "" }
+        ));
+    }
+    for (m, p) in s.partitions().filter(|(_, p)| p.plan.is_some()) {
+        let t = &p.time_overrun;
+        let demote = match (m.plans[p.plan.unwrap_or(0)].demote, p.tree.scheduling) {
+            (false, _) => "not demoted (demote = false)".to_string(),
+            (true, Scheduling::Fifo { .. }) => "not demoted (SCHED_FIFO)".to_string(),
+            (true, Scheduling::Normal) => "demoted past its window".to_string(),
+        };
+        let d = &p.tree.disk;
+        let rate = |b: Option<u64>, i: Option<u64>| match (b, i) {
+            (None, None) => "unlimited".to_string(),
+            (b, i) => format!("{} {}", b.map_or("-".into(), |b| format!("{}/s", partita_system::ByteSize(b))), i.map_or("".into(), |i| format!("{i} IOPS"))).trim().to_string(),
+        };
+        out.push_str(&format!(
+            "  {:<20} overrun past {}: {} at {} in {} frames; {demote}; disk reads {}, writes {}\n",
+            p.name, t.tolerance, t.action, t.count, t.frames, rate(d.read_bps, d.read_iops), rate(d.write_bps, d.write_iops)
+        ));
+    }
     out
 }
 

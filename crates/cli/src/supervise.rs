@@ -31,6 +31,9 @@ pub fn down(a: DownArgs) -> ExitCode {
             for o in &d.live {
                 println!("left system {} alone: it is up (supervisor pid {}); stop it, or use --force", o.system, o.pid);
             }
+            if !d.host_settings.is_empty() {
+                println!("gave the host back {} settings partita had changed (preemption, interrupts, kernel work)", d.host_settings.len());
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -70,6 +73,10 @@ pub fn status(_: StatusArgs) -> ExitCode {
             };
             println!("  {:<24} {:>8}  {windows}", p["partition"].as_str().unwrap_or("?"), pid);
         }
+    }
+    if let Some(r) = partita_supervisor::host_tuning::current() {
+        let holders: Vec<String> = r.holders.iter().map(|h| format!("{} (pid {})", h.system, h.pid)).collect();
+        println!("host settings changed by partita, held by {}: {}", holders.join(", "), if r.applied.is_empty() { "none".into() } else { r.applied.join("; ") });
     }
     for (_, o) in registry::owners() {
         let state = if o.alive() { "up" } else { "supervisor gone: run `partita down`" };

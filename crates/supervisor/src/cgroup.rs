@@ -26,8 +26,9 @@ pub enum Layout {
     Hybrid { v1: BTreeMap<String, PathBuf>, unified: Option<PathBuf> },
 }
 
-/// v1 controllers a partition uses on a hybrid machine (cpuacct only for the CPU-time counter).
-const V1_CONTROLLERS: [&str; 5] = ["memory", "pids", "cpuset", "cpuacct", "freezer"];
+/// v1 controllers a partition uses on a hybrid machine (cpuacct only for the CPU-time counter; cpu only for
+/// demoting a partition that runs past its window, `cpu.idle`; blkio for its disk limits).
+const V1_CONTROLLERS: [&str; 7] = ["memory", "pids", "cpuset", "cpuacct", "freezer", "cpu", "blkio"];
 
 impl Layout {
     pub fn detect() -> Result<Layout> {
@@ -85,6 +86,12 @@ pub struct Limits {
     pub cpus: Option<String>,
     /// Memory nodes, e.g. "0"; defaults to the parent's when `cpus` is set.
     pub mems: Option<String>,
+    /// A group of the cpu controller of its own, whose `cpu.idle` demotes it (on a hybrid machine; a pure v2
+    /// tree always has one). Not for a partition granted SCHED_FIFO: the kernel refuses real-time tasks in a
+    /// v1 cpu group without a real-time budget (`cpu.rt_runtime_us`).
+    pub cpu_group: bool,
+    /// Block I/O limits on one disk: `(major, minor)` of the whole disk and the limits.
+    pub disk: Option<((u32, u32), partita_system::DiskLimits)>,
 }
 
 /// What a directory of a partition's cgroup is for.
@@ -99,6 +106,8 @@ pub enum Role {
     Cpuset,
     Cpuacct,
     Freezer,
+    Cpu,
+    Blkio,
 }
 
 /// The cgroup(s) of one partition. Dropping it kills what is left inside and removes the directories.
@@ -194,7 +203,17 @@ impl PartitionCgroup {
                     ("cpuset", Role::Cpuset),
                     ("cpuacct", Role::Cpuacct),
                     ("freezer", Role::Freezer),
+                    ("cpu", Role::Cpu),
+                    ("blkio", Role::Blkio),
                 ] {
+                    if role == Role::Cpu && (!limits.cpu_group || v1.get("cpu") == v1.get("cpuacct")) {
+                        // Without a group of its own; where cpu and cpuacct share a hierarchy, the cpuacct
+                        // directory is that group.
+                        continue;
+                    }
+                    if role == Role::Blkio && limits.disk.is_none() {
+                        continue;
+                    }
                     if let Some(root) = v1.get(name) {
                         // On a drop (an error half-way), `cg` removes the directories made so far.
                         let d = create_path(root, &relative, role)?;
@@ -255,7 +274,47 @@ impl PartitionCgroup {
             let d = self.controller_dir(Role::Pids).expect("pids directory exists");
             write(&d.join("pids.max"), &n.to_string())?;
         }
+        if let Some(((major, minor), disk)) = limits.disk {
+            self.apply_disk(major, minor, &disk)?;
+        }
         Ok(())
+    }
+
+    /// Writes the disk limits: v2 `io.max` in a pure v2 tree, else the v1 blkio throttle files (which limit
+    /// direct and synchronous I/O; buffered writes are bounded by the memory limit there, docs/security.md).
+    fn apply_disk(&self, major: u32, minor: u32, disk: &partita_system::DiskLimits) -> Result<()> {
+        if let Some(d) = self.dir(Role::UnifiedAll) {
+            let max = |v: Option<u64>| v.map_or("max".to_string(), |n| n.to_string());
+            let line = format!("{major}:{minor} rbps={} wbps={} riops={} wiops={}", max(disk.read_bps), max(disk.write_bps), max(disk.read_iops), max(disk.write_iops));
+            let f = d.join("io.max");
+            if f.exists() {
+                write(&f, &line)?;
+            }
+            return Ok(());
+        }
+        let Some(d) = self.dir(Role::Blkio) else { return Ok(()) };
+        for (file, v) in [
+            ("blkio.throttle.read_bps_device", disk.read_bps),
+            ("blkio.throttle.write_bps_device", disk.write_bps),
+            ("blkio.throttle.read_iops_device", disk.read_iops),
+            ("blkio.throttle.write_iops_device", disk.write_iops),
+        ] {
+            if let Some(n) = v {
+                write(&d.join(file), &format!("{major}:{minor} {n}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The v1 cpuacct directory (its `cpuacct.usage`), if the hierarchy is mounted.
+    pub fn cpuacct_dir(&self) -> Option<&Path> {
+        self.dir(Role::Cpuacct)
+    }
+
+    /// The `cpu.idle` file of the partition's own cpu controller group, where it has one.
+    pub fn cpu_idle_file(&self) -> Option<PathBuf> {
+        let d = self.dir(Role::Cpu).or_else(|| self.dir(Role::UnifiedAll))?;
+        Some(d.join("cpu.idle")).filter(|f| f.exists())
     }
 
     /// `partita/<system>/<partition>`, the same in every hierarchy.

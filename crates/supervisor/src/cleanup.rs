@@ -88,6 +88,8 @@ pub struct Down {
     pub removed: Leftovers,
     /// Systems that are up, left alone.
     pub live: Vec<Owner>,
+    /// The host settings given back (`crate::host_tuning`).
+    pub host_settings: Vec<String>,
 }
 
 /// Removes what partita left on this machine: every namespace, interface and cgroup of a system whose
@@ -147,10 +149,12 @@ pub fn down(force: bool) -> Result<Down> {
         std::fs::remove_file(record).map_err(path_err("remove", record))?;
     }
     remove_stale_state_dirs(Path::new(crate::supervisor::STATE_DIR), &live)?;
+    // The host's settings, if no system that holds them is alive (or `force`).
+    let host_settings = crate::host_tuning::restore_leftover(force)?;
     crate::stalls::remove_stale_instances();
     // The idle pollers' cgroups of processes that are gone (their pollers ended by themselves).
     removed.cgroups.extend(partita_os::idle_poll::remove_stale());
-    Ok(Down { removed, live })
+    Ok(Down { removed, live, host_settings })
 }
 
 /// Removes the state directory the supervisor writes (`/run/partita/<system>`).

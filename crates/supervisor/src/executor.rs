@@ -17,6 +17,7 @@ use crate::clock::{monotonic_ns, sleep_until_ns};
 use crate::error::{Result, SupervisorError};
 use partita_os::sched;
 use crate::freeze::Freezer;
+use crate::overrun::{OverrunRing, TimeGuard};
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -57,6 +58,9 @@ struct Boundary {
     /// Partitions frozen `freeze_ahead` before this boundary: whether their freeze has completed is
     /// counted here.
     frozen_ahead: Vec<usize>,
+    /// Partitions whose window ends here (planned), frozen here or ahead: their time guards judge, at the next
+    /// boundary, whether they ran past it.
+    ended: Vec<usize>,
     /// How long before this boundary the executor wakes to wait for it on the clock: the wake lead, at most
     /// the time before it in which no partition runs (zero where one does).
     wake_ahead_ns: u64,
@@ -148,7 +152,7 @@ impl Schedule {
             match b.iter().position(|x| x.offset_ns == offset_ns) {
                 Some(i) => i,
                 None => {
-                    b.push(Boundary { offset_ns, freeze: vec![], thaw: vec![], window: None, frozen_ahead: vec![], wake_ahead_ns: 0 });
+                    b.push(Boundary { offset_ns, freeze: vec![], thaw: vec![], window: None, frozen_ahead: vec![], ended: vec![], wake_ahead_ns: 0 });
                     b.len() - 1
                 }
             }
@@ -157,8 +161,10 @@ impl Schedule {
         let mut ends = Vec::new();
         let followed = self.followed_by_another();
         let mut marks = Vec::new();
+        let mut window_ends = Vec::new();
         for (i, w) in self.windows.iter().enumerate() {
             starts.push((at(w.offset.as_nanos() as u64), i, w.partition));
+            window_ends.push((at((w.offset + w.duration).as_nanos() as u64), w.partition));
             let ahead = if followed[i] { self.freeze_ahead } else { Duration::ZERO };
             ends.push((at((w.offset + w.duration - ahead).as_nanos() as u64), w.partition));
             if !ahead.is_zero() {
@@ -171,11 +177,15 @@ impl Schedule {
         for (k, p) in ends {
             b[k].freeze.push(p);
         }
+        for (k, p) in window_ends {
+            b[k].ended.push(p);
+        }
         for (k, i, p) in starts {
             b[k].thaw.push(p);
             b[k].window = Some(i);
-            // A partition owning two adjacent windows is not frozen in between.
+            // A partition owning two adjacent windows is not frozen in between, and its window goes on.
             b[k].freeze.retain(|x| *x != p);
+            b[k].ended.retain(|x| *x != p);
         }
         b.sort_by_key(|x| x.offset_ns);
         // Which partitions run after each boundary: follow the frame twice round, so that the first boundaries
@@ -335,6 +345,8 @@ pub struct Executor {
     pub lateness: Arc<crate::histogram::LatencyHistogram>,
     /// The window starts later than [`STALL_NS`], for the stall tracer.
     pub stall: Arc<crate::stalls::StallRing>,
+    /// What the partitions' time guards noted: overruns, demotions, actions, containment.
+    pub overruns: Arc<OverrunRing>,
     /// CLOCK_MONOTONIC ns of the start of frame 0 (0 until the executor has chosen it).
     origin_ns: Arc<AtomicU64>,
 }
@@ -350,6 +362,14 @@ pub struct Progress {
 impl Executor {
     /// Starts the plan: all partitions are frozen first, the first frame begins 2 ms later.
     pub fn start(schedule: Schedule, freezers: Vec<Freezer>, config: ExecutorConfig) -> Result<Executor> {
+        let guards = freezers.iter().map(|_| None).collect();
+        Self::start_guarded(schedule, freezers, guards, config)
+    }
+
+    /// Starts the plan with a time guard for each partition that has one (`guards[i]` for `freezers[i]`): each
+    /// guarded partition that runs past its windows is noted, demoted and acted on ([`crate::overrun`]).
+    pub fn start_guarded(schedule: Schedule, freezers: Vec<Freezer>, mut guards: Vec<Option<TimeGuard>>, config: ExecutorConfig) -> Result<Executor> {
+        guards.resize_with(freezers.len(), || None);
         if let Some(w) = schedule.windows.iter().find(|w| w.partition >= freezers.len()) {
             return Err(SupervisorError::Invalid(format!("window for partition {} but only {} freezers", w.partition, freezers.len())));
         }
@@ -359,7 +379,8 @@ impl Executor {
         let lateness = Arc::new(crate::histogram::LatencyHistogram::default());
         let stall = Arc::new(crate::stalls::StallRing::default());
         stall.set_wake_lead(schedule.wake_ahead.as_nanos() as u64);
-        let (stop2, progress2, origin2, lateness2, stall2) = (stop.clone(), progress.clone(), origin_ns.clone(), lateness.clone(), stall.clone());
+        let overruns = Arc::new(OverrunRing::default());
+        let (stop2, progress2, origin2, lateness2, stall2, overruns2) = (stop.clone(), progress.clone(), origin_ns.clone(), lateness.clone(), stall.clone(), overruns.clone());
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let handle = std::thread::Builder::new()
             .name("partita-plan".into())
@@ -369,12 +390,13 @@ impl Executor {
                 let failed = setup.as_ref().err().map(|e| e.to_string());
                 let _ = ready_tx.send(failed);
                 setup?;
-                run(&schedule, &freezers, &config, &Shared { stop: &stop2, progress: &progress2, origin: &origin2, lateness: &lateness2, stall: &stall2 }, &mut log);
+                let shared = Shared { stop: &stop2, progress: &progress2, origin: &origin2, lateness: &lateness2, stall: &stall2, overruns: &overruns2 };
+                run(&schedule, &freezers, &mut guards, &config, &shared, &mut log);
                 Ok(log)
             })
             .map_err(|e| SupervisorError::Sys { call: "pthread_create", context: "plan executor".into(), source: e })?;
         match ready_rx.recv() {
-            Ok(None) => Ok(Executor { handle: Some(handle), stop, progress, lateness, stall, origin_ns }),
+            Ok(None) => Ok(Executor { handle: Some(handle), stop, progress, lateness, stall, overruns, origin_ns }),
             _ => match handle.join() {
                 Ok(Err(e)) => Err(e),
                 _ => Err(SupervisorError::Invalid("plan executor thread failed to start".into())),
@@ -455,13 +477,14 @@ struct Shared<'a> {
     origin: &'a AtomicU64,
     lateness: &'a crate::histogram::LatencyHistogram,
     stall: &'a crate::stalls::StallRing,
+    overruns: &'a OverrunRing,
 }
 
 /// A window start later than this is noted for the stall tracer ([`crate::stalls`]).
 pub const STALL_NS: u64 = 1_000_000;
 
-fn run(schedule: &Schedule, freezers: &[Freezer], config: &ExecutorConfig, shared: &Shared, log: &mut ExecutorLog) {
-    let Shared { stop, progress, origin: origin_cell, lateness: histogram, stall } = *shared;
+fn run(schedule: &Schedule, freezers: &[Freezer], guards: &mut [Option<TimeGuard>], config: &ExecutorConfig, shared: &Shared, log: &mut ExecutorLog) {
+    let Shared { stop, progress, origin: origin_cell, lateness: histogram, stall, overruns } = *shared;
     let boundaries = schedule.boundaries();
     let frame_ns = schedule.major_frame.as_nanos() as u64;
     for f in freezers {
@@ -523,11 +546,28 @@ fn run(schedule: &Schedule, freezers: &[Freezer], config: &ExecutorConfig, share
                 }
             }
             for &p in &b.thaw {
+                // A partition whose overrun action keeps it frozen gets no more windows; a demoted one gets its
+                // weight back first.
+                if let Some(g) = guards[p].as_mut() {
+                    if g.keeps_frozen() {
+                        continue;
+                    }
+                    g.before_thaw();
+                }
                 if freezers[p].thaw().is_err() {
                     log.switch_errors += 1;
                 }
             }
             let switched = monotonic_ns();
+            // The guards look after the switch: a partition thawed here cannot run before the executor sleeps
+            // (same CPU, lower priority), so its CPU time read now is its time at its window's start.
+            for (p, guard) in guards.iter_mut().enumerate() {
+                if let Some(g) = guard {
+                    let thawed = b.thaw.contains(&p) && !g.keeps_frozen();
+                    let ended = b.ended.contains(&p).then_some(planned);
+                    g.at_boundary(p, frame, switched, thawed, ended, || freezers[p].stopped_or_empty_now(), overruns);
+                }
+            }
             // Without a wake lead (or woken too late to use it), read after the thaw, not before, so that it does
             // not delay the window.
             if !frozen_ahead_counted {

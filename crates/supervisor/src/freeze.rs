@@ -103,6 +103,19 @@ impl Freezer {
         }
     }
 
+    /// Whether every task of the partition is stopped now or none is left (`cgroup.events`: `frozen 1` or
+    /// `populated 0`); the v1 freezer tells only the first. One `pread`, no allocation.
+    pub fn stopped_or_empty_now(&self) -> Option<bool> {
+        if self.backend != FreezeBackend::CgroupV2 {
+            return self.stopped_now();
+        }
+        let f = self.status_file.as_ref()?;
+        let mut buf = [0u8; 256];
+        let n = f.read_at(&mut buf, 0).ok()?;
+        let text = &buf[..n];
+        Some(text.windows(8).any(|w| w == b"frozen 1") || text.windows(11).any(|w| w == b"populated 0"))
+    }
+
     pub fn backend(&self) -> FreezeBackend {
         self.backend
     }

@@ -291,6 +291,26 @@ impl HealthMonitor {
         ended
     }
 
+    /// From now on `name` is not started again: its next exit leaves it stopped, a pending restart is cancelled
+    /// (a partition whose time-overrun action is `stop`).
+    pub fn keep_stopped(&mut self, name: &str) {
+        if let Some(w) = self.partitions.iter_mut().find(|w| w.name == name) {
+            w.action = Action::Stop;
+            if w.restart_at.take().is_some() {
+                self.log.record(&w.name, "stopped", None, None, Some("restart cancelled".into()));
+            }
+        }
+    }
+
+    /// Kills `name`'s processes (the health monitor then reaps its root and applies its action).
+    pub fn kill(&mut self, name: &str) {
+        if let Some(w) = self.partitions.iter().find(|w| w.name == name) {
+            if let Err(e) = w.cgroup.kill_all() {
+                self.log.record(&w.name, "error", None, None, Some(e.to_string()));
+            }
+        }
+    }
+
     /// Whether any partition still has a live root process, or will have one after its back-off.
     pub fn any_running(&self) -> bool {
         self.partitions.iter().any(|w| w.pid.is_some() || w.restart_at.is_some())

@@ -10,8 +10,10 @@ pub mod error;
 pub mod freeze;
 pub mod guest;
 pub mod herd;
+pub mod host_tuning;
 pub mod histogram;
 pub mod launch;
+pub mod overrun;
 
 pub use error::{Result, SupervisorError};
 pub mod dds_config;

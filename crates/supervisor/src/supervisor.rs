@@ -11,9 +11,12 @@ use crate::guest::{GuestPlace, Guests, KvmNode, Tap};
 use crate::health::{EventLog, HealthMonitor};
 use crate::launch::{launch, rootfs, Confine, LaunchSpec};
 use crate::health::Action;
-use partita_system::{HealthAction, Module, NetworkId, Partition, ProcessTree, Scheduling, System, PARTITA_PROGRAM};
+use partita_system::{HealthAction, Module, NetworkId, OverrunAction, Partition, ProcessTree, Scheduling, System, PARTITA_PROGRAM};
+use crate::overrun::{Note, EVENT_CONTAINED, EVENT_DEMOTED, EVENT_OVERRUN_ACTION, EVENT_TIME_OVERRUN};
 use crate::registry::Registration;
 use crate::window_watch::{WindowCounts, WindowWatch};
+use crate::overrun::{OverrunPolicy, TimeGuard};
+use crate::host_tuning::{self, HostTuning};
 use partita_os::cpu_latency::CpuLatencyHold;
 use crate::vnet::{Bridge, NetNamespace, VirtualNic};
 use partita_dds::fastdds::FastDdsProfile;
@@ -79,6 +82,8 @@ impl UpOptions {
 /// killed, then cgroups, V-NICs, namespaces and bridges go, the state directory last.
 pub struct Supervisor {
     executors: Vec<Executor>,
+    /// Per executor: how far its overrun notes were read.
+    overruns_read: Vec<u64>,
     /// The plans watched from outside their executors.
     watch: WindowWatch,
     /// Per executor: the index in `state.partitions` of each partition it schedules (its freezers' order).
@@ -98,6 +103,9 @@ pub struct Supervisor {
     _state_dirs: EmptyDirs,
     /// The wake-up latency bound held while the system runs (the system file's `cpu_dma_latency`).
     _cpu_latency: Option<CpuLatencyHold>,
+    /// The host's preemption model, interrupts and kernel work moved off the plans' CPUs while the system runs
+    /// (the system file's `preemption` and `housekeeping_cpus`), given back when it goes.
+    _host_tuning: Option<HostTuning>,
     /// The CPUs the calling thread had before `up` moved it off the plans' CPUs: given back when the system goes.
     _caller_cpus: CallerCpus,
     /// The system's record in the registry: the system is up until it goes, last.
@@ -168,6 +176,7 @@ impl Supervisor {
         }
         let mut s = Supervisor {
             executors: Vec::new(),
+            overruns_read: Vec::new(),
             watch: WindowWatch::default(),
             plan_partitions: Vec::new(),
             monitor: HealthMonitor::new(EventLog::new(Some(Box::new(events)))),
@@ -190,6 +199,7 @@ impl Supervisor {
             },
             _state_dirs: EmptyDirs(Vec::new()),
             _cpu_latency: None,
+            _host_tuning: None,
             _caller_cpus: CallerCpus(None),
             _registration: registration,
         };
@@ -209,6 +219,14 @@ impl Supervisor {
         }
         if !planned.is_empty() {
             favor_dynamic_cgroup_changes();
+            let (tuning, applied) = HostTuning::hold(&system.name, &system.host)?;
+            for c in &applied.changed {
+                s.monitor.log().record("(host)", "host_setting", None, None, Some(c.clone()));
+            }
+            for l in &applied.left {
+                s.monitor.log().record("(host)", "host_setting_left", None, None, Some(l.clone()));
+            }
+            s._host_tuning = Some(tuning);
         }
         // 1. Networks: a bridge for each network that has members.
         let mut bridges: Vec<(NetworkId, usize)> = Vec::new();
@@ -219,6 +237,7 @@ impl Supervisor {
         // 2. Per partition and node: cgroup, namespace, V-NICs, DDS configuration; then launch (frozen when
         //    planned). Freezers go to the plan executors, by module and plan.
         let mut freezers: Vec<Option<Freezer>> = Vec::new();
+        let mut guards: Vec<Option<TimeGuard>> = Vec::new();
         let mut guests = Guests::default();
         let members = system
             .partitions()
@@ -227,7 +246,15 @@ impl Supervisor {
         for member in members {
             let tree = member.tree;
             let cpus = (!tree.cpus.is_empty()).then(|| tree.cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(","));
-            let limits = Limits { memory_bytes: tree.memory.map(|m| m.0), pids_max: tree.pids_max, cpus, mems: None };
+            // A planned partition that may be demoted gets a cpu controller group of its own (not one granted
+            // SCHED_FIFO: docs/security.md, "Time partitioning and kernel work").
+            let plan = member.partition.and_then(|p| Some((p, &member.module?.plans[p.plan?])));
+            let cpu_group = plan.is_some_and(|(_, pl)| pl.demote) && tree.scheduling == Scheduling::Normal;
+            let disk = match (&tree.confinement, tree.disk.is_unlimited()) {
+                (Some(c), false) => partita_os::blockdev::whole_disk_of(&c.state_dir).ok().flatten().map(|d| (d, tree.disk)),
+                _ => None,
+            };
+            let limits = Limits { memory_bytes: tree.memory.map(|m| m.0), pids_max: tree.pids_max, cpus, mems: None, cpu_group, disk };
             let cg = Arc::new(PartitionCgroup::create(&layout, &tree.cgroup, &limits)?);
             s.cgroups.push(cg.clone());
             let ns = NetNamespace::create(&tree.netns)?;
@@ -242,6 +269,11 @@ impl Supervisor {
                     .and_then(|(id, b)| Some((system.network(*id)?, &s.bridges[*b])))
                     .ok_or_else(|| SupervisorError::Invalid(format!("{}: V-NIC {} names an unknown network", member.name, nic.name)))?;
                 s.nics.push(VirtualNic::create(&nic.host_name, &nic.name, &ns, bridge, nic.address, net.subnet.prefix())?);
+                if s._host_tuning.is_some() && !system.host.housekeeping_cpus.is_empty() {
+                    for l in host_tuning::steer_vnics(&[nic.host_name.as_str()], &system.host.housekeeping_cpus) {
+                        s.monitor.log().record(member.name, "host_setting_left", None, None, Some(l));
+                    }
+                }
                 domains.push(CycloneConfig::new(&nic.name, nic.domain.get(), system.addresses_on(nic.network)));
                 fastdds.addresses.push(nic.address);
                 fastdds.peers.extend(system.addresses_on(nic.network));
@@ -282,6 +314,10 @@ impl Supervisor {
                     f.freeze()?;
                     Some(f)
                 }
+                None => None,
+            });
+            guards.push(match plan {
+                Some((p, pl)) => Some(TimeGuard::new(&cg, OverrunPolicy::from_system(&p.time_overrun, pl.demote))?),
                 None => None,
             });
             let Some((program, args)) = tree.command.split_first() else {
@@ -371,12 +407,14 @@ impl Supervisor {
                     })
                     .collect::<Result<Vec<_>>>()?;
                 let plan_freezers: Vec<Freezer> = members.iter().filter_map(|&pi| freezers[first + pi].take()).collect();
+                let plan_guards: Vec<Option<TimeGuard>> = members.iter().map(|&pi| guards[first + pi].take()).collect();
                 let probes = members.iter().zip(&plan_freezers).map(|(&pi, f)| (m.partitions[pi].name.clone(), f.probe(), s.cgroups[first + pi].clone())).collect();
                 let schedule = Schedule::new(plan.frame().to_std(), windows)?.with_freeze_ahead(plan.freeze_ahead.to_std())?.with_wake_ahead(plan.wake_ahead.to_std())?;
                 let config = ExecutorConfig { cpu: Some(plan.cpu), ..ExecutorConfig::default() };
-                let executor = Executor::start(schedule.clone(), plan_freezers, config)?;
+                let executor = Executor::start_guarded(schedule.clone(), plan_freezers, plan_guards, config)?;
                 s.watch.add_plan(&schedule, executor.origin(), probes);
                 s.executors.push(executor);
+                s.overruns_read.push(0);
                 s.plan_partitions.push(members.iter().map(|pi| first + pi).collect());
             }
             first += m.partitions.len();
@@ -436,6 +474,8 @@ impl Supervisor {
         let t0 = Instant::now();
         let mut last_state = Instant::now();
         loop {
+            // Before the health monitor reaps: a partition killed by its overrun action `stop` is not restarted.
+            self.read_overruns();
             self.monitor.poll();
             self.watch.sample(crate::clock::monotonic_ns(), self.monitor.log());
             if stop_requested() || stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst)) || duration.is_some_and(|d| t0.elapsed() >= d) {
@@ -450,8 +490,47 @@ impl Supervisor {
         self.down()
     }
 
+    /// Logs what the plans' time guards noted since the last look, and does what the executor left to this
+    /// thread: the kill where the kernel has no `cgroup.kill`, and keeping a stopped partition stopped.
+    fn read_overruns(&mut self) {
+        for (k, e) in self.executors.iter().enumerate() {
+            let (notes, next, lost) = e.overruns.read_since(self.overruns_read[k]);
+            self.overruns_read[k] = next;
+            let name = |p: usize| self.plan_partitions[k].get(p).map(|&i| self.state.partitions[i].partition.clone()).unwrap_or_default();
+            let log = self.monitor.log().clone();
+            if lost > 0 {
+                log.record(&name(0), EVENT_TIME_OVERRUN, None, None, Some(format!("{lost} notes of plan {k} were overwritten before they were read")));
+            }
+            for n in notes {
+                match n {
+                    Note::Overrun { partition, frame, past_ns, still_running, continued, .. } => {
+                        let what = if continued { "ran on" } else { "ran past its window's end by" };
+                        let running = if still_running { ", still running" } else { ", stopped" };
+                        log.record(&name(partition), EVENT_TIME_OVERRUN, None, None, Some(format!("{what} {} µs of CPU time (frame {frame}{running})", past_ns / 1_000)));
+                    }
+                    Note::Demoted { partition, .. } => log.record(&name(partition), EVENT_DEMOTED, None, None, Some("runs as idle (cpu.idle) until its next window".into())),
+                    Note::Action { partition, action, killed, .. } => {
+                        let how = if killed { "killed through cgroup.kill" } else { "" };
+                        log.record(&name(partition), EVENT_OVERRUN_ACTION, None, None, Some(format!("{action} {how}").trim().to_string()));
+                        if matches!(action, OverrunAction::Stop) {
+                            self.monitor.keep_stopped(&name(partition));
+                        }
+                        if !killed && matches!(action, OverrunAction::Stop | OverrunAction::Restart) {
+                            self.monitor.kill(&name(partition));
+                        }
+                    }
+                    Note::Contained { partition, first_ns, at_ns, frames } => {
+                        let us = at_ns.saturating_sub(first_ns) / 1_000;
+                        log.record(&name(partition), EVENT_CONTAINED, None, None, Some(format!("stopped {us} µs ({frames} major frames) after the end of the window of its first counted overrun")));
+                    }
+                }
+            }
+        }
+    }
+
     /// Stops the plans and removes everything, in reverse order of the build.
     pub fn down(mut self) -> Result<Vec<ExecutorLog>> {
+        self.read_overruns();
         let mut logs = Vec::new();
         for (e, members) in self.executors.drain(..).zip(std::mem::take(&mut self.plan_partitions)) {
             let mut log = e.stop()?;

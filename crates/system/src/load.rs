@@ -46,6 +46,19 @@ const MAX_BACKOFF: Duration = Duration::from_millis(60_000);
 const MAX_RESTARTS: u32 = 1_000;
 const MAX_NAME: usize = 24;
 const MAX_COUNT: usize = 99;
+/// A partition's CPU time past its window's end that counts as an overrun by default: above the time its
+/// threads take to stop after the freeze (measured for the paper's system without freeze_ahead: recorder p99
+/// 45 µs, max 208 µs; routing p99 95 µs, max 303 µs over 8,000 frames; docs/security.md).
+const DEFAULT_OVERRUN_TOLERANCE: Duration = Duration::from_micros(500);
+const MAX_OVERRUN_TOLERANCE: Duration = Duration::from_millis(1_000);
+const DEFAULT_OVERRUN_COUNT: u32 = 2;
+const DEFAULT_OVERRUN_FRAMES: u32 = 10;
+/// The most overruns a policy may wait for, and the longest look-back in frames.
+const MAX_OVERRUN_COUNT: u32 = 16;
+const MAX_OVERRUN_FRAMES: u32 = 100_000;
+/// A partition's block I/O by default: enough for the recorder's frames, not enough to fill the disk queue
+/// the other partitions share.
+const DEFAULT_DISK: DiskLimits = DiskLimits { read_bps: None, write_bps: Some(32 << 20), read_iops: None, write_iops: Some(1_000) };
 
 /// What validation knows about the machine: the CPUs partitions may use, and where programs are found.
 /// Injectable for tests.
@@ -186,6 +199,8 @@ struct RawFile {
 struct RawSystem {
     name: S<String>,
     cpu_dma_latency: Option<S<String>>,
+    preemption: Option<S<String>>,
+    housekeeping_cpus: Option<S<Vec<u64>>>,
 }
 
 #[derive(Deserialize)]
@@ -248,6 +263,18 @@ struct RawPartition {
     /// `process` (default) or `vm`.
     kind: Option<S<String>>,
     vm: Option<S<RawVm>>,
+    time_overrun: Option<S<RawTimeOverrun>>,
+    /// `"unlimited"` or a table of limits.
+    disk: Option<S<toml::Value>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTimeOverrun {
+    tolerance: Option<S<String>>,
+    count: Option<S<u32>>,
+    frames: Option<S<u32>>,
+    action: Option<S<String>>,
 }
 
 #[derive(Deserialize)]
@@ -279,6 +306,7 @@ struct RawPlan {
     major_frame: S<String>,
     freeze_ahead: Option<S<String>>,
     wake_ahead: Option<S<String>>,
+    demote: Option<bool>,
     #[serde(default)]
     window: Vec<RawWindow>,
 }
@@ -497,7 +525,7 @@ impl Cx<'_> {
 
         if raw.module.len() > MAX_COUNT || raw.node.len() > MAX_COUNT {
             self.err(&(0..0), "module", Problem::BadValue(format!("at most {MAX_COUNT} modules and {MAX_COUNT} nodes; split the system")));
-            return System { name: system_name, source: self.file.into(), modules: vec![], nodes: vec![], network: Network { domain: DomainId::new(0).expect("0 is a domain"), subnet: ADDRESS_POOL, bridge: String::new() }, cpu_dma_latency: None };
+            return System { name: system_name, source: self.file.into(), modules: vec![], nodes: vec![], network: Network { domain: DomainId::new(0).expect("0 is a domain"), subnet: ADDRESS_POOL, bridge: String::new() }, cpu_dma_latency: None, host: HostTuning::default() };
         }
 
         // Explicit domains and subnets first, so automatic ones avoid them.
@@ -612,6 +640,8 @@ impl Cx<'_> {
 
             // Partitions.
             let mut partitions = Vec::new();
+            // Partitions given a `time_overrun`: refused in a module without a plan.
+            let mut explicit_overrun: Vec<(String, Range<usize>, String)> = Vec::new();
             let mut io_first: Option<String> = None;
             let mut hosts: BTreeMap<Ipv4Addr, String> = BTreeMap::new();
             let mut explicit = Vec::new();
@@ -708,8 +738,16 @@ impl Cx<'_> {
                 };
                 let env = self.env(&p.env, &format!("{ppath}.env"), &p.name.span());
                 let confinement = self.confinement(p, &ppath, &mut uids);
-                let tree = ProcessTree { command, env, memory: Some(memory), pids_max, cpus: pcpus, health, scheduling, netns: String::new(), cgroup: String::new(), nics: Vec::new(), confinement: Some(confinement) };
-                partitions.push(Partition { name: pname, criticality, io: p.io, domain, address, external_address, router, plan: None, vm, tree });
+                let time_overrun = self.time_overrun(p.time_overrun.as_ref(), &format!("{ppath}.time_overrun"), health);
+                if let Some(t) = &p.time_overrun {
+                    explicit_overrun.push((pname.clone(), t.span(), format!("{ppath}.time_overrun")));
+                }
+                let disk = match &p.disk {
+                    Some(d) => self.disk(d, &format!("{ppath}.disk")),
+                    None => DEFAULT_DISK,
+                };
+                let tree = ProcessTree { command, env, memory: Some(memory), pids_max, cpus: pcpus, health, scheduling, netns: String::new(), cgroup: String::new(), nics: Vec::new(), confinement: Some(confinement), disk };
+                partitions.push(Partition { name: pname, criticality, io: p.io, domain, address, external_address, router, plan: None, vm, time_overrun, tree });
             }
 
             // Plans.
@@ -796,7 +834,7 @@ impl Cx<'_> {
                 let ahead = rp.freeze_ahead.as_ref().and_then(|a| self.duration(a, &format!("{ppath}.freeze_ahead"))).unwrap_or(Duration::ZERO);
                 let wake = rp.wake_ahead.as_ref().and_then(|a| self.duration(a, &format!("{ppath}.wake_ahead"))).unwrap_or(Duration::ZERO);
                 let order: Vec<usize> = wins.iter().map(|(i, _, _)| *i).collect();
-                let plan = Plan { cpu: cpu as usize, major_frame: MajorFrame(frame.unwrap_or(Duration::ZERO)), windows: wins.into_iter().map(|(_, w, _)| w).collect(), freeze_ahead: ahead, wake_ahead: wake };
+                let plan = Plan { cpu: cpu as usize, major_frame: MajorFrame(frame.unwrap_or(Duration::ZERO)), windows: wins.into_iter().map(|(_, w, _)| w).collect(), freeze_ahead: ahead, wake_ahead: wake, demote: rp.demote.unwrap_or(true) };
                 if let Some(a) = rp.freeze_ahead.as_ref().filter(|_| ahead > Duration::ZERO) {
                     if let Some(k) = plan.freeze_ahead_too_long() {
                         let w = &plan.windows[k];
@@ -837,6 +875,13 @@ impl Cx<'_> {
                     p.tree.cpus = vec![plans[k].cpu];
                 }
             }
+            if m.plan.is_empty() {
+                for (name, span, field) in explicit_overrun.drain(..) {
+                    let why = format!("partition {name} has no window (module {} has no plan), so it cannot run past one; remove `time_overrun`", m.name.get_ref());
+                    self.err(&span, &field, Problem::BadValue(why));
+                }
+            }
+            explicit_overrun.clear();
             let mut paths: Vec<RequestPath> = Vec::new();
             for (k, rp) in m.path.iter().enumerate() {
                 let ppath = format!("{path}.path[{k}]");
@@ -891,7 +936,7 @@ impl Cx<'_> {
             let address = node_addrs[ni]
                 .or_else(|| self.next_host(&ext_subnet, &mut ext_hosts, &format!("node {name}"), &n.name.span(), &format!("{path}.address")))
                 .unwrap_or(Ipv4Addr::UNSPECIFIED);
-            let tree = ProcessTree { command, env, memory, pids_max, cpus, health, scheduling, netns: String::new(), cgroup: String::new(), nics: Vec::new(), confinement: None };
+            let tree = ProcessTree { command, env, memory, pids_max, cpus, health, scheduling, netns: String::new(), cgroup: String::new(), nics: Vec::new(), confinement: None, disk: DiskLimits::default() };
             nodes.push(NativeNode { name, address, domain, tree });
         }
 
@@ -908,7 +953,8 @@ impl Cx<'_> {
                 d => d,
             },
         };
-        let mut system = System { name: system_name, source: self.file.to_string(), modules, nodes, network, cpu_dma_latency };
+        let host_tuning = self.host_tuning(&raw.system, &modules, host);
+        let mut system = System { name: system_name, source: self.file.to_string(), modules, nodes, network, cpu_dma_latency, host: host_tuning };
         crate::names::place(&mut system);
         system
     }
@@ -1081,6 +1127,132 @@ impl Cx<'_> {
                 Scheduling::Normal
             }
         }
+    }
+
+    /// `time_overrun`: every key has a default; the action follows the partition's `health` unless given.
+    fn time_overrun(&mut self, t: Option<&S<RawTimeOverrun>>, path: &str, health: HealthAction) -> TimeOverrun {
+        let action = match health {
+            HealthAction::Restart { .. } => OverrunAction::Restart,
+            HealthAction::Stop => OverrunAction::Stop,
+            HealthAction::Ignore => OverrunAction::Ignore,
+        };
+        let mut policy = TimeOverrun { tolerance: DEFAULT_OVERRUN_TOLERANCE, count: DEFAULT_OVERRUN_COUNT, frames: DEFAULT_OVERRUN_FRAMES, action };
+        let Some(t) = t else { return policy };
+        let t = t.get_ref();
+        if let Some(v) = &t.tolerance {
+            match self.duration(v, &format!("{path}.tolerance")) {
+                Some(d) if d > MAX_OVERRUN_TOLERANCE => {
+                    self.err(&v.span(), &format!("{path}.tolerance"), Problem::BadValue(format!("a tolerance of {d} lets a partition take whole windows of others; give at most {MAX_OVERRUN_TOLERANCE} (tens or hundreds of µs)")));
+                }
+                Some(d) => policy.tolerance = d,
+                None => {}
+            }
+        }
+        if let Some(c) = &t.count {
+            if (1..=MAX_OVERRUN_COUNT).contains(c.get_ref()) {
+                policy.count = *c.get_ref();
+            } else {
+                self.err(&c.span(), &format!("{path}.count"), Problem::BadValue(format!("{} overruns: give 1..={MAX_OVERRUN_COUNT}", c.get_ref())));
+            }
+        }
+        if let Some(f) = &t.frames {
+            if (1..=MAX_OVERRUN_FRAMES).contains(f.get_ref()) {
+                policy.frames = *f.get_ref();
+            } else {
+                self.err(&f.span(), &format!("{path}.frames"), Problem::BadValue(format!("{} frames: give 1..={MAX_OVERRUN_FRAMES}", f.get_ref())));
+            }
+        }
+        if policy.frames < policy.count {
+            let span = t.frames.as_ref().map(|f| f.span()).or(t.count.as_ref().map(|c| c.span())).unwrap_or(0..0);
+            let why = format!("{} overruns can never happen within {} frames (at most one per frame); give frames >= count", policy.count, policy.frames);
+            self.err(&span, &format!("{path}.frames"), Problem::BadValue(why));
+        }
+        if let Some(a) = &t.action {
+            policy.action = match a.get_ref().as_str() {
+                "restart" => OverrunAction::Restart,
+                "stop" => OverrunAction::Stop,
+                "idle" => OverrunAction::Idle,
+                "ignore" => OverrunAction::Ignore,
+                other => {
+                    let why = format!("unknown action {other:?}; use \"restart\" (killed, then its `health` applies), \"stop\" (killed, kept stopped), \"idle\" (kept frozen) or \"ignore\" (logged only)");
+                    self.err(&a.span(), &format!("{path}.action"), Problem::BadValue(why));
+                    policy.action
+                }
+            };
+        }
+        policy
+    }
+
+    /// `disk`: `"unlimited"`, or a table of `read_bps`, `write_bps` (sizes per second) and `read_iops`,
+    /// `write_iops` (operations per second), each also `"unlimited"`; keys left out are unlimited.
+    fn disk(&mut self, d: &S<toml::Value>, path: &str) -> DiskLimits {
+        const FIX: &str = "write \"unlimited\" or a table such as { write_bps = \"32MiB\", write_iops = 1000 } (keys read_bps, write_bps, read_iops, write_iops)";
+        let mut limits = DiskLimits::default();
+        let table = match d.get_ref() {
+            toml::Value::String(w) if w == "unlimited" => return limits,
+            toml::Value::Table(t) => t,
+            other => {
+                self.err(&d.span(), path, Problem::BadValue(format!("{other} is not a disk limit; {FIX}")));
+                return DEFAULT_DISK;
+            }
+        };
+        for (key, value) in table {
+            let field = format!("{path}.{key}");
+            let parsed = match (key.as_str(), value) {
+                (_, toml::Value::String(w)) if w == "unlimited" => Ok(None),
+                ("read_bps" | "write_bps", toml::Value::String(v)) => v.parse::<ByteSize>().map(|b| Some(b.0)).map_err(|_| format!("{v:?} is not a size per second; write a whole number and a unit such as \"32MiB\", or \"unlimited\"")),
+                ("read_iops" | "write_iops", toml::Value::Integer(n)) if *n > 0 => Ok(Some(*n as u64)),
+                ("read_bps" | "write_bps" | "read_iops" | "write_iops", v) => Err(format!("{v} is not a limit: give a size per second such as \"32MiB\" for *_bps, a positive number for *_iops, or \"unlimited\"")),
+                _ => Err(format!("unknown key {key:?}; {FIX}")),
+            };
+            match parsed {
+                Ok(Some(0)) => self.err(&d.span(), &field, Problem::BadValue("a limit of 0 stops every I/O of the partition; give a positive limit or \"unlimited\"".into())),
+                Ok(v) => match key.as_str() {
+                    "read_bps" => limits.read_bps = v,
+                    "write_bps" => limits.write_bps = v,
+                    "read_iops" => limits.read_iops = v,
+                    _ => limits.write_iops = v,
+                },
+                Err(why) => self.err(&d.span(), &field, Problem::BadValue(why)),
+            }
+        }
+        limits
+    }
+
+    /// `preemption` and `housekeeping_cpus` of `[system]`. Housekeeping defaults to the online CPUs no plan
+    /// uses, when a plan runs and such CPUs exist.
+    fn host_tuning(&mut self, raw: &RawSystem, modules: &[Module], host: &Host) -> HostTuning {
+        let preemption = match &raw.preemption {
+            None => Preemption::Full,
+            Some(p) => match p.get_ref().as_str() {
+                "full" => Preemption::Full,
+                "keep" => Preemption::Keep,
+                other => {
+                    self.err(&p.span(), "system.preemption", Problem::BadValue(format!("unknown preemption {other:?}; use \"full\" (switched while the system is up, where the kernel allows) or \"keep\"")));
+                    Preemption::Full
+                }
+            },
+        };
+        let planned: Vec<usize> = modules.iter().flat_map(|m| m.plans.iter().map(|p| p.cpu)).collect();
+        let housekeeping_cpus = match &raw.housekeeping_cpus {
+            None if planned.is_empty() => Vec::new(),
+            None => host.cpus.iter().copied().filter(|c| !planned.contains(c)).collect(),
+            Some(list) => {
+                let mut cpus = Vec::new();
+                for &c in list.get_ref() {
+                    let c = c as usize;
+                    if !host.cpus.contains(&c) {
+                        self.err(&list.span(), "system.housekeeping_cpus", Problem::BadValue(format!("CPU {c} is not online here (online: {}); list CPUs of this machine, or [] to leave the host alone", fmt_cpus(&host.cpus))));
+                    } else if planned.contains(&c) {
+                        self.err(&list.span(), "system.housekeeping_cpus", Problem::BadValue(format!("CPU {c} runs a plan: the host's interrupts and kernel work would take its partitions' time; list CPUs without a plan, or [] to leave the host alone")));
+                    } else if !cpus.contains(&c) {
+                        cpus.push(c);
+                    }
+                }
+                cpus
+            }
+        };
+        HostTuning { preemption, housekeeping_cpus }
     }
 
     fn health(&mut self, h: Option<&RawHealth>, path: &str, default: HealthAction) -> HealthAction {

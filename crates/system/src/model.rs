@@ -304,6 +304,83 @@ pub struct System {
     /// The CPU wake-up latency bound (`/dev/cpu_dma_latency`) the supervisor holds while the system runs;
     /// `None`: the machine's idle states are left alone.
     pub cpu_dma_latency: Option<Duration>,
+    /// What the supervisor sets on the host while the system is up, so that kernel work stays off the plans'
+    /// CPUs and the window's owner can take the CPU back from kernel code (`[system] preemption`,
+    /// `housekeeping_cpus`).
+    pub host: HostTuning,
+}
+
+/// Host settings held while a system is up and given back when it goes (docs/security.md, "Time
+/// partitioning and kernel work").
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HostTuning {
+    pub preemption: Preemption,
+    /// The CPUs that take the host's interrupts, its unbound kernel work (workqueues, writeback) and the
+    /// V-NICs' receive processing while the system is up; empty: the host is left as it is.
+    pub housekeeping_cpus: Vec<usize>,
+}
+
+/// The kernel's preemption model while a system is up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Preemption {
+    /// Switch a kernel built with dynamic preemption to full preemption (kernel code yields to a higher
+    /// priority at once, not at its next scheduling point), where the kernel lets it be switched at run time.
+    #[default]
+    Full,
+    /// Leave the kernel's model as it is.
+    Keep,
+}
+
+/// What the plan's executor does when a partition keeps running past the end of its window (ARINC 653's
+/// time-overrun error), beside demoting it (docs/security.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeOverrun {
+    /// CPU time a partition may use past its window's end (its threads stopping) before it counts as an
+    /// overrun.
+    pub tolerance: Duration,
+    /// The action is taken at the `count`-th overrun within `frames` major frames.
+    pub count: u32,
+    pub frames: u32,
+    pub action: OverrunAction,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OverrunAction {
+    /// Kill its processes; the health monitor then applies the partition's `health` action to the exit.
+    Restart,
+    /// Kill its processes and keep it stopped.
+    Stop,
+    /// Keep it frozen from then on: its windows stay empty.
+    Idle,
+    /// Log the overruns only.
+    Ignore,
+}
+
+impl fmt::Display for OverrunAction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            OverrunAction::Restart => "restart",
+            OverrunAction::Stop => "stop",
+            OverrunAction::Idle => "idle",
+            OverrunAction::Ignore => "ignore",
+        })
+    }
+}
+
+/// Block I/O limits of a partition's cgroup on the disk that holds its state directory (`disk`); `None`:
+/// unlimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DiskLimits {
+    pub read_bps: Option<u64>,
+    pub write_bps: Option<u64>,
+    pub read_iops: Option<u64>,
+    pub write_iops: Option<u64>,
+}
+
+impl DiskLimits {
+    pub fn is_unlimited(&self) -> bool {
+        *self == DiskLimits::default()
+    }
 }
 
 /// A virtual network: one Linux bridge, one DDS domain, one subnet.
@@ -364,6 +441,8 @@ pub struct ProcessTree {
     /// the host with private writable directories); `None` for a native node, which stands for another machine
     /// and is confined only by its namespaces and cgroup.
     pub confinement: Option<crate::Confinement>,
+    /// Block I/O limits on the disk that holds its state directory.
+    pub disk: DiskLimits,
 }
 
 /// A core module (a machine) with its partitions, plans and V-NETWORK.
@@ -411,6 +490,8 @@ pub struct Partition {
     /// A virtual-machine partition: its command runs in a QEMU guest, whose QEMU process is the partition's
     /// process tree on the host (`kind = "vm"`); `None` for a process partition.
     pub vm: Option<Vm>,
+    /// What its plan's executor does when it runs past its windows (`time_overrun`).
+    pub time_overrun: TimeOverrun,
     pub tree: ProcessTree,
 }
 
@@ -482,6 +563,9 @@ pub struct Plan {
     /// waits for the start on the clock, so that the window starts on time, not a timer's wake-up latency late
     /// (`wake_ahead`; zero: it sleeps until the start).
     pub wake_ahead: Duration,
+    /// A partition still running when its window has ended runs as an idle task (its cgroup's `cpu.idle`)
+    /// until its next window, so that it only gets CPU time the window's owner leaves (`demote`).
+    pub demote: bool,
 }
 
 /// A time window in which one partition runs, as offsets from the start of the major frame.

@@ -150,6 +150,7 @@ mod tests {
             windows: w.iter().map(|(p, s, d)| Window { partition: p.to_string(), start: us(*s), duration: us(*d) }).collect(),
             freeze_ahead: Duration::ZERO,
             wake_ahead: Duration::ZERO,
+            demote: true,
         }
     }
 

@@ -698,3 +698,45 @@ fn wake_ahead_is_read_where_a_window_follows_quiet_time_and_refused_elsewhere() 
     assert_eq!(e[0].path, "module[m].plan[0].wake_ahead");
     assert!(matches!(e[0].problem, Problem::BadValue(_)), "{e:?}");
 }
+
+#[test]
+fn time_protection_has_defaults_the_supervisor_can_use() {
+    let s = parse(GOOD, "sys.toml", &host()).unwrap();
+    assert_eq!(s.host.preemption, Preemption::Full);
+    assert_eq!(s.host.housekeeping_cpus, vec![1], "the online CPUs without a plan");
+    let a = &s.modules[0].partitions[0];
+    assert_eq!((a.time_overrun.tolerance, a.time_overrun.count, a.time_overrun.frames), (Duration::from_micros(500), 2, 10));
+    assert_eq!(a.time_overrun.action, OverrunAction::Restart, "follows the default health action");
+    assert!(s.modules[0].plans[0].demote);
+    assert_eq!(a.tree.disk.write_bps, Some(32 << 20));
+    assert!(s.nodes[0].tree.disk.is_unlimited(), "a native node stands for another machine");
+    let s = parse(&GOOD.replacen("name = \"t\"", "name = \"t\"\npreemption = \"keep\"\nhousekeeping_cpus = []", 1), "sys.toml", &host()).unwrap();
+    assert_eq!((s.host.preemption, s.host.housekeeping_cpus.is_empty()), (Preemption::Keep, true));
+    let s = parse(&GOOD.replacen("command = [\"prog\"]", "command = [\"prog\"]\ntime_overrun = { tolerance = \"50us\", count = 1, frames = 1, action = \"idle\" }\ndisk = \"unlimited\"", 1), "sys.toml", &host()).unwrap();
+    let a = &s.modules[0].partitions[0];
+    assert_eq!((a.time_overrun.tolerance, a.time_overrun.action), (Duration::from_micros(50), OverrunAction::Idle));
+    assert!(a.tree.disk.is_unlimited());
+}
+
+#[test]
+fn bad_time_protection_keys_name_the_field_and_the_fix() {
+    let cases: [(&str, &str, &str, &str); 9] = [
+        ("name = \"t\"", "name = \"t\"\npreemption = \"rt\"", "system.preemption", "\"keep\""),
+        ("name = \"t\"", "name = \"t\"\nhousekeeping_cpus = [0]", "system.housekeeping_cpus", "CPU 0 runs a plan"),
+        ("name = \"t\"", "name = \"t\"\nhousekeeping_cpus = [7]", "system.housekeeping_cpus", "not online"),
+        ("command = [\"prog\"]", "command = [\"prog\"]\ntime_overrun = { count = 0 }", "module[m].partition[a].time_overrun.count", "1..=16"),
+        ("command = [\"prog\"]", "command = [\"prog\"]\ntime_overrun = { count = 3, frames = 2 }", "module[m].partition[a].time_overrun.frames", "frames >= count"),
+        ("command = [\"prog\"]", "command = [\"prog\"]\ntime_overrun = { action = \"reboot\" }", "module[m].partition[a].time_overrun.action", "\"idle\""),
+        ("command = [\"prog\"]", "command = [\"prog\"]\ntime_overrun = { tolerance = \"2s\" }", "module[m].partition[a].time_overrun.tolerance", "at most"),
+        ("command = [\"prog\"]", "command = [\"prog\"]\ndisk = { write_bps = \"fast\" }", "module[m].partition[a].disk.write_bps", "\"32MiB\""),
+        ("command = [\"prog\"]", "command = [\"prog\"]\ndisk = { writes = 3 }", "module[m].partition[a].disk.writes", "unknown key"),
+    ];
+    for (from, to, path, fix) in cases {
+        let e = broken(from, to);
+        assert!(e.iter().any(|d| d.path == path && d.to_string().contains(fix)), "{to}: {e:?}");
+    }
+    // A partition of a module without a plan has no window to run past.
+    let native = GOOD.split("[[module.plan]]").next().unwrap().to_string() + "\n[[node]]\nname = \"n\"\ncommand = [\"mon\"]\n";
+    let e = errors(&native.replacen("command = [\"prog\"]", "command = [\"prog\"]\ntime_overrun = { action = \"stop\" }", 1));
+    assert!(e.iter().any(|d| d.path == "module[m].partition[a].time_overrun" && d.to_string().contains("no window")), "{e:?}");
+}
