@@ -180,6 +180,36 @@ def vsock():
     return "opened a vsock socket (a channel to the hypervisor no network namespace confines)"
 
 
+def undo_demotion():
+    # A partition that runs past its window is demoted through its cpu controller group (cpu.idle); the victim's
+    # group here stands for any partition's, its own included.
+    done = []
+    for d in ctx["victim_cgroups"]:
+        if os.path.exists(os.path.join(d, "cpu.idle")):
+            write(os.path.join(d, "cpu.idle"), "0")
+            write(os.path.join(d, "cpu.shares"), "262144")
+            write(os.path.join(d, "cpu.shares"), "1024")
+            done.append(d)
+    if not done:
+        raise OSError(errno.ENOENT, "no cpu controller group of the victim in view", ctx["victim_cgroups"][0])
+    return "wrote cpu.idle and cpu.shares in " + ",".join(done)
+
+
+def same_value(path):
+    # Writes back what the file holds: the permission is what is tried, the host's setting stays as it is.
+    value = open(path).read().strip()
+    write(path, value)
+    return "wrote %s = %s" % (path, value)
+
+
+def move_interrupts():
+    return same_value("/proc/irq/default_smp_affinity")
+
+
+def move_kernel_work():
+    return same_value("/sys/devices/virtual/workqueue/cpumask")
+
+
 ATTACKS = {
     "write to the host's /etc": write_host_etc,
     "move to the root cgroups": escape_cgroup,
@@ -201,6 +231,9 @@ ATTACKS = {
     "place its memory on a NUMA node": numa_policy,
     "turn address randomization off": no_address_randomization,
     "open a vsock socket": vsock,
+    "undo a demotion through the cpu controller": undo_demotion,
+    "move the host's interrupts": move_interrupts,
+    "move the host's unbound kernel work": move_kernel_work,
 }
 
 
