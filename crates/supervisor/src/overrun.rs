@@ -238,7 +238,7 @@ impl GuardState {
             let past = c.before + look.usage.saturating_sub(c.from);
             let continued = c.continued;
             let still_running = look.stopped == Some(false);
-            if past > policy.tolerance_ns || (continued && past > 0) {
+            if past > policy.tolerance_ns {
                 steps.overrun = Some(Note::Overrun { partition: p, frame: look.frame, past_ns: past, still_running, continued, at_ns: look.now });
                 if !continued {
                     steps.act = self.count_overrun(policy, look.frame, c.end);
