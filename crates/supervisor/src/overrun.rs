@@ -370,7 +370,9 @@ impl TimeGuard {
             return;
         }
         let usage = if needs_usage { self.usage_ns() } else { 0 };
-        let judged = self.state.check.is_some() || self.state.acted.is_some();
+        // Whether it has stopped matters for a partition judged outside its window (to demote it) and one acted
+        // on (containment); a partition thawed here is running its own window.
+        let judged = (self.state.check.is_some() && !thawed) || self.state.acted.is_some();
         let stopped = if judged { stopped() } else { None };
         let look = Look { frame, now, usage, thawed, window_ended, stopped };
         let steps = self.state.step(p, &self.policy, self.idle.is_some(), look);
