@@ -4,12 +4,45 @@
 # captures on the machine's default interface and fails the run if any DDS (RTPS) packet or any packet of
 # partita's 198.18.0.0/15 range shows up there.
 # Integration tests need root (network namespaces, cgroups); they run as root on the team's machines and in CI.
+#
+#   scripts/test.sh           the whole suite (what CI runs)
+#   scripts/test.sh --quick   unit tests and the fast integration tests: no VM, no benchmark, no whole-paper run,
+#                             no other DDS implementation (a few minutes once built; for day-to-day work)
+#
+# At the end the suite prints how long each test binary took (the slowest first): where its time goes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+quick=
+case "${1:-}" in
+  --quick) quick=1 ;;
+  "") ;;
+  *) echo "usage: scripts/test.sh [--quick]" >&2; exit 2 ;;
+esac
+# The quick tier: every crate's unit tests, and these integration tests (package:test).
+QUICK_TESTS=(
+  partita-system:validation partita-system:examples partita-router-config:generated
+  partita-schedule:optimised_files
+  partita-dds:keyhash partita-dds:pubsub partita-dds:discovery_forward partita-dds:listener_unwind
+  partita-router:batching partita-router:keyed_and_durable partita-router:mirroring partita-router:protection
+  partita-router:ring
+  partita-supervisor:check_then_up partita-supervisor:cleanup partita-supervisor:dds_in_partitions
+  partita-supervisor:freezing partita-supervisor:isolation partita-supervisor:network
+  partita-supervisor:supervisor_signal partita-supervisor:supervisor_up partita-supervisor:time_overrun
+  partita-supervisor:attacks
+  partita-cli:check partita-cli:check_is_what_up_builds partita-cli:supervisor_cli partita-cli:up
+  partita-cli:recorder_ring
+)
+selection=(--workspace)
+if [[ -n $quick ]]; then
+  selection=(--workspace --lib --bins)
+  quick_args=()
+  for t in "${QUICK_TESTS[@]}"; do quick_args+=(-p "${t%%:*}" --test "${t##*:}"); done
+fi
 scripts/setup.sh
 export PARTITA_PYTHON="$PWD/target/pyenv/bin/python"
 cargo build --release --workspace --bins
-cargo test --release --workspace --no-run
+cargo test --release "${selection[@]}" --no-run
+[[ -n $quick ]] && cargo test --release "${quick_args[@]}" --no-run
 
 # What a crashed earlier run left (namespaces, links, cgroups, state of systems whose supervisor is gone) is
 # removed first: tests that build systems of fixed names, and tests that check nothing was left, must start clean.
@@ -55,8 +88,12 @@ set +e
 # One test thread per binary: the tests build namespaces and bridges and measure timing; 2 cores.
 # timeout ends the whole process group it starts (unshare, cargo and the test binaries) at the limit. bash
 # starts a background command with SIGINT and SIGQUIT ignored; env gives the tests their default handling back.
+suite_log=target/test-suite.log
+run_tests='cargo test --release --offline "${selection[@]}" -- --test-threads=1'
+[[ -n $quick ]] && run_tests+=' && cargo test --release --offline "${quick_args[@]}" -- --test-threads=1'
 env --default-signal=INT,QUIT timeout --kill-after=20 "$limit" \
-  unshare --net -- bash -c 'ip link set lo up && exec cargo test --release --offline --workspace -- --test-threads=1' &
+  unshare --net -- bash -c "ip link set lo up && $(declare -p selection quick_args 2>/dev/null); $run_tests" \
+  > >(tee "$suite_log") 2>&1 &
 suite=$!
 # timeout runs in a process group of its own, out of reach of the terminal's Ctrl-C: pass it on.
 interrupted=
@@ -78,6 +115,10 @@ if [[ -n $interrupted || $rc -eq 124 || $rc -eq 137 ]]; then
   [[ -n $interrupted ]] && rc=130
 fi
 set -e
+
+# Where the time went: each test binary's own figure ("finished in"), the slowest first.
+awk '/Running (unittests )?[^ ]+ \(/ { bin = $2 } /^test result:/ { for (i = 1; i <= NF; i++) if ($i == "in") { t = $(i + 1); sub(/s$/, "", t); printf "%8.1f s  %s\n", t, bin } }' "$suite_log" \
+  | sort -rn | head -15 | sed '1i test binaries, slowest first:' >&2 || true
 
 if [[ -n $guard_pid ]]; then
   sleep 1

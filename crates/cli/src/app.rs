@@ -1,4 +1,5 @@
-//! `partita app …`: the applications that run inside partitions (recorder, monitor, udp-echo, probe, vm).
+//! `partita app …`: the applications that run inside partitions (recorder, monitor, udp-echo, probe, vm, and the
+//! hidden fault programs of `bench isolation`).
 use clap::{Args, Subcommand, ValueEnum};
 use partita_apps::monitor::{self, LoopConfig, MonitorConfig, Progress, Report};
 use partita_apps::recorder::{Recorder, RecorderConfig};
@@ -45,6 +46,12 @@ enum App {
     /// exits with the guest command's status (193 kernel panic, 194 QEMU failed, 195 boot timeout, 196 guest
     /// set-up failed, 143 stopped by a signal).
     Vm(crate::vm::VmAppArgs),
+    /// A fault program of `partita bench isolation` (issue 31): makes the kernel work on the partition's behalf
+    /// until --seconds pass or a stop signal. Kinds: sleep (quiet), spin, threads, fork-storm, page-faults,
+    /// vma-walk, smaps, big-write, fsync, o-direct, sync, aio, tmpfs-write, thp, mlock, timers, udp-flood
+    /// (crates/apps/src/fault.rs says what each makes the kernel do).
+    #[command(hide = true)]
+    Fault(FaultArgs),
     /// A DDS Benchmark Environment agent of a built-in implementation (cyclone, rustdds, iceoryx2, udp):
     /// the arguments of crates/dbe/src/agent/PROTOCOL.md.
     #[command(name = "dbe-agent", hide = true)]
@@ -226,6 +233,46 @@ struct ExchangeClientArgs {
     dds: DdsArgs,
 }
 
+#[derive(Args)]
+struct FaultArgs {
+    /// What to make the kernel do.
+    #[arg(value_parser = parse_fault_kind)]
+    kind: partita_apps::fault::Kind,
+    /// Stop after this many seconds (default: until SIGINT/SIGTERM).
+    #[arg(long)]
+    seconds: Option<f64>,
+    /// udp-flood: where to send (the victim's V-NIC address; 198.18.0.0/15 or loopback only).
+    #[arg(long)]
+    target: Option<SocketAddr>,
+}
+
+fn parse_fault_kind(s: &str) -> Result<partita_apps::fault::Kind, String> {
+    use partita_apps::fault::Kind;
+    Kind::from_key(s).ok_or_else(|| format!("{s:?} is not one of sleep, {}", Kind::fault_keys()))
+}
+
+/// `partita app fault`: its files go to the partition's state directory (the temporary directory outside one)
+/// and `/tmp`.
+fn fault(a: FaultArgs) -> ExitCode {
+    use partita_apps::fault::{self, FaultConfig};
+    if a.seconds.is_some_and(|s| !(s > 0.0 && s.is_finite())) {
+        return fail("fault", "--seconds: give a positive number of seconds, or leave it out to run until stopped");
+    }
+    let state_dir = partita_env::state_dir().map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+    let mut cfg = FaultConfig::new(a.kind, state_dir);
+    cfg.duration = a.seconds.map(Duration::from_secs_f64);
+    cfg.target = a.target;
+    partita_os::signal::install_stop_signals();
+    let mut ready = || println!("{}", fault::ready_line(a.kind));
+    match fault::run(&cfg, partita_os::signal::stop_flag(), &mut ready) {
+        Ok(r) => {
+            println!("partita app fault {}: {} rounds in {:.1} s", a.kind.key(), r.rounds, r.seconds);
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&format!("fault {}", a.kind.key()), &e.to_string()),
+    }
+}
+
 fn exchange_server(a: ExchangeServerArgs) -> ExitCode {
     use partita_apps::exchange;
     partita_supervisor::supervisor::install_stop_signals();
@@ -308,6 +355,7 @@ pub fn run(a: AppArgs) -> ExitCode {
         }
         App::Vm(v) => crate::vm::run_app(v),
         App::DbeAgent { args } => crate::dbe::agent(args),
+        App::Fault(f) => fault(f),
         App::ExchangeServer(x) => exchange_server(x),
         App::ExchangeClient(x) => exchange_client(x),
         App::Probe { output, duration_ms, gap_us } => {

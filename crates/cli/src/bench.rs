@@ -33,6 +33,11 @@ enum BenchCommand {
     /// (with and without a plan) and in a VM partition; the paper's statistics, box plots, stability over
     /// time, and a verdict against its Table 1.
     Rt(crate::studies::RtArgs),
+    /// Issue 31's fault suite: what a busy partition keeps of its planned time while its neighbour makes the
+    /// kernel work (writes, fsync, O_DIRECT, mlock, huge pages, calls over many memory areas, timers, a UDP
+    /// flood, fork storms, threads), quiet and fault cells interleaved, without and with the supervisor's
+    /// protections, as a process partition and as a VM partition.
+    Isolation(crate::studies::IsolationArgs),
     /// Paper 002's DDS Benchmark Environment: Cyclone DDS, Fast DDS, RustDDS, raw UDP and iceoryx2 side by side,
     /// decentralized, federated and centralized, on one node and two, from a test matrix; `dbe report` redraws
     /// Figs. 7–10 from stored results.
@@ -194,6 +199,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
         BenchCommand::Virt(a) => crate::studies::virt(a),
         BenchCommand::Dbe(a) => crate::dbe::run(a),
         BenchCommand::Rt(a) => crate::studies::rt(a),
+        BenchCommand::Isolation(a) => crate::studies::isolation(a),
         BenchCommand::RouterFlood(a) => match run_flood(a) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(e),

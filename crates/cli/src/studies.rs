@@ -1,4 +1,5 @@
-//! `partita bench virt` (paper 003) and `partita bench rt` (paper 004): arguments, checks and output.
+//! `partita bench virt` (paper 003), `partita bench rt` (paper 004) and `partita bench isolation` (issue 31):
+//! arguments, checks and output.
 use clap::Args;
 use partita_studies::virt::{self, Placement, VirtConfig};
 use partita_supervisor::supervisor::{install_stop_signals, STATE_DIR};
@@ -301,4 +302,98 @@ pub fn rt(a: RtArgs) -> ExitCode {
         eprintln!("partita bench rt: {} TP{} failed: {}", c.profile.key(), c.tp, c.error.as_deref().unwrap_or_default());
     }
     ExitCode::FAILURE
+}
+
+/// Where QEMU must be for the VM table.
+const QEMU: &str = "/usr/bin/qemu-system-x86_64";
+
+#[derive(Args)]
+pub struct IsolationArgs {
+    /// Measured seconds of each cell, after the fault program is ready and 1 s of settling.
+    #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
+    seconds: f64,
+    /// Faults, comma-separated [default: all]: spin, threads, fork-storm, page-faults, vma-walk, smaps,
+    /// big-write, fsync, o-direct, sync, aio, tmpfs-write, thp, mlock, timers, udp-flood.
+    #[arg(long, value_delimiter = ',')]
+    faults: Vec<String>,
+    /// Also the VM table: the faulty partition as a VM partition (for the faults that mean something in a
+    /// guest) [default: when /usr/bin/qemu-system-x86_64 exists].
+    #[arg(long, conflicts_with = "no_vm")]
+    vm: bool,
+    /// No VM table.
+    #[arg(long)]
+    no_vm: bool,
+    /// Output folder: isolation.md, isolation.json.
+    #[arg(long, default_value = "results/isolation")]
+    out: PathBuf,
+    /// Runs of every cell, quiet and fault cells interleaved; tables give medians.
+    #[arg(long, default_value_t = 1)]
+    repeat: u32,
+}
+
+pub fn isolation(a: IsolationArgs) -> ExitCode {
+    use partita_apps::fault::Kind;
+    use partita_studies::isolation::{self, IsolationConfig};
+    if !(a.seconds > 0.0 && a.seconds <= 3600.0) {
+        return usage(format!("--seconds: {} is not a number of seconds in (0, 3600]; give e.g. --seconds 5", a.seconds));
+    }
+    let faults = if a.faults.is_empty() {
+        Kind::ALL[1..].to_vec()
+    } else {
+        match keys("--faults", &a.faults, |k| Kind::from_key(k).filter(|k| *k != Kind::Sleep), &Kind::fault_keys()) {
+            Ok(f) => f,
+            Err(e) => return usage(e),
+        }
+    };
+    if !(1..=100).contains(&a.repeat) {
+        return usage(format!("--repeat: {} is not in 1..=100", a.repeat));
+    }
+    if let Err(e) = check_cpu("this benchmark", 0) {
+        return usage(format!("{e}: its plan runs on CPU 0"));
+    }
+    let qemu = std::path::Path::new(QEMU).exists();
+    if a.vm && !qemu {
+        return usage(format!("--vm: {QEMU} is not installed (scripts/setup.sh installs qemu-system-x86); give --no-vm"));
+    }
+    let vm = (a.vm || qemu) && !a.no_vm && faults.iter().any(|f| f.in_guest());
+    let accel = match accel(vm, "auto", "table") {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("partita bench isolation: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    install_stop_signals();
+    let cfg = IsolationConfig {
+        exe: crate::paper::exe(),
+        out: a.out.clone(),
+        state_root: STATE_DIR.into(),
+        faults,
+        span: std::time::Duration::from_secs_f64(a.seconds),
+        settle: std::time::Duration::from_secs(1),
+        vm,
+        accel: accel.0,
+        accel_reason: accel.1,
+        repeat: a.repeat,
+    };
+    if let Err(e) = isolation::check_systems(&cfg, &partita_system::Host::this_machine()) {
+        return usage(format!("a cell's system is not valid on this machine: {e}"));
+    }
+    let cells = isolation::plan_cells(&cfg).len();
+    eprintln!("partita bench isolation: {cells} cells of {:.1} s measured; VM table: {}", a.seconds, if vm { format!("{} ({})", cfg.accel, cfg.accel_reason) } else { "none".into() });
+    let res = match isolation::run(&cfg, |l| eprintln!("{l}")) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("partita bench isolation: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let command = crate::paper::command_line();
+    if let Err(e) = isolation::write_all(&res, &a.out, &command) {
+        eprintln!("partita bench isolation: writing {}: {e}", a.out.display());
+        return ExitCode::FAILURE;
+    }
+    print!("{}", isolation::markdown(&res, &command));
+    eprintln!("partita bench isolation: wrote {}, {}", a.out.join("isolation.md").display(), a.out.join("isolation.json").display());
+    ExitCode::SUCCESS
 }

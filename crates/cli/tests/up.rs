@@ -242,3 +242,50 @@ fn the_idle_pollers_of_a_killed_supervisor_end_and_down_removes_their_cgroup() {
     assert!(groups.iter().all(|g| g.starts_with(partita_os::idle_poll::GROUP_PREFIX)), "{groups:?}");
     assert!(leftovers(&name).is_empty(), "left behind: {:?}", leftovers(&name));
 }
+
+/// The host's settings `up` changes (docs/security.md, "Time partitioning and kernel work"): the unbound
+/// workqueues leave the plan's CPU while the system is up, and are given back after SIGTERM, and after SIGKILL
+/// of the supervisor by `partita down`.
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn the_host_settings_are_held_while_up_and_given_back_after_sigterm_and_after_sigkill_and_down() {
+    use std::time::{Duration, Instant};
+    const MASK: &str = "/sys/devices/virtual/workqueue/cpumask";
+    const RECORD: &str = "/run/partita/host-tuning.json";
+    let read = || std::fs::read_to_string(MASK).unwrap().trim().to_string();
+    let has_cpu1 = |mask: &str| u64::from_str_radix(mask.rsplit(',').next().unwrap(), 16).unwrap() & 0b10 != 0;
+    let before = read();
+    assert!(has_cpu1(&before), "this test needs unbound kernel work allowed on CPU 1 (the plan's) to begin with: {before}");
+    for signal in [libc::SIGTERM, libc::SIGKILL] {
+        let name = format!("ht{}x{signal}", std::process::id() % 100_000);
+        let file = write_system(&name, SYSTEM);
+        let mut up = Command::new(env!("CARGO_BIN_EXE_partita"))
+            .args(["up", file.to_str().unwrap(), "--duration", "60"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let state = std::path::Path::new("/run/partita").join(&name).join("state.json");
+        let until = Instant::now() + Duration::from_secs(20);
+        while !state.exists() {
+            assert!(Instant::now() < until, "the system did not come up");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = std::fs::remove_file(&file);
+        let held = read();
+        assert!(!has_cpu1(&held), "while up, unbound kernel work may still run on the plan's CPU 1: {held}");
+        partita_os::process::send_signal(up.id() as i32, signal).unwrap();
+        let _ = up.wait();
+        if signal == libc::SIGKILL {
+            assert_eq!(read(), held, "nothing gave the settings back after SIGKILL but `partita down`");
+            assert!(std::path::Path::new(RECORD).exists(), "the record of the original values is gone");
+            let out = Command::new(env!("CARGO_BIN_EXE_partita")).arg("down").output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            assert!(String::from_utf8_lossy(&out.stdout).contains("gave the host back"), "{}", String::from_utf8_lossy(&out.stdout));
+        }
+        assert_eq!(read(), before, "after {signal}: the workqueues' CPUs were not given back");
+        assert!(!std::path::Path::new(RECORD).exists(), "after {signal}: the record is left behind");
+        assert!(leftovers(&name).is_empty(), "left behind: {:?}", leftovers(&name));
+        let _ = std::fs::remove_dir_all(state.parent().unwrap());
+    }
+}

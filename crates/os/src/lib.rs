@@ -19,6 +19,7 @@ pub mod busy;
 pub mod cgroupfs;
 pub mod clock;
 pub mod cpu_latency;
+pub mod fault_calls;
 pub mod fd;
 pub mod idle_poll;
 pub mod netns;

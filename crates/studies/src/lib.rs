@@ -7,10 +7,14 @@
 //! - [`rt`]: `partita bench rt`, paper 004: `cyclictest` under `stress-ng` load in the testing profiles TP1–TP6
 //!   on the system profiles native, process partition, process partition under a plan and VM partition; the
 //!   paper's statistics, box plots, stability over time and a verdict against the paper's Table 1.
+//! - [`isolation`]: `partita bench isolation`, issue 31's fault suite: what a busy partition keeps of its planned
+//!   time while its neighbour makes the kernel work (writes, fsync, huge pages, calls over many memory areas,
+//!   timers, a packet flood, fork storms…), as a process partition and as a VM partition.
 //! - [`boxstats`] and [`plot`]: the statistics of paper 004's tables and the figures (SVG, PNG through
 //!   `rsvg-convert`).
 #![forbid(unsafe_code)]
 pub mod boxstats;
+pub mod isolation;
 pub mod plot;
 pub mod rt;
 pub mod virt;

@@ -240,7 +240,10 @@ impl GuardState {
             let still_running = look.stopped == Some(false);
             if past > policy.tolerance_ns {
                 steps.overrun = Some(Note::Overrun { partition: p, frame: look.frame, past_ns: past, still_running, continued, at_ns: look.now });
-                if !continued {
+                // Counted towards the action only while it still runs a boundary after its window's end (inside a
+                // system call the freeze cannot stop): a partition that has stopped by then may owe its time to
+                // the host (a stall of a virtual machine's CPU counted as its CPU time), not to itself.
+                if !continued && still_running {
                     steps.act = self.count_overrun(policy, look.frame, c.end);
                 }
             }
@@ -476,9 +479,9 @@ mod tests {
     fn the_action_comes_at_the_count_th_overrun_within_the_frames_and_containment_is_timed_from_the_first() {
         let pol = policy(2, 3, OverrunAction::Stop);
         let mut g = GuardState::default();
-        assert_eq!(frame(&mut g, &pol, 0, 0, 1500, true).act, None);
+        assert_eq!(frame(&mut g, &pol, 0, 0, 1500, false).act, None);
         // The second overrun four frames later: the first is out of the 3-frame look-back.
-        assert_eq!(frame(&mut g, &pol, 4, 1500, 3000, true).act, None);
+        assert_eq!(frame(&mut g, &pol, 4, 1500, 3000, false).act, None);
         let s = frame(&mut g, &pol, 5, 3000, 4500, false);
         assert_eq!(s.act, Some(OverrunAction::Stop));
         assert!(g.idle, "a stopped partition is kept frozen");
@@ -506,9 +509,19 @@ mod tests {
         let mut g = GuardState::default();
         g.step(0, &pol, true, Look { frame: 0, now: 0, usage: 0, thawed: true, window_ended: None, stopped: None });
         g.step(0, &pol, true, Look { frame: 0, now: 9_000_000, usage: 9_000_000, thawed: false, window_ended: Some(1_000_000), stopped: Some(false) });
-        let s = g.step(0, &pol, true, Look { frame: 0, now: 9_100_000, usage: 9_000_000, thawed: false, window_ended: None, stopped: Some(true) });
-        assert!(matches!(s.overrun, Some(Note::Overrun { past_ns: 8_000_000, still_running: false, .. })), "{s:?}");
+        let s = g.step(0, &pol, true, Look { frame: 0, now: 9_100_000, usage: 9_000_000, thawed: false, window_ended: None, stopped: Some(false) });
+        assert!(matches!(s.overrun, Some(Note::Overrun { past_ns: 8_000_000, still_running: true, .. })), "{s:?}");
         assert_eq!(s.act, Some(OverrunAction::Idle));
+    }
+
+    #[test]
+    fn time_past_the_end_of_a_partition_that_stopped_is_logged_but_not_acted_on() {
+        // 3 ms past its end (a host stall charged to it), stopped by the next look: logged, never counted.
+        let pol = policy(1, 1, OverrunAction::Stop);
+        let mut g = GuardState::default();
+        let s = frame(&mut g, &pol, 0, 0, 4000, true);
+        assert!(matches!(s.overrun, Some(Note::Overrun { past_ns: 3_000_000, still_running: false, .. })), "{s:?}");
+        assert_eq!((s.act, g.idle), (None, false));
     }
 
     #[test]
