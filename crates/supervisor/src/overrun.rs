@@ -11,7 +11,9 @@
 //! - a partition still running is **demoted**: its cgroup's `cpu.idle` is set, so the scheduler gives it only
 //!   the time the window's owner leaves, until its next window starts (where the kernel has scheduling points in
 //!   the code it runs, that is at once);
-//! - at the `count`-th overrun within `frames` major frames its **action** is taken on the spot: `restart` and
+//! - an overrun of a partition still running at that look counts towards its policy (one that has stopped by
+//!   then may owe the time to the host: a stalled virtual CPU is charged to whichever task ran);
+//! - at the `count`-th counted overrun within `frames` major frames its **action** is taken on the spot: `restart` and
 //!   `stop` kill its processes (`cgroup.kill`, one write), `idle` keeps it frozen for good, `ignore` does
 //!   nothing;
 //! - the executor watches it at every boundary until it has stopped (frozen with every task stopped, or no
