@@ -89,8 +89,8 @@ set +e
 # timeout ends the whole process group it starts (unshare, cargo and the test binaries) at the limit. bash
 # starts a background command with SIGINT and SIGQUIT ignored; env gives the tests their default handling back.
 suite_log=target/test-suite.log
-run_tests='cargo test --release --offline "${selection[@]}" -- --test-threads=1'
-[[ -n $quick ]] && run_tests+=' && cargo test --release --offline "${quick_args[@]}" -- --test-threads=1'
+run_tests='cargo test --release --offline --no-fail-fast "${selection[@]}" -- --test-threads=1'
+[[ -n $quick ]] && run_tests+=' && cargo test --release --offline --no-fail-fast "${quick_args[@]}" -- --test-threads=1'
 env --default-signal=INT,QUIT timeout --kill-after=20 "$limit" \
   unshare --net -- bash -c "ip link set lo up && $(declare -p selection quick_args 2>/dev/null); $run_tests" \
   > >(tee "$suite_log") 2>&1 &
@@ -117,7 +117,7 @@ fi
 set -e
 
 # Where the time went: each test binary's own figure ("finished in"), the slowest first.
-awk '/Running (unittests )?[^ ]+ \(/ { bin = $2 } /^test result:/ { for (i = 1; i <= NF; i++) if ($i == "in") { t = $(i + 1); sub(/s$/, "", t); printf "%8.1f s  %s\n", t, bin } }' "$suite_log" \
+awk '/Running (unittests )?[^ ]+ \(/ { bin = $NF; gsub(/[()]/, "", bin); sub(/.*\//, "", bin); sub(/-[0-9a-f]+$/, "", bin) } /^test result:/ { for (i = 1; i <= NF; i++) if ($i == "in") { t = $(i + 1); sub(/s$/, "", t); printf "%8.1f s  %s\n", t, bin } }' "$suite_log" \
   | sort -rn | head -15 | sed '1i test binaries, slowest first:' >&2 || true
 
 if [[ -n $guard_pid ]]; then
