@@ -91,9 +91,7 @@ impl Freezer {
     /// Whether the kernel reports the partition frozen now, read from the status file kept open (one
     /// `pread`, no allocation: for the executor's path). `None` for the signals backend or when unreadable.
     pub fn stopped_now(&self) -> Option<bool> {
-        let f = self.status_file.as_ref()?;
-        let mut buf = [0u8; 256];
-        let n = f.read_at(&mut buf, 0).ok()?;
+        let (buf, n) = self.read_status()?;
         let text = &buf[..n];
         match self.backend {
             // cgroup.events: "populated 1\nfrozen 1\n"
@@ -109,11 +107,17 @@ impl Freezer {
         if self.backend != FreezeBackend::CgroupV2 {
             return self.stopped_now();
         }
+        let (buf, n) = self.read_status()?;
+        let text = &buf[..n];
+        Some(text.windows(8).any(|w| w == b"frozen 1") || text.windows(11).any(|w| w == b"populated 0"))
+    }
+
+    /// The status file kept open, read whole into a stack buffer (no allocation: the executor's path).
+    fn read_status(&self) -> Option<([u8; 256], usize)> {
         let f = self.status_file.as_ref()?;
         let mut buf = [0u8; 256];
         let n = f.read_at(&mut buf, 0).ok()?;
-        let text = &buf[..n];
-        Some(text.windows(8).any(|w| w == b"frozen 1") || text.windows(11).any(|w| w == b"populated 0"))
+        Some((buf, n))
     }
 
     pub fn backend(&self) -> FreezeBackend {
