@@ -209,10 +209,10 @@ time partitioning against kernel work (docs/security.md)
     if s.host.housekeeping_cpus.is_empty() {
         out.push_str("  housekeeping: none (the host's interrupts and kernel work are left where they are)\n");
     } else {
-        let (movable, all) = probe.irqs;
         out.push_str(&format!(
-            "  housekeeping CPUs {:?}: `up` moves the interrupts the kernel lets move ({all} in all, {movable} writable){}, and the V-NICs' receive processing there; given back at `down`\n",
+            "  housekeeping CPUs {:?}: `up` moves the interrupts the kernel lets move (of {} in all){}, and the V-NICs' receive processing there; given back at `down`\n",
             s.host.housekeeping_cpus,
+            probe.irqs,
             if probe.workqueues { ", the unbound workqueues and writeback" } else { "" }
         ));
     }

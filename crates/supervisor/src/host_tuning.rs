@@ -33,8 +33,8 @@ pub struct Probe {
     /// The preemption model now, and whether partita can switch it (else why not).
     pub preemption: Option<String>,
     pub preemption_switch: std::result::Result<(), String>,
-    /// How many interrupts could move (their affinity file is writable), of all.
-    pub irqs: (usize, usize),
+    /// How many interrupts the machine has (the kernel tells which may move only when asked to move them).
+    pub irqs: usize,
     pub workqueues: bool,
 }
 
@@ -54,9 +54,7 @@ pub fn probe() -> Probe {
             (preemption_from_boot(), Err(why))
         }
     };
-    let irqs = irq_dirs();
-    let movable = irqs.iter().filter(|d| writable(&d.join("smp_affinity_list"))).count();
-    Probe { preemption, preemption_switch, irqs: (movable, irqs.len()), workqueues: writable(Path::new(WORKQUEUE_MASK)) }
+    Probe { preemption, preemption_switch, irqs: irq_dirs().len(), workqueues: writable(Path::new(WORKQUEUE_MASK)) }
 }
 
 fn writable(p: &Path) -> bool {
