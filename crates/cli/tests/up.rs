@@ -1,6 +1,15 @@
 //! `partita up` end to end (root): a two-partition module on one CPU (800 + 700 µs windows) runs for two
 //! seconds, writes its timeline and leaves nothing behind; a bad file is refused with exit 2 and builds nothing.
 use std::process::Command;
+use std::sync::{RwLock, RwLockReadGuard};
+
+/// The host's settings (interrupts, workqueue CPUs) are shared by every system up at once: the test that
+/// watches them change and come back runs alone (write), the other tests of this file together (read).
+static HOST: RwLock<()> = RwLock::new(());
+
+fn host_shared() -> RwLockReadGuard<'static, ()> {
+    HOST.read().unwrap_or_else(|e| e.into_inner())
+}
 
 const SYSTEM: &str = r#"
 [system]
@@ -49,6 +58,16 @@ fn leftovers(tag: &str) -> Vec<String> {
     found
 }
 
+/// `partita up FILE` for at most a minute, its output discarded: for tests that stop it themselves.
+fn spawn_up(file: &std::path::Path) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_partita"))
+        .args(["up", file.to_str().unwrap(), "--duration", "60"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 fn write_system(name: &str, text: &str) -> std::path::PathBuf {
     let p = std::env::temp_dir().join(format!("{name}.toml"));
     std::fs::write(&p, text.replace("NAME", name)).unwrap();
@@ -59,6 +78,7 @@ fn write_system(name: &str, text: &str) -> std::path::PathBuf {
 
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn up_runs_the_plan_writes_the_timeline_and_cleans_up() {
+    let _host = host_shared();
     let name = format!("up{}", std::process::id() % 100_000);
     let file = write_system(&name, SYSTEM);
     let timeline = std::env::temp_dir().join(format!("{name}-timeline.jsonl"));
@@ -102,6 +122,7 @@ fn a_bad_system_file_is_refused_and_builds_nothing() {
 
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn a_crashing_partition_is_restarted_while_its_neighbour_keeps_every_window() {
+    let _host = host_shared();
     let name = format!("crash{}", std::process::id() % 100_000);
     let text = SYSTEM
         .replace(
@@ -139,6 +160,7 @@ fn a_crashing_partition_is_restarted_while_its_neighbour_keeps_every_window() {
 
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn the_addresses_of_the_system_file_are_the_ones_the_partitions_get() {
+    let _host = host_shared();
     let name = format!("addr{}", std::process::id() % 100_000);
     // The I/O partition and a native node at addresses the file gives; each writes what `ip` shows.
     let text = SYSTEM
@@ -172,6 +194,7 @@ fn the_addresses_of_the_system_file_are_the_ones_the_partitions_get() {
 #[test]
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn sighup_and_sigquit_tear_the_system_down_like_sigterm() {
+    let _host = host_shared();
     for signal in [libc::SIGHUP, libc::SIGQUIT] {
         let name = format!("hup{}x{signal}", std::process::id() % 100_000);
         let file = write_system(&name, SYSTEM);
@@ -198,15 +221,11 @@ fn sighup_and_sigquit_tear_the_system_down_like_sigterm() {
 #[test]
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn the_idle_pollers_of_a_killed_supervisor_end_and_down_removes_their_cgroup() {
+    let _host = host_shared();
     use std::time::{Duration, Instant};
     let name = format!("kp{}", std::process::id() % 100_000);
     let file = write_system(&name, SYSTEM);
-    let mut up = Command::new(env!("CARGO_BIN_EXE_partita"))
-        .args(["up", file.to_str().unwrap(), "--duration", "60"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut up = spawn_up(&file);
     let pid = up.id();
     let want = if partita_os::cpu_latency::needs_pollers(0) { partita_os::sched::current_thread_cpus().unwrap().len() } else { 0 };
     // Up when the plan's window starts are being written to its state directory's events; the pollers start
@@ -249,6 +268,7 @@ fn the_idle_pollers_of_a_killed_supervisor_end_and_down_removes_their_cgroup() {
 #[test]
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn the_host_settings_are_held_while_up_and_given_back_after_sigterm_and_after_sigkill_and_down() {
+    let _host = HOST.write().unwrap_or_else(|e| e.into_inner());
     use std::time::{Duration, Instant};
     const MASK: &str = "/sys/devices/virtual/workqueue/cpumask";
     const RECORD: &str = "/run/partita/host-tuning.json";
@@ -259,12 +279,7 @@ fn the_host_settings_are_held_while_up_and_given_back_after_sigterm_and_after_si
     for signal in [libc::SIGTERM, libc::SIGKILL] {
         let name = format!("ht{}x{signal}", std::process::id() % 100_000);
         let file = write_system(&name, SYSTEM);
-        let mut up = Command::new(env!("CARGO_BIN_EXE_partita"))
-            .args(["up", file.to_str().unwrap(), "--duration", "60"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut up = spawn_up(&file);
         let state = std::path::Path::new("/run/partita").join(&name).join("state.json");
         let until = Instant::now() + Duration::from_secs(20);
         while !state.exists() {
