@@ -39,6 +39,18 @@ pub fn set_inheritable(fd: impl AsRawFd, inheritable: bool) -> io::Result<()> {
     Ok(())
 }
 
+/// Makes reads and writes of `fd` return `WouldBlock` instead of waiting.
+pub fn set_nonblocking(fd: impl AsRawFd) -> io::Result<()> {
+    // SAFETY: F_GETFL/F_SETFL read and change only a descriptor's status flags; no memory is passed.
+    unsafe {
+        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+        if flags < 0 || libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// A close-on-exec duplicate of `fd` numbered at least `min` (out of the way of a child's low numbers).
 pub fn dup_above(fd: impl AsRawFd, min: RawFd) -> io::Result<OwnedFd> {
     // SAFETY: F_DUPFD_CLOEXEC duplicates a descriptor; the result is checked, then owned by nobody else.

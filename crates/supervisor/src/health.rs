@@ -7,7 +7,9 @@ use crate::launch::{try_wait, Started};
 use partita_os::seccomp_notify::Listener;
 use serde::Serialize;
 use std::collections::VecDeque;
-use std::io::Write;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -162,6 +164,39 @@ pub struct Watched {
     restarts: VecDeque<Instant>,
     /// When a restart waiting out its back-off is due.
     restart_at: Option<Instant>,
+    /// The launch pipe, until it shows the program executed.
+    exec_report: Option<File>,
+    /// Since when (monotonic ns) its program runs, as seen here; 0 while it is being launched. Shared with the
+    /// plan executor's time guard, which holds overruns before that against the launch, not the partition.
+    program_since: Arc<AtomicU64>,
+}
+
+impl Watched {
+    /// Looks at the launch pipe: at its end of file, the program runs from now on.
+    fn watch_exec(&mut self) {
+        let Some(f) = self.exec_report.as_mut() else { return };
+        let mut word = [0u8; 8];
+        match f.read(&mut word) {
+            Ok(0) => {
+                self.program_since.store(monotonic_ns().max(1), Ordering::Release);
+                self.exec_report = None;
+            }
+            // A failure word (the exit status tells it too) or a broken pipe: nothing more to learn from it.
+            Ok(_) => self.exec_report = None,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => self.exec_report = None,
+        }
+    }
+
+    /// A (re)launch: the program runs once the new pipe says so.
+    fn launched(&mut self, started: Started) -> i32 {
+        self.program_since.store(0, Ordering::Release);
+        self.exec_report = started.exec_report;
+        self.seccomp = SeccompWatch::new(started.notifications);
+        self.pid = Some(started.pid);
+        self.watch_exec();
+        started.pid
+    }
 }
 
 pub struct HealthMonitor {
@@ -183,23 +218,32 @@ impl HealthMonitor {
         let oom = cgroup.oom_kills()?;
         let pids_refused = cgroup.pids_limit_hits().unwrap_or(0);
         let memory_hits = cgroup.memory_events().map(|m| m.limit_hits).unwrap_or(0);
-        let Started { pid, notifications } = starter()?;
-        self.log.record(name, "start", Some(pid), None, None);
-        self.partitions.push(Watched {
+        let started = starter()?;
+        let mut w = Watched {
             name: name.into(),
             action,
             cgroup,
             starter,
-            pid: Some(pid),
-            seccomp: SeccompWatch::new(notifications),
+            pid: None,
+            seccomp: SeccompWatch::new(None),
             oom_kills_at_start: oom,
             oom_kills_seen: oom,
             pids_refused_seen: pids_refused,
             memory_hits_seen: (memory_hits, None),
             restarts: VecDeque::new(),
             restart_at: None,
-        });
+            exec_report: None,
+            program_since: Arc::new(AtomicU64::new(0)),
+        };
+        let pid = w.launched(started);
+        self.log.record(name, "start", Some(pid), None, None);
+        self.partitions.push(w);
         Ok(())
+    }
+
+    /// Since when (monotonic ns, 0: not yet) `name`'s program runs: what its time guard reads.
+    pub fn program_clock(&self, name: &str) -> Option<Arc<AtomicU64>> {
+        self.partitions.iter().find(|w| w.name == name).map(|w| w.program_since.clone())
     }
 
     /// The current root pid of each partition (`None` when stopped).
@@ -240,9 +284,8 @@ impl HealthMonitor {
                 w.restarts.push_back(Instant::now());
                 w.oom_kills_at_start = w.oom_kills_seen;
                 match (w.starter)() {
-                    Ok(Started { pid, notifications }) => {
-                        w.pid = Some(pid);
-                        w.seccomp = SeccompWatch::new(notifications);
+                    Ok(started) => {
+                        let pid = w.launched(started);
                         self.log.record(&w.name, "restart", Some(pid), None, None);
                     }
                     Err(e) => self.log.record(&w.name, "restart_failed", None, None, Some(e.to_string())),
@@ -250,6 +293,7 @@ impl HealthMonitor {
                 continue;
             }
             w.seccomp.poll(&w.name, &self.log);
+            w.watch_exec();
             let Some(pid) = w.pid else { continue };
             let status = match try_wait(pid) {
                 Ok(Some(s)) => s,

@@ -27,6 +27,7 @@ use partita_system::OverrunAction;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Event names in the supervisor's event log.
 pub const EVENT_TIME_OVERRUN: &str = "time_overrun";
@@ -65,8 +66,9 @@ impl OverrunPolicy {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Note {
     /// The partition used `past_ns` of CPU time beyond its window's end (or, `continued`, since the last look
-    /// while it kept running), seen at the boundary at `at_ns`.
-    Overrun { partition: usize, frame: u64, past_ns: u64, still_running: bool, continued: bool, at_ns: u64 },
+    /// while it kept running), seen at the boundary at `at_ns`; `before_freeze_ns` of it before the executor froze
+    /// it (the executor was late: held up by the partition's kernel work, or the host stalled the CPU).
+    Overrun { partition: usize, frame: u64, past_ns: u64, before_freeze_ns: u64, still_running: bool, continued: bool, at_ns: u64 },
     /// Its cgroup runs as idle until its next window.
     Demoted { partition: usize, at_ns: u64 },
     /// Its action was taken (`killed`: its processes were sent SIGKILL through `cgroup.kill`; false where the
@@ -119,8 +121,8 @@ impl OverrunRing {
     /// Called by the executor only.
     pub fn push(&self, note: Note) {
         let words: [u64; 5] = match note {
-            Note::Overrun { partition, frame, past_ns, still_running, continued, at_ns } => {
-                [KIND_OVERRUN | (partition as u64) << 8 | u64::from(still_running) << 40 | u64::from(continued) << 41, frame, past_ns, at_ns, 0]
+            Note::Overrun { partition, frame, past_ns, before_freeze_ns, still_running, continued, at_ns } => {
+                [KIND_OVERRUN | (partition as u64) << 8 | u64::from(still_running) << 40 | u64::from(continued) << 41, frame, past_ns, at_ns, before_freeze_ns]
             }
             Note::Demoted { partition, at_ns } => [KIND_DEMOTED | (partition as u64) << 8, 0, 0, at_ns, 0],
             Note::Action { partition, action, killed, at_ns } => {
@@ -147,7 +149,7 @@ impl OverrunRing {
             let partition = ((w[0] >> 8) & 0xffff_ffff) as usize;
             let flag = |bit: u32| (w[0] >> bit) & 1 == 1;
             out.push(match w[0] & 0xff {
-                KIND_OVERRUN => Note::Overrun { partition, frame: w[1], past_ns: w[2], still_running: flag(40), continued: flag(41), at_ns: w[3] },
+                KIND_OVERRUN => Note::Overrun { partition, frame: w[1], past_ns: w[2], before_freeze_ns: w[4], still_running: flag(40), continued: flag(41), at_ns: w[3] },
                 KIND_DEMOTED => Note::Demoted { partition, at_ns: w[3] },
                 KIND_ACTION => Note::Action { partition, action: action_of(w[1]), killed: flag(40), at_ns: w[3] },
                 _ => Note::Contained { partition, frames: w[1], first_ns: w[2], at_ns: w[3] },
@@ -168,6 +170,9 @@ pub struct TimeGuard {
     idle: Option<File>,
     /// v2 `cgroup.kill`, where the kernel has it.
     kill: Option<File>,
+    /// Since when its program runs (monotonic ns, 0 while launched), from the health monitor; without one, it
+    /// is taken as running all along.
+    program_since: Option<Arc<AtomicU64>>,
     state: GuardState,
 }
 
@@ -202,6 +207,8 @@ struct GuardState {
 struct Check {
     from: u64,
     before: u64,
+    /// When the window began (its thaw) and ended (planned).
+    start: u64,
     end: u64,
     /// A look at a partition that was still running at the last one: all of its time since is past its window.
     continued: bool,
@@ -217,6 +224,8 @@ struct Look {
     window_ended: Option<u64>,
     /// All its tasks stopped now (frozen, or none left); `None` where the freezer cannot tell.
     stopped: Option<bool>,
+    /// Since when its program runs (`None`: still being launched): time before is the launch's.
+    program_since: Option<u64>,
 }
 
 /// What the guard must do after a look.
@@ -241,11 +250,14 @@ impl GuardState {
             let continued = c.continued;
             let still_running = look.stopped == Some(false);
             if past > policy.tolerance_ns {
-                steps.overrun = Some(Note::Overrun { partition: p, frame: look.frame, past_ns: past, still_running, continued, at_ns: look.now });
+                steps.overrun = Some(Note::Overrun { partition: p, frame: look.frame, past_ns: past, before_freeze_ns: c.before, still_running, continued, at_ns: look.now });
                 // Counted towards the action only while it still runs a boundary after its window's end (inside a
                 // system call the freeze cannot stop): a partition that has stopped by then may owe its time to
-                // the host (a stall of a virtual machine's CPU counted as its CPU time), not to itself.
-                if !continued && still_running {
+                // the host (a stall of a virtual machine's CPU counted as its CPU time), not to itself. And only
+                // once its program ran from the window's start: before, the time was its launch's (the `execve`
+                // that tears down the copy of the supervisor's memory the launch forked with).
+                let program_ran = look.program_since.is_some_and(|t| t <= c.start);
+                if !continued && still_running && program_ran {
                     steps.act = self.count_overrun(policy, look.frame, c.end);
                 }
             }
@@ -256,7 +268,7 @@ impl GuardState {
                     self.demoted = true;
                     steps.demote = true;
                 }
-                self.check = Some(Check { from: look.usage, before: 0, end: c.end, continued: true });
+                self.check = Some(Check { from: look.usage, before: 0, start: c.start, end: c.end, continued: true });
             }
         }
         if let Some((first_ns, first_frame)) = self.acted {
@@ -276,7 +288,7 @@ impl GuardState {
             // elsewhere, a host stall), from its thaw to this freeze.
             let allowed = if self.thawed_ns < end { end - self.thawed_ns } else { look.now.saturating_sub(self.thawed_ns) };
             let before = look.usage.saturating_sub(self.usage_at_start).saturating_sub(allowed);
-            self.check = Some(Check { from: look.usage, before, end, continued: false });
+            self.check = Some(Check { from: look.usage, before, start: self.thawed_ns, end, continued: false });
         }
         steps
     }
@@ -325,7 +337,13 @@ impl TimeGuard {
         let usage = File::open(&path).map_err(path_err("open", &path))?;
         let idle = if policy.demote { cg.cpu_idle_file().and_then(|p| OpenOptions::new().write(true).open(p).ok()) } else { None };
         let kill = cg.v2_dir().and_then(|d| OpenOptions::new().write(true).open(d.join("cgroup.kill")).ok());
-        Ok(TimeGuard { policy, usage: (usage, format), idle, kill, state: GuardState::default() })
+        Ok(TimeGuard { policy, usage: (usage, format), idle, kill, program_since: None, state: GuardState::default() })
+    }
+
+    /// Reads when its program started running from `clock` (the health monitor's), so that time its launch
+    /// takes past a window is not held against it.
+    pub fn watch_program(&mut self, clock: Arc<AtomicU64>) {
+        self.program_since = Some(clock);
     }
 
     pub fn policy(&self) -> OverrunPolicy {
@@ -379,7 +397,11 @@ impl TimeGuard {
         // on (containment); a partition thawed here is running its own window.
         let judged = (self.state.check.is_some() && !thawed) || self.state.acted.is_some();
         let stopped = if judged { stopped() } else { None };
-        let look = Look { frame, now, usage, thawed, window_ended, stopped };
+        let program_since = match &self.program_since {
+            Some(c) => Some(c.load(Ordering::Acquire)).filter(|t| *t != 0),
+            None => Some(0),
+        };
+        let look = Look { frame, now, usage, thawed, window_ended, stopped, program_since };
         let steps = self.state.step(p, &self.policy, self.idle.is_some(), look);
         if let Some(n) = steps.overrun {
             ring.push(n);
@@ -416,7 +438,7 @@ mod tests {
     fn notes_go_through_the_ring_in_order_and_whole() {
         let ring = OverrunRing::default();
         let notes = [
-            Note::Overrun { partition: 2, frame: 7, past_ns: 1_234_567, still_running: true, continued: false, at_ns: 99 },
+            Note::Overrun { partition: 2, frame: 7, past_ns: 1_234_567, before_freeze_ns: 1_000_000, still_running: true, continued: false, at_ns: 99 },
             Note::Demoted { partition: 2, at_ns: 100 },
             Note::Action { partition: 2, action: OverrunAction::Stop, killed: true, at_ns: 101 },
             Note::Contained { partition: 2, first_ns: 50, at_ns: 200, frames: 3 },
@@ -450,9 +472,9 @@ mod tests {
     /// `usage` µs used so far, window judged at the next boundary (2 ms) with `used_then` µs used.
     fn frame(g: &mut GuardState, pol: &OverrunPolicy, frame: u64, usage_us: u64, used_then_us: u64, stopped: bool) -> Steps {
         let base = frame * 3_000_000;
-        g.step(0, pol, true, Look { frame, now: base, usage: usage_us * 1000, thawed: true, window_ended: None, stopped: None });
-        g.step(0, pol, true, Look { frame, now: base + 1_000_000, usage: (usage_us + 1000) * 1000, thawed: false, window_ended: Some(base + 1_000_000), stopped: Some(true) });
-        g.step(0, pol, true, Look { frame, now: base + 2_000_000, usage: used_then_us * 1000, thawed: false, window_ended: None, stopped: Some(stopped) })
+        g.step(0, pol, true, Look { frame, now: base, usage: usage_us * 1000, thawed: true, window_ended: None, stopped: None, program_since: Some(0) });
+        g.step(0, pol, true, Look { frame, now: base + 1_000_000, usage: (usage_us + 1000) * 1000, thawed: false, window_ended: Some(base + 1_000_000), stopped: Some(true), program_since: Some(0) });
+        g.step(0, pol, true, Look { frame, now: base + 2_000_000, usage: used_then_us * 1000, thawed: false, window_ended: None, stopped: Some(stopped), program_since: Some(0) })
     }
 
     #[test]
@@ -471,7 +493,7 @@ mod tests {
         assert!(matches!(s.overrun, Some(Note::Overrun { past_ns: 900_000, still_running: true, continued: false, .. })), "{s:?}");
         assert!(s.demote && s.act.is_none());
         // Next boundary: it ran 300 µs more, then stopped.
-        let s = g.step(0, &pol, true, Look { frame: 1, now: 3_000_000, usage: 2_200_000, thawed: false, window_ended: None, stopped: Some(true) });
+        let s = g.step(0, &pol, true, Look { frame: 1, now: 3_000_000, usage: 2_200_000, thawed: false, window_ended: None, stopped: Some(true), program_since: Some(0) });
         assert!(matches!(s.overrun, Some(Note::Overrun { past_ns: 300_000, continued: true, .. })), "{s:?}");
         assert!(!s.demote, "demoted once");
         assert_eq!(g.check, None, "no more looks once stopped");
@@ -488,7 +510,7 @@ mod tests {
         assert_eq!(s.act, Some(OverrunAction::Stop));
         assert!(g.idle, "a stopped partition is kept frozen");
         // Contained at the next look that finds it stopped: timed from the end of frame 4's window.
-        let s = g.step(0, &pol, true, Look { frame: 6, now: 18_000_000, usage: 5000_000, thawed: false, window_ended: None, stopped: Some(true) });
+        let s = g.step(0, &pol, true, Look { frame: 6, now: 18_000_000, usage: 5000_000, thawed: false, window_ended: None, stopped: Some(true), program_since: Some(0) });
         assert_eq!(s.contained, Some(Note::Contained { partition: 0, first_ns: 4 * 3_000_000 + 1_000_000, at_ns: 18_000_000, frames: 2 }));
     }
 
@@ -498,9 +520,9 @@ mod tests {
         // and the freeze at 1.25 ms; the partition used 40 µs in between, all of it its window's.
         let pol = policy(1, 1, OverrunAction::Stop);
         let mut g = GuardState::default();
-        g.step(0, &pol, true, Look { frame: 0, now: 1_200_000, usage: 0, thawed: true, window_ended: None, stopped: None });
-        g.step(0, &pol, true, Look { frame: 0, now: 1_250_000, usage: 40_000, thawed: false, window_ended: Some(1_000_000), stopped: Some(true) });
-        let s = g.step(0, &pol, true, Look { frame: 0, now: 2_000_000, usage: 45_000, thawed: false, window_ended: None, stopped: Some(true) });
+        g.step(0, &pol, true, Look { frame: 0, now: 1_200_000, usage: 0, thawed: true, window_ended: None, stopped: None, program_since: Some(0) });
+        g.step(0, &pol, true, Look { frame: 0, now: 1_250_000, usage: 40_000, thawed: false, window_ended: Some(1_000_000), stopped: Some(true), program_since: Some(0) });
+        let s = g.step(0, &pol, true, Look { frame: 0, now: 2_000_000, usage: 45_000, thawed: false, window_ended: None, stopped: Some(true), program_since: Some(0) });
         assert_eq!(s, Steps::default());
     }
 
@@ -509,9 +531,9 @@ mod tests {
         // Thawed at 0 for a 1 ms window; its kernel work held the CPU until 9 ms, when the executor froze it.
         let pol = policy(1, 1, OverrunAction::Idle);
         let mut g = GuardState::default();
-        g.step(0, &pol, true, Look { frame: 0, now: 0, usage: 0, thawed: true, window_ended: None, stopped: None });
-        g.step(0, &pol, true, Look { frame: 0, now: 9_000_000, usage: 9_000_000, thawed: false, window_ended: Some(1_000_000), stopped: Some(false) });
-        let s = g.step(0, &pol, true, Look { frame: 0, now: 9_100_000, usage: 9_000_000, thawed: false, window_ended: None, stopped: Some(false) });
+        g.step(0, &pol, true, Look { frame: 0, now: 0, usage: 0, thawed: true, window_ended: None, stopped: None, program_since: Some(0) });
+        g.step(0, &pol, true, Look { frame: 0, now: 9_000_000, usage: 9_000_000, thawed: false, window_ended: Some(1_000_000), stopped: Some(false), program_since: Some(0) });
+        let s = g.step(0, &pol, true, Look { frame: 0, now: 9_100_000, usage: 9_000_000, thawed: false, window_ended: None, stopped: Some(false), program_since: Some(0) });
         assert!(matches!(s.overrun, Some(Note::Overrun { past_ns: 8_000_000, still_running: true, .. })), "{s:?}");
         assert_eq!(s.act, Some(OverrunAction::Idle));
     }
@@ -524,6 +546,32 @@ mod tests {
         let s = frame(&mut g, &pol, 0, 0, 4000, true);
         assert!(matches!(s.overrun, Some(Note::Overrun { past_ns: 3_000_000, still_running: false, .. })), "{s:?}");
         assert_eq!((s.act, g.idle), (None, false));
+    }
+
+    #[test]
+    fn time_past_a_window_while_the_partition_was_still_launched_is_logged_but_not_counted() {
+        // Its `execve` ran 900 µs past the window of frame 0, and was still running: the launch's, not its
+        // program's, which the health monitor saw running only at 1.5 ms. The same in frame 1 counts.
+        let pol = policy(1, 1, OverrunAction::Stop);
+        let mut g = GuardState::default();
+        let look = |frame: u64, at_us: u64, usage_us: u64, thawed: bool, ended: Option<u64>, stopped: Option<bool>, since: Option<u64>| Look {
+            frame,
+            now: at_us * 1000,
+            usage: usage_us * 1000,
+            thawed,
+            window_ended: ended.map(|e| e * 1000),
+            stopped,
+            program_since: since.map(|t| t * 1000),
+        };
+        g.step(0, &pol, true, look(0, 0, 0, true, None, None, None));
+        g.step(0, &pol, true, look(0, 1000, 1000, false, Some(1000), Some(false), None));
+        let s = g.step(0, &pol, true, look(0, 2000, 1900, false, None, Some(false), Some(1500)));
+        assert!(matches!(s.overrun, Some(Note::Overrun { past_ns: 900_000, still_running: true, .. })), "{s:?}");
+        assert_eq!((s.act, g.idle), (None, false), "not counted");
+        g.step(0, &pol, true, look(1, 3000, 1900, true, None, None, Some(1500)));
+        g.step(0, &pol, true, look(1, 4000, 2900, false, Some(4000), Some(false), Some(1500)));
+        let s = g.step(0, &pol, true, look(1, 5000, 3800, false, None, Some(false), Some(1500)));
+        assert_eq!(s.act, Some(OverrunAction::Stop), "{s:?}");
     }
 
     #[test]

@@ -390,6 +390,10 @@ impl Supervisor {
             });
             let action = health_action(&tree.health);
             s.monitor.start(member.name, action, cg, Box::new(move || launch(&spec)))?;
+            // Its time guard (pushed above, for this member) holds nothing of its launch against it.
+            if let (Some(Some(guard)), Some(clock)) = (guards.last_mut(), s.monitor.program_clock(member.name)) {
+                guard.watch_program(clock);
+            }
         }
         // 3. Plans: one executor per plan, owning the freezers of its partitions (in module order).
         let mut first = 0;
@@ -503,10 +507,11 @@ impl Supervisor {
             }
             for n in notes {
                 match n {
-                    Note::Overrun { partition, frame, past_ns, still_running, continued, .. } => {
+                    Note::Overrun { partition, frame, past_ns, before_freeze_ns, still_running, continued, .. } => {
                         let what = if continued { "ran on" } else { "ran past its window's end by" };
+                        let before = if continued { String::new() } else { format!(", {} µs of it before its freeze", before_freeze_ns / 1_000) };
                         let running = if still_running { ", still running" } else { ", stopped" };
-                        log.record(&name(partition), EVENT_TIME_OVERRUN, None, None, Some(format!("{what} {} µs of CPU time (frame {frame}{running})", past_ns / 1_000)));
+                        log.record(&name(partition), EVENT_TIME_OVERRUN, None, None, Some(format!("{what} {} µs of CPU time (frame {frame}{before}{running})", past_ns / 1_000)));
                     }
                     Note::Demoted { partition, .. } => log.record(&name(partition), EVENT_DEMOTED, None, None, Some("runs as idle (cpu.idle) until its next window".into())),
                     Note::Action { partition, action, killed, .. } => {

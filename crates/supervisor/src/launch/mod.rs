@@ -97,6 +97,11 @@ const PASSED_TO_CONFINED: [&str; 5] = ["PATH", "LANG", "LC_ALL", "TZ", "RUST_BAC
 pub struct Started {
     pub pid: i32,
     pub notifications: Option<OwnedFd>,
+    /// The launch pipe's read end (non-blocking): end of file once the program has been executed (the pipe
+    /// closes on exec), a stage-and-errno word if a step after the set-up failed. Until then the partition's
+    /// CPU time is the launch's (an `execve` tears down the copy of the supervisor's address space it forked
+    /// with, kernel work that runs past a window), not its program's.
+    pub exec_report: Option<File>,
 }
 
 /// Looks `program` up in PATH unless it contains a slash.
@@ -238,7 +243,8 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
             return Err(SupervisorError::Launch { partition: spec.partition.clone(), step: "set up (the child ended without a word)", source: e });
         }
         if msg == READY {
-            return Ok(Started { pid, notifications: spec.confine.is_some().then_some(notify_ours) });
+            let exec_report = partita_os::fd::set_nonblocking(report.as_fd()).is_ok().then_some(report);
+            return Ok(Started { pid, notifications: spec.confine.is_some().then_some(notify_ours), exec_report });
         }
         if msg == NEED_MAPS {
             let c = spec.confine.as_ref().expect("only a confined partition asks for id maps");
