@@ -311,7 +311,15 @@ pub fn ended_early(events: &[Event], t1: u64) -> Option<String> {
             // The partition's last event before its end, with what the supervisor said of it (an overrun action).
             let before = events.iter().filter(|e| e.partition == end.partition && e.monotonic_ns <= end.monotonic_ns && !matches!(e.event, "exit" | "stopped")).last();
             let why = before.map(|e| format!(" after {} ({})", e.event, e.detail.as_deref().unwrap_or("-"))).unwrap_or_default();
-            format!("{} ended ({}{}){why}", end.partition, end.event, end.exit.map(|x| format!(": {x:?}")).unwrap_or_default())
+            // And the overruns that led to it, the last few: how far past its window, and whether it still ran.
+            let overruns: Vec<String> = events
+                .iter()
+                .filter(|e| e.partition == end.partition && e.event == TIME_OVERRUN && e.monotonic_ns <= end.monotonic_ns)
+                .filter_map(|e| e.detail.clone())
+                .collect();
+            let last = overruns.len().saturating_sub(4);
+            let overruns = if overruns.is_empty() { String::new() } else { format!("; its last time overruns: {}", overruns[last..].join("; ")) };
+            format!("{} ended ({}{}){why}{overruns}", end.partition, end.event, end.exit.map(|x| format!(": {x:?}")).unwrap_or_default())
         })
 }
 
