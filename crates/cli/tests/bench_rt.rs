@@ -2,6 +2,11 @@
 //! partition, under a plan and in a VM partition (TCG), with and without stress-ng; its report and raw
 //! latencies parse. Bad arguments exit with status 2.
 use std::process::Command;
+use std::sync::Mutex;
+
+/// The two runs of `bench rt` take turns: each measures on the same CPUs, and the SIGTERM test looks for
+/// cyclictest processes left on the machine, which the other run's would be.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn partita() -> Command {
     Command::new(env!("CARGO_BIN_EXE_partita"))
@@ -10,6 +15,7 @@ fn partita() -> Command {
 #[test]
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn bench_rt_runs_cyclictest_in_every_system_profile_and_writes_the_papers_statistics() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let out = std::env::temp_dir().join(format!("partita-bench-rt-{}", std::process::id()));
     let run = partita()
         .args(["bench", "rt", "--profiles", "native,process,process-plan,vm", "--tps", "1,4,5", "--duration", "2s"])
@@ -91,6 +97,7 @@ fn processes_with(needle: &str) -> Vec<(u32, String)> {
 #[test]
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn sigterm_during_a_cell_ends_cyclictest_and_the_load_and_leaves_nothing() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let out = std::env::temp_dir().join(format!("partita-bench-rt-term-{}", std::process::id()));
     // An unusual block size marks this run's stress-ng processes.
     let mut child = partita()
