@@ -207,8 +207,6 @@ struct GuardState {
 struct Check {
     from: u64,
     before: u64,
-    /// When the window began (its thaw) and ended (planned).
-    start: u64,
     end: u64,
     /// A look at a partition that was still running at the last one: all of its time since is past its window.
     continued: bool,
@@ -255,8 +253,9 @@ impl GuardState {
                 // system call the freeze cannot stop): a partition that has stopped by then may owe its time to
                 // the host (a stall of a virtual machine's CPU counted as its CPU time), not to itself. And only
                 // once its program ran from the window's start: before, the time was its launch's (the `execve`
-                // that tears down the copy of the supervisor's memory the launch forked with).
-                let program_ran = look.program_since.is_some_and(|t| t <= c.start);
+                // that tears down the copy of the supervisor's memory the launch forked with). (`thawed_ns` is still
+                // that window's thaw: a thaw at this look is taken below.)
+                let program_ran = look.program_since.is_some_and(|t| t <= self.thawed_ns);
                 if !continued && still_running && program_ran {
                     steps.act = self.count_overrun(policy, look.frame, c.end);
                 }
@@ -268,7 +267,7 @@ impl GuardState {
                     self.demoted = true;
                     steps.demote = true;
                 }
-                self.check = Some(Check { from: look.usage, before: 0, start: c.start, end: c.end, continued: true });
+                self.check = Some(Check { from: look.usage, before: 0, end: c.end, continued: true });
             }
         }
         if let Some((first_ns, first_frame)) = self.acted {
@@ -288,7 +287,7 @@ impl GuardState {
             // elsewhere, a host stall), from its thaw to this freeze.
             let allowed = if self.thawed_ns < end { end - self.thawed_ns } else { look.now.saturating_sub(self.thawed_ns) };
             let before = look.usage.saturating_sub(self.usage_at_start).saturating_sub(allowed);
-            self.check = Some(Check { from: look.usage, before, start: self.thawed_ns, end, continued: false });
+            self.check = Some(Check { from: look.usage, before, end, continued: false });
         }
         steps
     }
