@@ -12,10 +12,11 @@ cd "$(dirname "$0")/.."
 # userland in the initramfs partita builds; kmod's depmod indexes the guest kernel's modules, lz4 unpacks the
 # kernel for direct (PVH) boot (below).
 # librsvg2-bin: rsvg-convert, the PNG copies of bench virt's and bench rt's figures.
+# mold: a faster linker for the build (scripts/link-gcc uses it when installed).
 # libfastrtps-dev, fastddsgen: eProsima Fast DDS 2.9 and its type generator, for the Fast DDS probe of the
 # interoperability tests (crates/interop builds it).
 PACKAGES=(cmake libclang-dev build-essential pkg-config iproute2 cyclonedds-tools rt-tests stress-ng
-          python3-venv tcpdump qemu-system-x86 busybox-static kmod lz4 libfastrtps-dev fastddsgen librsvg2-bin)
+          python3-venv tcpdump qemu-system-x86 busybox-static kmod lz4 libfastrtps-dev fastddsgen librsvg2-bin mold)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
