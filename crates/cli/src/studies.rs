@@ -323,6 +323,9 @@ pub struct IsolationArgs {
     /// No VM table.
     #[arg(long)]
     no_vm: bool,
+    /// Only the VM table (to complete or repeat it without the process cells).
+    #[arg(long, conflicts_with = "no_vm")]
+    only_vm: bool,
     /// Output folder: isolation.md, isolation.json.
     #[arg(long, default_value = "results/isolation")]
     out: PathBuf,
@@ -355,7 +358,13 @@ pub fn isolation(a: IsolationArgs) -> ExitCode {
     if a.vm && !qemu {
         return usage(format!("--vm: {QEMU} is not installed (scripts/setup.sh installs qemu-system-x86); give --no-vm"));
     }
-    let vm = (a.vm || qemu) && !a.no_vm && faults.iter().any(|f| f.in_guest());
+    if (a.vm || a.only_vm) && !qemu {
+        return usage(format!("--vm/--only-vm: {QEMU} is not installed (scripts/setup.sh installs qemu-system-x86); give --no-vm"));
+    }
+    let vm = (a.vm || a.only_vm || qemu) && !a.no_vm && faults.iter().any(|f| f.in_guest());
+    if a.only_vm && !vm {
+        return usage("--only-vm: none of the faults given runs in a guest (spin, threads, fork-storm, page-faults, vma-walk, big-write, thp, timers, udp-flood do)".to_string());
+    }
     let accel = match accel(vm, "auto", "table") {
         Ok(x) => x,
         Err(e) => {
@@ -371,6 +380,7 @@ pub fn isolation(a: IsolationArgs) -> ExitCode {
         faults,
         span: std::time::Duration::from_secs_f64(a.seconds),
         settle: std::time::Duration::from_secs(1),
+        process: !a.only_vm,
         vm,
         accel: accel.0,
         accel_reason: accel.1,

@@ -81,7 +81,7 @@ pub fn protection_keys(p: Protection) -> ProtectionKeys {
         Protection::Landed => ProtectionKeys {
             system: "preemption = \"keep\"\nhousekeeping_cpus = []".into(),
             plan: "demote = false".into(),
-            partition: "time_overrun = { action = \"ignore\" }\ndisk = \"unlimited\"".into(),
+            partition: "time_overrun = { action = \"ignore\" }\ndisk = \"unlimited\"\nseccomp = { allow = [\"sync\", \"syncfs\"] }".into(),
         },
         Protection::Protected => ProtectionKeys { system: String::new(), plan: String::new(), partition: String::new() },
     }
@@ -114,6 +114,8 @@ pub struct IsolationConfig {
     pub span: Duration,
     /// Between the fault program's ready line and the span.
     pub settle: Duration,
+    /// The process table; false with `--only-vm`.
+    pub process: bool,
     pub vm: bool,
     pub accel: String,
     pub accel_reason: String,
@@ -142,7 +144,7 @@ impl CellSpec {
 pub fn plan_cells(cfg: &IsolationConfig) -> Vec<CellSpec> {
     let mut out = Vec::new();
     for run in 1..=cfg.repeat {
-        for placement in [Placement::Process, Placement::Vm].into_iter().filter(|p| *p == Placement::Process || cfg.vm) {
+        for placement in [Placement::Process, Placement::Vm].into_iter().filter(|p| if *p == Placement::Process { cfg.process } else { cfg.vm }) {
             for protection in Protection::ALL {
                 for &fault in cfg.faults.iter().filter(|f| placement == Placement::Process || f.in_guest()) {
                     for quiet in [true, false] {
@@ -671,6 +673,7 @@ mod tests {
             faults: Kind::ALL[1..].to_vec(),
             span: Duration::from_secs(5),
             settle: Duration::from_secs(1),
+            process: true,
             vm,
             accel: "tcg".into(),
             accel_reason: "asked".into(),
@@ -687,6 +690,9 @@ mod tests {
         assert_eq!(specs.len(), 2 * 2 * 2 * (16 + vm_faults));
         // Quiet and fault cells alternate.
         assert!(specs.chunks(2).all(|p| p[0].quiet && !p[1].quiet && p[0].fault == p[1].fault));
+        let only_vm = plan_cells(&IsolationConfig { process: false, ..cfg.clone() });
+        assert_eq!(only_vm.len(), 2 * 2 * 2 * vm_faults);
+        assert!(only_vm.iter().all(|s| s.placement == Placement::Vm));
         for spec in specs.iter().filter(|s| s.run == 1) {
             let system = cell_system(&cfg, spec, "isolation-1-1", &host).unwrap_or_else(|e| panic!("{spec:?}: {e}"));
             let names: Vec<&str> = system.partitions().map(|(_, p)| p.name.as_str()).collect();

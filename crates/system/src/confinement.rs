@@ -94,7 +94,12 @@ pub const SECCOMP_KILL: &[&str] = &[
 /// them only with CAP_SYS_NICE. `personality/other` is any personality but the plain Linux ones a C library
 /// queries (0, 8, 0x20000, 0x20008, 0xffffffff): turning address randomization off, for one. `socket/vsock`
 /// is a socket of the AF_VSOCK family: a channel to the hypervisor or to other virtual machines of the host
-/// that no network namespace confines.
+/// that no network namespace confines. `sync` and `syncfs` write back every dirty page of the machine (or of
+/// the host file system a partition's state directory lives on), the other partitions' included: one call
+/// is kernel work on the partition's CPU that no freeze stops (10 ms of executor lateness at p99 in
+/// `partita bench isolation`); a partition makes its own data durable with `fsync` or `fdatasync`, whose
+/// writes its disk limit throttles. The C library's `sync()` returns nothing, so a program that calls it
+/// carries on.
 pub const SECCOMP_ERRNO: &[&str] = &[
     "add_key",
     "adjtimex",
@@ -118,6 +123,8 @@ pub const SECCOMP_ERRNO: &[&str] = &[
     "set_mempolicy",
     "set_mempolicy_home_node",
     "socket/vsock",
+    "sync",
+    "syncfs",
     "sysfs",
     "ustat",
 ];

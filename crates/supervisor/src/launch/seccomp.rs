@@ -128,6 +128,8 @@ pub fn number(name: &str) -> Option<i64> {
         "settimeofday" => libc::SYS_settimeofday,
         "swapoff" => libc::SYS_swapoff,
         "swapon" => libc::SYS_swapon,
+        "sync" => libc::SYS_sync,
+        "syncfs" => libc::SYS_syncfs,
         "sysfs" => libc::SYS_sysfs,
         "syslog" => libc::SYS_syslog,
         "umount2" => libc::SYS_umount2,

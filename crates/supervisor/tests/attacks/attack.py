@@ -180,6 +180,18 @@ def vsock():
     return "opened a vsock socket (a channel to the hypervisor no network namespace confines)"
 
 
+def flush_the_machine():
+    # sync(2) writes back every dirty page of the machine; syncfs(2) those of one file system (here the one the
+    # scratch directory is on, the host's). Called through syscall(2) to see the answer: libc's sync() has none.
+    check(libc.syscall(162), "sync")
+    fd = os.open(ctx["scratch"], os.O_RDONLY)
+    try:
+        check(libc.syscall(306, fd), "syncfs")
+    finally:
+        os.close(fd)
+    return "wrote back the machine's dirty pages (sync, syncfs)"
+
+
 def undo_demotion():
     # A partition that runs past its window is demoted through its cpu controller group (cpu.idle); the victim's
     # group here stands for any partition's, its own included.
@@ -231,6 +243,7 @@ ATTACKS = {
     "place its memory on a NUMA node": numa_policy,
     "turn address randomization off": no_address_randomization,
     "open a vsock socket": vsock,
+    "flush the machine's dirty pages": flush_the_machine,
     "undo a demotion through the cpu controller": undo_demotion,
     "move the host's interrupts": move_interrupts,
     "move the host's unbound kernel work": move_kernel_work,
