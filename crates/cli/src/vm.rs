@@ -89,6 +89,10 @@ pub struct VmAppArgs {
     /// The QEMU binary [default: qemu-system-x86_64, or $PARTITA_QEMU].
     #[arg(long)]
     qemu: Option<PathBuf>,
+    /// An inherited descriptor (a pipe's write end) to close once the guest's command starts: how the
+    /// supervisor learns that a VM partition's boot is over.
+    #[arg(long)]
+    ready_fd: Option<i32>,
 }
 
 /// `partita app vm`: exits with the guest command's status, or with one of the runner's codes.
@@ -132,8 +136,15 @@ pub fn run_app(a: VmAppArgs) -> ExitCode {
     config.nets = nets;
     config.append = a.append;
     config.boot_timeout = a.boot_timeout;
+    let ready = match a.ready_fd.map(partita_os::fd::take_inherited).transpose() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("partita app vm: error: --ready-fd {}: {e}", a.ready_fd.unwrap_or(-1));
+            return ExitCode::from(exit_code::QEMU_FAILED);
+        }
+    };
     let stdout = std::io::stdout();
-    let outcome = runner::run(&config, &mut stdout.lock(), partita_os::signal::stop_flag());
+    let outcome = runner::run_reporting(&config, &mut stdout.lock(), partita_os::signal::stop_flag(), ready);
     ExitCode::from(outcome.exit_code())
 }
 

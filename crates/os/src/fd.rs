@@ -39,6 +39,19 @@ pub fn set_inheritable(fd: impl AsRawFd, inheritable: bool) -> io::Result<()> {
     Ok(())
 }
 
+/// Takes ownership of descriptor number `fd`, inherited from the parent and named on the command line, and
+/// makes it close-on-exec so that programs this process starts do not hold it. Standard input, output and
+/// error (0..=2) and numbers that are not open are refused.
+pub fn take_inherited(fd: RawFd) -> io::Result<OwnedFd> {
+    if fd <= 2 {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "0, 1 and 2 are standard input, output and error; give an inherited descriptor of 3 or more"));
+    }
+    set_inheritable(fd, false)?;
+    // SAFETY: `fd` is open (F_SETFD above succeeded), was inherited by number, and this process's code takes
+    // it only here, once, from its command line.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
 /// Makes reads and writes of `fd` return `WouldBlock` instead of waiting.
 pub fn set_nonblocking(fd: impl AsRawFd) -> io::Result<()> {
     // SAFETY: F_GETFL/F_SETFL read and change only a descriptor's status flags; no memory is passed.
@@ -100,5 +113,20 @@ mod tests {
         let n = f.as_raw_fd();
         drop(f);
         assert!(!is_open(n) && !is_open(-1));
+    }
+
+    #[test]
+    fn an_inherited_descriptor_is_taken_once_made_close_on_exec() {
+        let f = memfd("partita-os-take").unwrap();
+        set_inheritable(f.as_raw_fd(), true).unwrap();
+        let n = std::os::fd::IntoRawFd::into_raw_fd(f);
+        let owned = take_inherited(n).unwrap();
+        assert!(!is_inheritable(owned.as_raw_fd()).unwrap(), "programs started from here do not hold it");
+        drop(owned);
+        assert!(!is_open(n), "closed with its owner");
+        assert!(take_inherited(n).is_err(), "a number that is not open");
+        for stdio in 0..=2 {
+            assert_eq!(take_inherited(stdio).unwrap_err().kind(), io::ErrorKind::InvalidInput);
+        }
     }
 }

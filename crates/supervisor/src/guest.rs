@@ -245,6 +245,8 @@ impl Guests {
         run.nets = nets;
         run.append = (!place.vm.append.is_empty()).then(|| place.vm.append.join(" "));
         run.boot_timeout = place.vm.boot_timeout.to_std();
+        // After the taps: the pipe whose end tells that the guest's command started (`launch_guest`).
+        run.ready_fd = Some(3 + taps.len() as i32);
         Ok(Guest { taps, kvm, archive, files, args: run.runner_args(), accel })
     }
 }

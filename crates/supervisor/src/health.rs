@@ -164,37 +164,62 @@ pub struct Watched {
     restarts: VecDeque<Instant>,
     /// When a restart waiting out its back-off is due.
     restart_at: Option<Instant>,
-    /// The launch pipe, until it shows the program executed.
-    exec_report: Option<File>,
-    /// Since when (monotonic ns) its program runs, as seen here; 0 while it is being launched. Shared with the
-    /// plan executor's time guard, which holds overruns before that against the launch, not the partition.
-    program_since: Arc<AtomicU64>,
+    program: ProgramClock,
+}
+
+/// Since when a partition's program runs, as its launch pipe tells: the time before that is its launch's
+/// (an `execve`; for a VM partition, QEMU starting and the guest booting), which the plan executor's time
+/// guard does not hold against the partition.
+struct ProgramClock {
+    /// The launch pipe, until it shows the program executed (a VM partition's: until its guest's command
+    /// started).
+    report: Option<File>,
+    /// When the program counts as running even if the pipe has not said so.
+    deadline: Option<Instant>,
+    /// Monotonic ns; 0 while the program is being launched. Shared with the time guard.
+    since: Arc<AtomicU64>,
+}
+
+impl ProgramClock {
+    fn new() -> Self {
+        ProgramClock { report: None, deadline: None, since: Arc::new(AtomicU64::new(0)) }
+    }
+
+    /// A (re)launch: the program runs once `report` reaches its end of file, or from `deadline` on.
+    fn launched(&mut self, report: Option<File>, deadline: Option<Duration>) {
+        self.since.store(0, Ordering::Release);
+        self.report = report;
+        self.deadline = deadline.map(|d| Instant::now() + d);
+        self.watch();
+    }
+
+    /// Looks at the launch pipe: at its end of file (or past the deadline), the program runs from now on.
+    fn watch(&mut self) {
+        let Some(f) = self.report.as_mut() else { return };
+        let runs = if self.deadline.is_some_and(|t| Instant::now() >= t) {
+            true
+        } else {
+            let mut word = [0u8; 8];
+            match f.read(&mut word) {
+                Ok(0) => true,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::Interrupted => return,
+                // A failure word (the exit status tells it too) or a broken pipe: nothing more to learn from it.
+                Ok(_) | Err(_) => false,
+            }
+        };
+        if runs {
+            self.since.store(monotonic_ns().max(1), Ordering::Release);
+        }
+        self.report = None;
+    }
 }
 
 impl Watched {
-    /// Looks at the launch pipe: at its end of file, the program runs from now on.
-    fn watch_exec(&mut self) {
-        let Some(f) = self.exec_report.as_mut() else { return };
-        let mut word = [0u8; 8];
-        match f.read(&mut word) {
-            Ok(0) => {
-                self.program_since.store(monotonic_ns().max(1), Ordering::Release);
-                self.exec_report = None;
-            }
-            // A failure word (the exit status tells it too) or a broken pipe: nothing more to learn from it.
-            Ok(_) => self.exec_report = None,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => self.exec_report = None,
-        }
-    }
-
-    /// A (re)launch: the program runs once the new pipe says so.
+    /// A (re)launch: the program runs once its launch pipe says so.
     fn launched(&mut self, started: Started) -> i32 {
-        self.program_since.store(0, Ordering::Release);
-        self.exec_report = started.exec_report;
+        self.program.launched(started.exec_report, started.program_deadline);
         self.seccomp = SeccompWatch::new(started.notifications);
         self.pid = Some(started.pid);
-        self.watch_exec();
         started.pid
     }
 }
@@ -232,8 +257,7 @@ impl HealthMonitor {
             memory_hits_seen: (memory_hits, None),
             restarts: VecDeque::new(),
             restart_at: None,
-            exec_report: None,
-            program_since: Arc::new(AtomicU64::new(0)),
+            program: ProgramClock::new(),
         };
         let pid = w.launched(started);
         self.log.record(name, "start", Some(pid), None, None);
@@ -243,7 +267,7 @@ impl HealthMonitor {
 
     /// Since when (monotonic ns, 0: not yet) `name`'s program runs: what its time guard reads.
     pub fn program_clock(&self, name: &str) -> Option<Arc<AtomicU64>> {
-        self.partitions.iter().find(|w| w.name == name).map(|w| w.program_since.clone())
+        self.partitions.iter().find(|w| w.name == name).map(|w| w.program.since.clone())
     }
 
     /// The current root pid of each partition (`None` when stopped).
@@ -293,7 +317,7 @@ impl HealthMonitor {
                 continue;
             }
             w.seccomp.poll(&w.name, &self.log);
-            w.watch_exec();
+            w.program.watch();
             let Some(pid) = w.pid else { continue };
             let status = match try_wait(pid) {
                 Ok(Some(s)) => s,
@@ -388,6 +412,55 @@ mod tests {
         assert_eq!(ExitKind::classify(libc::SIGTERM, 0), ExitKind::Signaled { signal: libc::SIGTERM });
         assert_eq!(ExitKind::classify(libc::SIGKILL, 0), ExitKind::Signaled { signal: libc::SIGKILL });
         assert_eq!(ExitKind::classify(libc::SIGKILL, 1), ExitKind::OomKilled);
+    }
+
+    use std::os::fd::{AsRawFd, OwnedFd};
+
+    fn pipe() -> (File, OwnedFd) {
+        let (r, w) = partita_os::process::cloexec_pipe().unwrap();
+        partita_os::fd::set_nonblocking(r.as_raw_fd()).unwrap();
+        (File::from(r), w)
+    }
+
+    #[test]
+    fn a_program_runs_from_its_launch_pipes_end() {
+        let mut clock = ProgramClock::new();
+        let (r, w) = pipe();
+        clock.launched(Some(r), Some(Duration::from_secs(60)));
+        clock.watch();
+        assert_eq!(clock.since.load(Ordering::Acquire), 0, "launching while the pipe is open");
+        let before = monotonic_ns();
+        drop(w);
+        clock.watch();
+        assert!(clock.since.load(Ordering::Acquire) >= before, "runs from the end of file on");
+        // A relaunch starts over.
+        let (r, _w) = pipe();
+        clock.launched(Some(r), None);
+        assert_eq!(clock.since.load(Ordering::Acquire), 0);
+    }
+
+    #[test]
+    fn a_report_held_back_counts_from_the_deadline() {
+        // A VM partition's pipe is the guest's start, which the partition could keep to itself: its boot
+        // timeout ends the excuse.
+        let mut clock = ProgramClock::new();
+        let (r, _held) = pipe();
+        clock.launched(Some(r), Some(Duration::from_millis(50)));
+        assert_eq!(clock.since.load(Ordering::Acquire), 0);
+        std::thread::sleep(Duration::from_millis(60));
+        clock.watch();
+        assert!(clock.since.load(Ordering::Acquire) > 0, "past the deadline the program counts as running");
+    }
+
+    #[test]
+    fn a_failure_word_is_not_a_start() {
+        let mut clock = ProgramClock::new();
+        let (r, w) = pipe();
+        clock.launched(Some(r), None);
+        std::io::Write::write_all(&mut File::from(w), &[1u8; 8]).unwrap();
+        clock.watch();
+        assert_eq!(clock.since.load(Ordering::Acquire), 0);
+        assert!(clock.report.is_none(), "nothing more to read from it");
     }
 
     #[test]

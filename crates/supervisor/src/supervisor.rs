@@ -9,7 +9,7 @@ use crate::executor::{Executor, ExecutorConfig, ExecutorLog, Schedule, Window};
 use crate::freeze::{FreezeBackend, Freezer};
 use crate::guest::{GuestPlace, Guests, KvmNode, Tap};
 use crate::health::{EventLog, HealthMonitor};
-use crate::launch::{launch, rootfs, Confine, LaunchSpec};
+use crate::launch::{launch, launch_guest, rootfs, Confine, LaunchSpec};
 use crate::health::Action;
 use partita_system::{HealthAction, Module, NetworkId, OverrunAction, Partition, ProcessTree, Scheduling, System, PARTITA_PROGRAM};
 use crate::overrun::{Note, EVENT_CONTAINED, EVENT_DEMOTED, EVENT_OVERRUN_ACTION, EVENT_TIME_OVERRUN};
@@ -389,7 +389,14 @@ impl Supervisor {
                 external_address: address(|id| *id == NetworkId::InterModule),
             });
             let action = health_action(&tree.health);
-            s.monitor.start(member.name, action, cg, Box::new(move || launch(&spec)))?;
+            let starter: crate::health::Starter = match vm {
+                Some(vm) => {
+                    let boot_timeout = vm.boot_timeout.to_std();
+                    Box::new(move || launch_guest(&spec, boot_timeout))
+                }
+                None => Box::new(move || launch(&spec)),
+            };
+            s.monitor.start(member.name, action, cg, starter)?;
             // Its time guard (pushed above, for this member) holds nothing of its launch against it.
             if let (Some(Some(guard)), Some(clock)) = (guards.last_mut(), s.monitor.program_clock(member.name)) {
                 guard.watch_program(clock);

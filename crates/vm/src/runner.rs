@@ -49,11 +49,15 @@ pub struct RunConfig {
     /// Added to [`qemu::kernel_command_line`].
     pub append: Option<String>,
     pub boot_timeout: Duration,
+    /// A descriptor the runner gets from its parent (a pipe's write end) and closes once the guest's command
+    /// starts (the start marker), or when the runner ends: the supervisor's health monitor holds the time a
+    /// VM partition uses before that (QEMU starting, the guest booting) against its launch, not its program.
+    pub ready_fd: Option<i32>,
 }
 
 impl RunConfig {
     pub fn new(kernel: PathBuf, initrds: Vec<PathBuf>) -> RunConfig {
-        RunConfig { qemu: qemu::qemu_program(), kernel, initrds, hardware: Hardware::default(), nets: Vec::new(), append: None, boot_timeout: Duration::from_secs(60) }
+        RunConfig { qemu: qemu::qemu_program(), kernel, initrds, hardware: Hardware::default(), nets: Vec::new(), append: None, boot_timeout: Duration::from_secs(60), ready_fd: None }
     }
 
     /// The runner's command line (`partita` then these), for a supervisor that starts it as a partition's
@@ -81,6 +85,9 @@ impl RunConfig {
             a.extend(["--append".into(), x.clone()]);
         }
         a.extend(["--boot-timeout".into(), format!("{}ms", self.boot_timeout.as_millis())]);
+        if let Some(fd) = self.ready_fd {
+            a.extend(["--ready-fd".into(), fd.to_string()]);
+        }
         // Always given: the runner may run where the caller's PARTITA_QEMU is not set (a partition's environment).
         a.extend(["--qemu".into(), self.qemu.display().to_string()]);
         a
@@ -179,6 +186,12 @@ struct TimedOut {
 /// runner's own lines (`partita vm: …`). `stop` asks for a stop (the process's stop-signal flag in the
 /// binary); it is passed on to QEMU as SIGTERM.
 pub fn run(config: &RunConfig, console: &mut dyn Write, stop: &AtomicBool) -> Outcome {
+    run_reporting(config, console, stop, None)
+}
+
+/// [`run`], closing `ready` (the descriptor of [`RunConfig::ready_fd`], owned here and close-on-exec, so
+/// QEMU does not hold it) when the guest's command starts.
+pub fn run_reporting(config: &RunConfig, console: &mut dyn Write, stop: &AtomicBool, mut ready: Option<std::os::fd::OwnedFd>) -> Outcome {
     let started = Instant::now();
     let initrd = match concatenate(&config.initrds) {
         Ok(f) => f,
@@ -240,6 +253,7 @@ pub fn run(config: &RunConfig, console: &mut dyn Write, stop: &AtomicBool) -> Ou
                         let uptime = rest.trim().parse().unwrap_or(f64::NAN);
                         let at = started.elapsed();
                         boot = Some((at, uptime));
+                        drop(ready.take());
                         let _ = writeln!(console, "partita vm: boot {:.3} s (runner start to start marker; guest uptime {uptime:.3} s; {})", at.as_secs_f64(), config.hardware.accel);
                     }
                 } else if let Some(rest) = after(&line, EXIT_MARKER) {

@@ -102,6 +102,9 @@ pub struct Started {
     /// CPU time is the launch's (an `execve` tears down the copy of the supervisor's address space it forked
     /// with, kernel work that runs past a window), not its program's.
     pub exec_report: Option<File>,
+    /// How long after the launch the program counts as running even if `exec_report` has not said so (a VM
+    /// partition's boot timeout: its report is the guest's start, which the partition could hold back).
+    pub program_deadline: Option<std::time::Duration>,
 }
 
 /// Looks `program` up in PATH unless it contains a slash.
@@ -244,7 +247,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
         }
         if msg == READY {
             let exec_report = partita_os::fd::set_nonblocking(report.as_fd()).is_ok().then_some(report);
-            return Ok(Started { pid, notifications: spec.confine.is_some().then_some(notify_ours), exec_report });
+            return Ok(Started { pid, notifications: spec.confine.is_some().then_some(notify_ours), exec_report, program_deadline: None });
         }
         if msg == NEED_MAPS {
             let c = spec.confine.as_ref().expect("only a confined partition asks for id maps");
@@ -278,6 +281,23 @@ fn write_id_maps(pid: i32, uid: u32) -> Result<()> {
         std::fs::write(&path, text).map_err(path_err("write", &path))?;
     }
     Ok(())
+}
+
+/// A VM partition's launch: [`launch`], with one more descriptor for its runner after the taps (the write end
+/// of a fresh pipe, at the number its `--ready-fd` names) that the runner closes once the guest's command
+/// starts. Its read end is the [`Started::exec_report`]: until its end of file, or `boot_timeout` at the
+/// latest, the partition's CPU time is its launch's (QEMU starting, mapping the guest's memory, the guest
+/// booting), which the health monitor does not hold against the partition.
+pub fn launch_guest(spec: &LaunchSpec, boot_timeout: std::time::Duration) -> Result<Started> {
+    let (read, write) = cloexec_pipe()?;
+    let mut spec = spec.clone();
+    spec.pass_fds.push(Arc::new(write));
+    let mut started = launch(&spec)?;
+    // The supervisor's copy of the write end goes: the runner's is the only one left.
+    drop(spec);
+    started.exec_report = partita_os::fd::set_nonblocking(read.as_fd()).is_ok().then(|| File::from(read));
+    started.program_deadline = Some(boot_timeout);
+    Ok(started)
 }
 
 fn cloexec_pipe() -> Result<(OwnedFd, OwnedFd)> {
