@@ -38,11 +38,18 @@ if [[ -n $quick ]]; then
   quick_args=()
   for t in "${QUICK_TESTS[@]}"; do quick_args+=(-p "${t%%:*}" --test "${t##*:}"); done
 fi
+# How long each phase takes, printed at the end beside the slowest test binaries.
+phases=()
+phase() { phases+=("$(printf '%8d s  %s' "$((SECONDS - phase_start))" "$1")"); phase_start=$SECONDS; }
+phase_start=$SECONDS
 scripts/setup.sh
+phase "setup (scripts/setup.sh)"
 export PARTITA_PYTHON="$PWD/target/pyenv/bin/python"
 cargo build --release --workspace --bins
+phase "build: the binaries"
 cargo test --release "${selection[@]}" --no-run
 [[ -n $quick ]] && cargo test --release "${quick_args[@]}" --no-run
+phase "build: the tests"
 
 # What a crashed earlier run left (namespaces, links, cgroups, state of systems whose supervisor is gone) is
 # removed first: tests that build systems of fixed names, and tests that check nothing was left, must start clean.
@@ -115,6 +122,8 @@ if [[ -n $interrupted || $rc -eq 124 || $rc -eq 137 ]]; then
   [[ -n $interrupted ]] && rc=130
 fi
 set -e
+phase "the tests (in their namespace)"
+{ echo "where the time went:"; printf '%s\n' "${phases[@]}"; } >&2
 
 # Where the time went: each test binary's own figure ("finished in"), the slowest first.
 awk '/Running (unittests )?[^ ]+ \(/ { bin = $NF; gsub(/[()]/, "", bin); sub(/.*\//, "", bin); sub(/-[0-9a-f]+$/, "", bin) } /^test result:/ { for (i = 1; i <= NF; i++) if ($i == "in") { t = $(i + 1); sub(/s$/, "", t); printf "%8.1f s  %s\n", t, bin } }' "$suite_log" \
