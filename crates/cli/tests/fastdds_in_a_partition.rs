@@ -3,7 +3,8 @@
 //! the module's V-NETWORK, where the routing partition finds it and forwards its keyed samples, dispose and
 //! unregister included, to a Cyclone DDS subscriber (Python) on a native node (root).
 use partita_interop::{outcome, parse_seen, stamp};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 const SYSTEM: &str = r#"
 [system]
@@ -59,17 +60,38 @@ fn a_fast_dds_program_with_its_defaults_in_a_partition_reaches_a_cyclone_subscri
         .replace("PYTHON", partita_interop::python().to_str().unwrap())
         .replace("PYPROBE", partita_interop::python_probe().to_str().unwrap());
     std::fs::write(&file, text).unwrap();
-    let up = Command::new(env!("CARGO_BIN_EXE_partita")).args(["up", file.to_str().unwrap(), "--duration", "30"]).output().unwrap();
+    // Up to 30 s; once the subscriber has seen every sample and state (it exits then), the system is stopped
+    // with SIGTERM, as an operator would: that tears it down as the end of --duration does.
+    let up_err = dir.join("up.err");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_partita"))
+        .args(["up", file.to_str().unwrap(), "--duration", "30"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&up_err).unwrap())
+        .spawn()
+        .unwrap();
     let state = std::path::Path::new("/run/partita").join(&name);
     let read = |p: &str| std::fs::read_to_string(state.join(format!("{p}.log"))).unwrap_or_default();
+    let complete = |log: &str| {
+        let (samples, states) = outcome(&parse_seen(log));
+        samples.len() == 6 && states.iter().any(|(id, s)| *id == Some(3) && s == "no_writers") && states.iter().any(|(id, s)| *id == Some(2) && s == "disposed")
+    };
+    let deadline = Instant::now() + Duration::from_secs(35);
+    while Instant::now() < deadline && !complete(&read("sub")) && child.try_wait().unwrap().is_none() {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    if child.try_wait().unwrap().is_none() {
+        let _ = partita_os::process::send_signal(child.id() as i32, libc::SIGTERM);
+    }
+    let status = child.wait().unwrap();
+    let up_stderr = std::fs::read_to_string(&up_err).unwrap_or_default();
     let (publisher, subscriber, routing) = (read("fastpub"), read("sub"), read("routing"));
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&state);
     let _ = std::fs::remove_dir_all(std::path::Path::new("/var/lib/partita").join(&name));
     let left = partita_supervisor::cleanup::find(Some(&name)).expect("listing leftovers");
     assert!(left.netns.is_empty() && left.cgroups.is_empty() && left.links.is_empty(), "left behind: {left:?}");
-    let logs = format!("publisher:\n{publisher}\nsubscriber:\n{subscriber}\nrouting:\n{routing}\nup:\n{}", String::from_utf8_lossy(&up.stderr));
-    assert!(up.status.success(), "{logs}");
+    let logs = format!("publisher:\n{publisher}\nsubscriber:\n{subscriber}\nrouting:\n{routing}\nup:\n{}", up_stderr);
+    assert!(status.success(), "{logs}");
     let (samples, states) = outcome(&parse_seen(&subscriber));
     assert_eq!(samples.len(), 6, "{logs}");
     for (i, (_, seq, _, ts)) in samples.iter().enumerate() {
