@@ -55,21 +55,39 @@ fn roundtrips(out: &str) -> (u64, f64) {
     (count, min)
 }
 
-/// Runs `system` (its name as NAME) for `seconds`; returns `up`'s output and what ping and pong printed, after
-/// checking that nothing of the system is left.
-fn run(name: &str, system: &str, seconds: u32) -> (std::process::Output, String, String) {
+/// Round trips after which a test has seen enough: the system is stopped then (SIGTERM, which tears it down as
+/// the end of `--duration` does) instead of at its duration.
+const ENOUGH: u64 = 100;
+
+/// Runs `system` (its name as NAME) for `seconds` at most, until ping has counted more than [`ENOUGH`] round
+/// trips; returns `up`'s stderr and what ping and pong printed, after checking that nothing of the system is
+/// left.
+fn run(name: &str, system: &str, seconds: u32) -> (String, String, String) {
     let dir = std::env::temp_dir().join(format!("partita-{name}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("system.toml");
     std::fs::write(&file, system.replace("NAME", name)).unwrap();
-    let up = Command::new(env!("CARGO_BIN_EXE_partita"))
+    let up_err = dir.join("up.err");
+    let mut up = Command::new(env!("CARGO_BIN_EXE_partita"))
         .args(["up", file.to_str().unwrap(), "--duration", &seconds.to_string()])
-        .output()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&up_err).unwrap())
+        .spawn()
         .unwrap();
     // A partition cannot write the host's files: what each side printed is in its log, kept after the run.
     let state = std::path::Path::new("/run/partita").join(name);
-    let ping = std::fs::read_to_string(state.join("ping.log")).unwrap_or_default();
+    let ping_log = || std::fs::read_to_string(state.join("ping.log")).unwrap_or_default();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(u64::from(seconds) + 5);
+    while std::time::Instant::now() < deadline && roundtrips(&ping_log()).0 <= ENOUGH && up.try_wait().unwrap().is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    if up.try_wait().unwrap().is_none() {
+        let _ = partita_os::process::send_signal(up.id() as i32, libc::SIGTERM);
+    }
+    let status = up.wait().unwrap();
+    let up_stderr = std::fs::read_to_string(&up_err).unwrap_or_default();
+    let ping = ping_log();
     let pong = std::fs::read_to_string(state.join("pong.log")).unwrap_or_default();
     let routing = std::fs::read_to_string(state.join("routing.log")).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
@@ -77,8 +95,8 @@ fn run(name: &str, system: &str, seconds: u32) -> (std::process::Output, String,
     let _ = std::fs::remove_dir_all(std::path::Path::new("/var/lib/partita").join(name));
     let left = partita_supervisor::cleanup::find(Some(name)).expect("listing leftovers");
     assert!(left.netns.is_empty() && left.cgroups.is_empty() && left.links.is_empty(), "left behind: {left:?}");
-    assert!(up.status.success(), "partita up failed: {}\nrouting:\n{routing}", String::from_utf8_lossy(&up.stderr));
-    (up, ping, format!("{pong}\nrouting:\n{routing}"))
+    assert!(status.success(), "partita up failed: {up_stderr}\nrouting:\n{routing}");
+    (up_stderr, ping, format!("{pong}\nrouting:\n{routing}"))
 }
 
 #[test]
@@ -88,7 +106,7 @@ fn ddsperf_ping_in_a_partition_and_pong_on_a_native_node_meet_through_the_routin
     let (_, ping, pong) = run(&name, SYSTEM, 12);
     let (count, min_us) = roundtrips(&ping);
     eprintln!("ddsperf round trips through the routing partition: {count}, the fastest {min_us} µs");
-    assert!(count > 100, "ddsperf ping got {count} pongs through the routing partition:\nping:\n{ping}\npong:\n{pong}");
+    assert!(count > ENOUGH, "ddsperf ping got {count} pongs through the routing partition:\nping:\n{ping}\npong:\n{pong}");
     // The routing partition runs only in its window, the ping partition only in the other: a round trip waits
     // for at least part of a window (without the plan ddsperf's round trips on a bridge take tens of µs).
     assert!(min_us > 200.0, "the plan delays every round trip, the fastest took {min_us} µs:\n{ping}");
@@ -112,5 +130,5 @@ fn an_io_partition_may_be_a_virtual_machine_with_a_nic_on_each_network() {
     let (_, ping, pong) = run(&name, &system, 32);
     let (count, min_us) = roundtrips(&ping);
     eprintln!("ddsperf round trips through a routing VM partition (TCG): {count}, the fastest {min_us} µs");
-    assert!(count > 100, "ddsperf ping got {count} pongs through the routing VM partition:\nping:\n{ping}\npong:\n{pong}");
+    assert!(count > ENOUGH, "ddsperf ping got {count} pongs through the routing VM partition:\nping:\n{ping}\npong:\n{pong}");
 }
