@@ -76,12 +76,15 @@ fn cgroups_in(root: &Path, system: &str) -> BTreeSet<String> {
     entries.flatten().filter(|e| e.path().is_dir()).map(|e| format!("partita/{system}/{}", e.file_name().to_string_lossy())).collect()
 }
 
+/// What the monitor prints of a frame whose content it checked.
+const FRAME_CHECKED: &str = "content matches the test pattern";
+
 #[test]
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn up_creates_exactly_the_host_objects_check_printed() {
     let name = format!("ho{}", std::process::id());
     let (monitor_log, up_log) = check_then_up("video-surveillance", &name, 8, (4, 0));
-    assert!(monitor_log.contains("content matches the test pattern"), "{monitor_log}\n`up` said:\n{up_log}");
+    assert!(monitor_log.contains(FRAME_CHECKED), "{monitor_log}\n`up` said:\n{up_log}");
 }
 
 /// The recorder as a VM partition (TCG here, or KVM where a stock guest boots under it): its V-NIC is a
@@ -91,7 +94,7 @@ fn up_creates_exactly_the_host_objects_check_printed() {
 fn with_the_recorder_as_a_vm_up_creates_what_check_printed_and_the_monitor_gets_frames() {
     let name = format!("hv{}", std::process::id());
     let (monitor_log, up_log) = check_then_up("video-surveillance-vm", &name, 30, (3, 1));
-    assert!(monitor_log.contains("content matches the test pattern"), "the monitor got no checked frame from the guest:\n{monitor_log}\n`up` said:\n{up_log}");
+    assert!(monitor_log.contains(FRAME_CHECKED), "the monitor got no checked frame from the guest:\n{monitor_log}\n`up` said:\n{up_log}");
 }
 
 /// Runs `check` and then `up` for `seconds` on `example` renamed `name`; compares what each says and
@@ -106,7 +109,8 @@ fn check_then_up(example: &str, name: &str, seconds: u32, (n_veths, n_taps): (us
     let (disk_limited, demoted) = limited(&check_text);
     assert_eq!((bridges.len(), veths.len(), taps.len(), namespaces.len(), cgroups.len()), (2, n_veths, n_taps, 3, 3), "two networks, three members");
 
-    let mut up = partita().args(["up", file.to_str().unwrap(), "--duration", &seconds.to_string()]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let up_err = file.with_extension("up.err");
+    let mut up = partita().args(["up", file.to_str().unwrap(), "--duration", &seconds.to_string()]).stdout(Stdio::null()).stderr(std::fs::File::create(&up_err).unwrap()).spawn().unwrap();
     let state = Path::new("/run/partita").join(&name).join("state.json");
     // A VM partition's first `up` on a machine may build the guest image and probe KVM first.
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -117,11 +121,23 @@ fn check_then_up(example: &str, name: &str, seconds: u32, (n_veths, n_taps): (us
     let found_netns = netns_with_prefix(&format!("partita-{name}-"));
     let layout = Layout::detect().unwrap();
     let per_hierarchy: Vec<(PathBuf, BTreeSet<String>)> = layout.roots().into_iter().map(|r| { let c = cgroups_in(&r, &name); (r, c) }).collect();
-    let up_ok = up.wait_with_output().unwrap();
+    // Up to `seconds`; once the monitor has checked a frame the system is stopped with SIGTERM, which tears it
+    // down as the end of --duration does.
+    let monitor_log = || std::fs::read_to_string(state.parent().unwrap().join("monitor.log")).unwrap_or_default();
+    let deadline = Instant::now() + Duration::from_secs(u64::from(seconds) + 10);
+    while Instant::now() < deadline && !monitor_log().contains(FRAME_CHECKED) && up.try_wait().unwrap().is_none() {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    if up.try_wait().unwrap().is_none() {
+        let _ = partita_os::process::send_signal(up.id() as i32, libc::SIGTERM);
+    }
+    let status = up.wait().unwrap();
+    let up_stderr = std::fs::read_to_string(&up_err).unwrap_or_default();
     let _ = std::fs::remove_file(&file);
-    assert!(state.parent().unwrap().exists(), "the system never came up: {}", String::from_utf8_lossy(&up_ok.stderr));
-    assert!(up_ok.status.success(), "{}", String::from_utf8_lossy(&up_ok.stderr));
-    let monitor_log = std::fs::read_to_string(state.parent().unwrap().join("monitor.log")).unwrap_or_default();
+    let _ = std::fs::remove_file(&up_err);
+    assert!(state.parent().unwrap().exists(), "the system never came up: {up_stderr}");
+    assert!(status.success(), "{up_stderr}");
+    let monitor_log = monitor_log();
     let _ = std::fs::remove_dir_all(state.parent().unwrap());
     // The recorder partition's state directory (its ring) stays across runs by design: this test's goes.
     let _ = std::fs::remove_dir_all(std::path::Path::new("/var/lib/partita").join(&name));
@@ -153,5 +169,5 @@ fn check_then_up(example: &str, name: &str, seconds: u32, (n_veths, n_taps): (us
     assert!(links_with_prefix(&HostNames::new(&name).link_prefix()).is_empty());
     assert!(netns_with_prefix(&format!("partita-{name}-")).is_empty());
     assert!(layout.roots().iter().all(|r| cgroups_in(r, &name).is_empty()));
-    (monitor_log, String::from_utf8_lossy(&up_ok.stderr).into_owned())
+    (monitor_log, up_stderr)
 }
