@@ -355,11 +355,9 @@ pub fn isolation(a: IsolationArgs) -> ExitCode {
         return usage(format!("{e}: its plan runs on CPU 0"));
     }
     let qemu = std::path::Path::new(QEMU).exists();
-    if a.vm && !qemu {
-        return usage(format!("--vm: {QEMU} is not installed (scripts/setup.sh installs qemu-system-x86); give --no-vm"));
-    }
     if (a.vm || a.only_vm) && !qemu {
-        return usage(format!("--vm/--only-vm: {QEMU} is not installed (scripts/setup.sh installs qemu-system-x86); give --no-vm"));
+        let flag = if a.vm { "--vm" } else { "--only-vm" };
+        return usage(format!("{flag}: {QEMU} is not installed (scripts/setup.sh installs qemu-system-x86); give --no-vm"));
     }
     let vm = (a.vm || a.only_vm || qemu) && !a.no_vm && faults.iter().any(|f| f.in_guest());
     if a.only_vm && !vm {
