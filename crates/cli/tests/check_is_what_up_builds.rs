@@ -5,7 +5,10 @@ use partita_supervisor::cgroup::Layout;
 use partita_system::HostNames;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
+
+mod common;
+use common::{spawn_up, stop_up_when};
 use std::time::{Duration, Instant};
 
 const HEADING: &str = "on the host (what `partita up` creates, by name)";
@@ -110,7 +113,7 @@ fn check_then_up(example: &str, name: &str, seconds: u32, (n_veths, n_taps): (us
     assert_eq!((bridges.len(), veths.len(), taps.len(), namespaces.len(), cgroups.len()), (2, n_veths, n_taps, 3, 3), "two networks, three members");
 
     let up_err = file.with_extension("up.err");
-    let mut up = partita().args(["up", file.to_str().unwrap(), "--duration", &seconds.to_string()]).stdout(Stdio::null()).stderr(std::fs::File::create(&up_err).unwrap()).spawn().unwrap();
+    let mut up = spawn_up(&file, seconds, &up_err);
     let state = Path::new("/run/partita").join(&name).join("state.json");
     // A VM partition's first `up` on a machine may build the guest image and probe KVM first.
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -124,15 +127,7 @@ fn check_then_up(example: &str, name: &str, seconds: u32, (n_veths, n_taps): (us
     // Up to `seconds`; once the monitor has checked a frame the system is stopped with SIGTERM, which tears it
     // down as the end of --duration does.
     let monitor_log = || std::fs::read_to_string(state.parent().unwrap().join("monitor.log")).unwrap_or_default();
-    let deadline = Instant::now() + Duration::from_secs(u64::from(seconds) + 10);
-    while Instant::now() < deadline && !monitor_log().contains(FRAME_CHECKED) && up.try_wait().unwrap().is_none() {
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    if up.try_wait().unwrap().is_none() {
-        let _ = partita_os::process::send_signal(up.id() as i32, libc::SIGTERM);
-    }
-    let status = up.wait().unwrap();
-    let up_stderr = std::fs::read_to_string(&up_err).unwrap_or_default();
+    let (status, up_stderr) = stop_up_when(up, &up_err, Duration::from_secs(u64::from(seconds) + 10), || monitor_log().contains(FRAME_CHECKED));
     let _ = std::fs::remove_file(&file);
     let _ = std::fs::remove_file(&up_err);
     assert!(state.parent().unwrap().exists(), "the system never came up: {up_stderr}");

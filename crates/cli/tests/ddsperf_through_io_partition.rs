@@ -2,7 +2,8 @@
 //! partition (needs root): `ddsperf ping` in a partition on the module's V-NETWORK, `ddsperf pong` on a native
 //! node on the inter-module network; their round trips cross only the routing partition (`partita route`
 //! without a file, routing every topic both ways), all of it under the module's plan.
-use std::process::Command;
+mod common;
+use common::{spawn_up, stop_up_when};
 
 const SYSTEM: &str = r#"
 [system]
@@ -69,24 +70,11 @@ fn run(name: &str, system: &str, seconds: u32) -> (String, String, String) {
     let file = dir.join("system.toml");
     std::fs::write(&file, system.replace("NAME", name)).unwrap();
     let up_err = dir.join("up.err");
-    let mut up = Command::new(env!("CARGO_BIN_EXE_partita"))
-        .args(["up", file.to_str().unwrap(), "--duration", &seconds.to_string()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(&up_err).unwrap())
-        .spawn()
-        .unwrap();
+    let up = spawn_up(&file, seconds, &up_err);
     // A partition cannot write the host's files: what each side printed is in its log, kept after the run.
     let state = std::path::Path::new("/run/partita").join(name);
     let ping_log = || std::fs::read_to_string(state.join("ping.log")).unwrap_or_default();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(u64::from(seconds) + 5);
-    while std::time::Instant::now() < deadline && roundtrips(&ping_log()).0 <= ENOUGH && up.try_wait().unwrap().is_none() {
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
-    if up.try_wait().unwrap().is_none() {
-        let _ = partita_os::process::send_signal(up.id() as i32, libc::SIGTERM);
-    }
-    let status = up.wait().unwrap();
-    let up_stderr = std::fs::read_to_string(&up_err).unwrap_or_default();
+    let (status, up_stderr) = stop_up_when(up, &up_err, std::time::Duration::from_secs(u64::from(seconds) + 5), || roundtrips(&ping_log()).0 > ENOUGH);
     let ping = ping_log();
     let pong = std::fs::read_to_string(state.join("pong.log")).unwrap_or_default();
     let routing = std::fs::read_to_string(state.join("routing.log")).unwrap_or_default();

@@ -3,8 +3,9 @@
 //! the module's V-NETWORK, where the routing partition finds it and forwards its keyed samples, dispose and
 //! unregister included, to a Cyclone DDS subscriber (Python) on a native node (root).
 use partita_interop::{outcome, parse_seen, stamp};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
+use common::{spawn_up, stop_up_when};
+use std::time::Duration;
 
 const SYSTEM: &str = r#"
 [system]
@@ -63,27 +64,14 @@ fn a_fast_dds_program_with_its_defaults_in_a_partition_reaches_a_cyclone_subscri
     // Up to 30 s; once the subscriber has seen every sample and state (it exits then), the system is stopped
     // with SIGTERM, as an operator would: that tears it down as the end of --duration does.
     let up_err = dir.join("up.err");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_partita"))
-        .args(["up", file.to_str().unwrap(), "--duration", "30"])
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&up_err).unwrap())
-        .spawn()
-        .unwrap();
+    let up = spawn_up(&file, 30, &up_err);
     let state = std::path::Path::new("/run/partita").join(&name);
     let read = |p: &str| std::fs::read_to_string(state.join(format!("{p}.log"))).unwrap_or_default();
     let complete = |log: &str| {
         let (samples, states) = outcome(&parse_seen(log));
         samples.len() == 6 && states.iter().any(|(id, s)| *id == Some(3) && s == "no_writers") && states.iter().any(|(id, s)| *id == Some(2) && s == "disposed")
     };
-    let deadline = Instant::now() + Duration::from_secs(35);
-    while Instant::now() < deadline && !complete(&read("sub")) && child.try_wait().unwrap().is_none() {
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    if child.try_wait().unwrap().is_none() {
-        let _ = partita_os::process::send_signal(child.id() as i32, libc::SIGTERM);
-    }
-    let status = child.wait().unwrap();
-    let up_stderr = std::fs::read_to_string(&up_err).unwrap_or_default();
+    let (status, up_stderr) = stop_up_when(up, &up_err, Duration::from_secs(35), || complete(&read("sub")));
     let (publisher, subscriber, routing) = (read("fastpub"), read("sub"), read("routing"));
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&state);
