@@ -9,6 +9,10 @@ use std::process::ExitCode;
 pub struct CheckArgs {
     /// The system file; without it, the built-in video-surveillance system of paper 001.
     pub file: Option<PathBuf>,
+    /// Of a system spanning several hosts, check the part that runs on this one (its uplinks against this
+    /// machine's interfaces).
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
 }
 
 /// Characters of the timeline for one major frame.
@@ -19,6 +23,13 @@ pub fn run(args: CheckArgs) -> ExitCode {
         Some(f) => partita_system::load(f),
         None => partita_system::builtin_default(),
     };
+    let result = result.map_err(|e| e.to_string()).and_then(|s| {
+        // A system spanning hosts is checked whole without --host (no machine's interfaces say anything of it).
+        if args.host.is_none() && !s.hosts.is_empty() {
+            return Ok(s);
+        }
+        partita_system::uplink::for_this_machine(s, args.host.as_deref()).map_err(|e| e.to_string())
+    });
     match result {
         Ok(system) => {
             print!("{}", render(&system));
@@ -27,7 +38,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
         }
         Err(errors) => {
             eprintln!("{errors}");
-            eprintln!("{} error(s); the system is not valid", errors.0.len());
+            eprintln!("the system is not valid here");
             ExitCode::from(2)
         }
     }
@@ -181,9 +192,58 @@ pub fn render(s: &System) -> String {
             n.tree.netns
         ));
     }
+    out.push_str(&render_uplinks(s));
     out.push_str(&render_vms(s));
     out.push_str(&render_time_protection(s));
     out.push_str(&render_host_objects(&s.host_objects()));
+    out
+}
+
+/// Hosts, uplinks and external peers, and what `up` does with each uplink (docs/deployment.md).
+fn render_uplinks(s: &System) -> String {
+    let mut out = String::new();
+    if !s.hosts.is_empty() {
+        out.push_str("
+hosts
+");
+        for h in &s.hosts {
+            let modules: Vec<&str> = s.modules.iter().filter(|m| m.host.as_deref() == Some(h)).map(|m| m.name.as_str()).collect();
+            let nodes: Vec<&str> = s.nodes.iter().filter(|n| n.host.as_deref() == Some(h)).map(|n| n.name.as_str()).collect();
+            let here = if s.part.as_deref() == Some(h) { "  <- this part" } else { "" };
+            out.push_str(&format!("  {h:<20} modules: {}; nodes: {}{here}
+", if modules.is_empty() { "-".into() } else { modules.join(", ") }, if nodes.is_empty() { "-".into() } else { nodes.join(", ") }));
+        }
+        if s.part.is_none() {
+            out.push_str(&format!("  (the whole file; `partita check --host NAME` checks one part against this machine, `partita up --host NAME` brings it up as system {}.NAME)
+", s.name));
+        }
+    }
+    if s.uplinks().next().is_some() {
+        out.push_str("
+uplinks (docs/deployment.md)
+");
+        for (owner, u) in s.uplinks() {
+            let how = match u.mode {
+                partita_system::UplinkMode::Move => format!("moves {} into {owner}'s namespace as {}", u.interface, partita_system::UPLINK_NIC),
+                _ => format!("makes a {} child of {} in {owner}'s namespace as {}", u.mode, u.interface, partita_system::UPLINK_NIC),
+            };
+            out.push_str(&format!(
+                "  {owner}: `up` {how}, {}/{}{}{}; DDS domain {} there, peers {}{}; given back at `down`
+",
+                u.address,
+                u.prefix,
+                u.gateway.map(|g| format!(" via {g}")).unwrap_or_default(),
+                u.mtu.map(|m| format!(", MTU {m}")).unwrap_or_default(),
+                u.domain,
+                u.peers.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", "),
+                if u.multicast { ", multicast on" } else { ", no multicast" }
+            ));
+        }
+    }
+    for p in &s.peers {
+        out.push_str(&format!("  external peer {} at {} (not started by partita)
+", p.name, p.address));
+    }
     out
 }
 

@@ -31,6 +31,9 @@ pub fn down(a: DownArgs) -> ExitCode {
             for o in &d.live {
                 println!("left system {} alone: it is up (supervisor pid {}); stop it, or use --force", o.system, o.pid);
             }
+            for u in &d.uplinks {
+                println!("{u}");
+            }
             if !d.host_settings.is_empty() {
                 println!("gave the host back {} settings partita had changed (preemption, interrupts, kernel work)", d.host_settings.len());
             }
@@ -288,6 +291,9 @@ pub struct UpArgs {
     /// beside the executor's window-start lateness: how far the executor is from the machine's own floor.
     #[arg(long)]
     pub compare_cyclictest: bool,
+    /// Of a system spanning several hosts, bring up the part that runs on this one (system `<name>.<host>`).
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
 }
 
 /// Builds the system, runs it until the duration, Ctrl-C or SIGTERM, then tears everything down.
@@ -306,6 +312,13 @@ pub fn up(a: UpArgs) -> ExitCode {
         Ok(s) => s,
         Err(errors) => {
             eprint!("{errors}");
+            return ExitCode::from(2);
+        }
+    };
+    let system = match partita_system::uplink::for_this_machine(system, a.host.as_deref()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("partita up: {e}");
             return ExitCode::from(2);
         }
     };

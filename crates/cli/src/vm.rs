@@ -309,6 +309,7 @@ fn plain_env(partition: &str) -> partita_env::PartitionEnv {
         module: partition.into(),
         domain: 0,
         external_domain: None,
+        uplink_domain: None,
         router_toml: None,
         cyclonedds_uri: partita_vm::launch::GUEST_DDS_URI.into(),
         fastdds_profile: None,

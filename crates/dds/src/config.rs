@@ -109,6 +109,12 @@ impl DomainConfig {
         Self::from_environment_domain(partita_env::external_domain())
     }
 
+    /// The uplink's domain of an I/O partition that owns one (`PARTITA_UPLINK_DOMAIN`, in the same
+    /// `CYCLONEDDS_URI` file). `None` without an uplink.
+    pub fn from_environment_uplink() -> Option<Result<Self>> {
+        Self::from_environment_domain(partita_env::uplink_domain())
+    }
+
     /// The partition's configuration when under the supervisor, else loopback on `fallback_domain`.
     pub fn from_environment_or_loopback(fallback_domain: u32) -> Result<Self> {
         Self::from_environment().unwrap_or_else(|| Ok(Self::loopback(fallback_domain)))

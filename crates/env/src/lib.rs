@@ -9,6 +9,7 @@
 //! | `PARTITA_MODULE` | its module's name (a node's own name) |
 //! | `PARTITA_DOMAIN` | the DDS domain id of its first V-NIC: the module's V-NETWORK, or the inter-module network for a node |
 //! | `PARTITA_EXTERNAL_DOMAIN` | I/O partitions only: the inter-module network's domain id |
+//! | `PARTITA_UPLINK_DOMAIN` | I/O partitions with an uplink: the DDS domain carried on it |
 //! | `PARTITA_ROUTER_TOML` | I/O partitions with a `[module.partition.router]` table: that table as TOML |
 //! | `PARTITA_STATE_DIR` | partitions: their private writable directory, kept across runs |
 //! | `CYCLONEDDS_URI` | `file://` of the Cyclone DDS configuration the supervisor wrote: every domain on its V-NIC |
@@ -23,6 +24,8 @@ pub const MODULE: &str = "PARTITA_MODULE";
 pub const DOMAIN: &str = "PARTITA_DOMAIN";
 /// An I/O partition's inter-module domain.
 pub const EXTERNAL_DOMAIN: &str = "PARTITA_EXTERNAL_DOMAIN";
+/// An I/O partition's uplink domain.
+pub const UPLINK_DOMAIN: &str = "PARTITA_UPLINK_DOMAIN";
 /// A partition's private writable directory (the same path on the host and inside).
 pub const STATE_DIR: &str = "PARTITA_STATE_DIR";
 /// An I/O partition's routing table (TOML).
@@ -54,6 +57,8 @@ pub struct PartitionEnv {
     pub module: String,
     pub domain: u32,
     pub external_domain: Option<u32>,
+    /// I/O partitions with an uplink: the DDS domain carried on it.
+    pub uplink_domain: Option<u32>,
     pub router_toml: Option<String>,
     /// `file://...` of the generated DDS configuration.
     pub cyclonedds_uri: String,
@@ -77,6 +82,9 @@ impl PartitionEnv {
         }
         if let Some(d) = self.external_domain {
             v.push((EXTERNAL_DOMAIN.to_string(), d.to_string()));
+        }
+        if let Some(d) = self.uplink_domain {
+            v.push((UPLINK_DOMAIN.to_string(), d.to_string()));
         }
         if let Some(t) = &self.router_toml {
             v.push((ROUTER_TOML.to_string(), t.clone()));
@@ -113,6 +121,11 @@ pub fn external_domain() -> Option<Result<(String, u32), BadDomain>> {
     uri_and_domain(EXTERNAL_DOMAIN)
 }
 
+/// The supervisor's DDS configuration and the uplink's domain; `None` outside an I/O partition with an uplink.
+pub fn uplink_domain() -> Option<Result<(String, u32), BadDomain>> {
+    uri_and_domain(UPLINK_DOMAIN)
+}
+
 /// A partition's private writable directory, when running under the supervisor.
 pub fn state_dir() -> Option<String> {
     std::env::var(STATE_DIR).ok()
@@ -138,7 +151,7 @@ mod tests {
 
     #[test]
     fn the_supervisors_variables_are_reserved_and_others_are_not() {
-        let all = PartitionEnv { partition: "p".into(), module: "m".into(), domain: 1, external_domain: Some(0), router_toml: Some("x".into()), cyclonedds_uri: "file:///x".into(), fastdds_profile: None, state_dir: Some("/s".into()) };
+        let all = PartitionEnv { partition: "p".into(), module: "m".into(), domain: 1, external_domain: Some(0), uplink_domain: Some(2), router_toml: Some("x".into()), cyclonedds_uri: "file:///x".into(), fastdds_profile: None, state_dir: Some("/s".into()) };
         for v in all.vars() {
             assert!(is_reserved(&v.0), "{}", v.0);
         }
@@ -147,7 +160,7 @@ mod tests {
 
     #[test]
     fn only_io_partitions_get_the_external_domain_and_router() {
-        let e = PartitionEnv { partition: "p".into(), module: "m".into(), domain: 3, external_domain: None, router_toml: None, cyclonedds_uri: "file:///x".into(), fastdds_profile: None, state_dir: None };
+        let e = PartitionEnv { partition: "p".into(), module: "m".into(), domain: 3, external_domain: None, uplink_domain: None, router_toml: None, cyclonedds_uri: "file:///x".into(), fastdds_profile: None, state_dir: None };
         let names: Vec<String> = e.vars().into_iter().map(|(k, _)| k).collect();
         assert_eq!(names, vec![PARTITION, MODULE, DOMAIN, CYCLONEDDS_URI]);
         assert!(e.vars().contains(&(DOMAIN.to_string(), "3".to_string())));

@@ -199,6 +199,9 @@ pub struct RouterConfig {
 
 /// The two sides of a router embedded in a system file.
 pub const EMBEDDED_SIDES: [&str; 2] = ["module", "network"];
+/// The third side of a router embedded in a system file whose I/O partition owns an uplink: the uplink's DDS
+/// domain (docs/deployment.md).
+pub const UPLINK_SIDE: &str = "uplink";
 /// The environment variable through which the supervisor hands an embedded router configuration (TOML) to the
 /// I/O partition's `partita route`.
 pub const EMBEDDED_ENV: &str = partita_env::ROUTER_TOML;
@@ -294,6 +297,13 @@ impl RouterConfig {
     /// and `network` (the inter-module network). Errors name `origin`. The returned sides are placeholders;
     /// [`RouterConfig::for_io_partition`] replaces them with the partition's domains.
     pub fn parse_embedded(text: &str, origin: &str) -> Result<Self, Vec<ConfigError>> {
+        Self::parse_embedded_with(text, origin, false)
+    }
+
+    /// [`RouterConfig::parse_embedded`] for an I/O partition that owns an uplink (`uplink`): a third side,
+    /// `uplink`, may be named in routes; without routes, every topic goes both ways between the module and each
+    /// of the other two sides.
+    pub fn parse_embedded_with(text: &str, origin: &str, uplink: bool) -> Result<Self, Vec<ConfigError>> {
         let err = |field: &str, problem: String, fix: &str| ConfigError {
             file: origin.into(),
             line: None,
@@ -306,16 +316,17 @@ impl RouterConfig {
         if !cfg.sides.is_empty() {
             return Err(vec![err(
                 "side",
-                "an I/O partition's router has two implicit sides, `module` and `network`".into(),
-                "remove the [[side]] tables and name the sides module and network in the routes",
+                "an I/O partition's router has implicit sides, `module`, `network` and, with an uplink, `uplink`".into(),
+                "remove the [[side]] tables and name the sides module, network or uplink in the routes",
             )]);
         }
         // A table that only sets limits or options keeps the default: every topic both ways.
         if cfg.routes.is_empty() {
-            cfg.routes = vec![every_topic_both_ways()];
+            cfg.routes = default_routes(uplink);
         }
         cfg.sides = EMBEDDED_SIDES
             .iter()
+            .chain(uplink.then_some(&UPLINK_SIDE))
             .enumerate()
             .map(|(i, n)| SideConfig {
                 name: (*n).into(),
@@ -347,17 +358,25 @@ impl RouterConfig {
     /// table names it. The sides' interface and peers are left empty: the supervisor configured both domains, and
     /// the router takes their DDS configuration from the partition's environment.
     pub fn for_io_partition(embedded: Option<&str>, partition: Option<&str>, domains: [u32; 2]) -> Result<Self, Vec<ConfigError>> {
+        Self::for_io_partition_with(embedded, partition, domains, None)
+    }
+
+    /// [`RouterConfig::for_io_partition`] with the uplink's domain when the partition owns one: a third side,
+    /// `uplink`.
+    pub fn for_io_partition_with(embedded: Option<&str>, partition: Option<&str>, domains: [u32; 2], uplink: Option<u32>) -> Result<Self, Vec<ConfigError>> {
+        let names: Vec<&str> = EMBEDDED_SIDES.iter().copied().chain(uplink.map(|_| UPLINK_SIDE)).collect();
+        let ids: Vec<u32> = domains.iter().copied().chain(uplink).collect();
         let side = |i: usize| SideConfig {
-            name: EMBEDDED_SIDES[i].into(),
-            domain: domains[i],
+            name: names[i].into(),
+            domain: ids[i],
             interface: default_interface(),
             peers: Vec::new(),
             multicast: false,
         };
         let name = partition.map(str::to_string).unwrap_or_else(default_name);
         if let Some(text) = embedded {
-            let mut cfg = RouterConfig::parse_embedded(text, EMBEDDED_ENV)?;
-            cfg.sides = vec![side(0), side(1)];
+            let mut cfg = RouterConfig::parse_embedded_with(text, EMBEDDED_ENV, uplink.is_some())?;
+            cfg.sides = (0..names.len()).map(side).collect();
             if cfg.name == default_name() {
                 cfg.name = name;
             }
@@ -371,8 +390,8 @@ impl RouterConfig {
             mirror_participants: true,
             batch_delay: default_batch_delay(),
             local_applications: false,
-            sides: vec![side(0), side(1)],
-            routes: vec![every_topic_both_ways()],
+            sides: (0..names.len()).map(side).collect(),
+            routes: default_routes(uplink.is_some()),
         })
     }
 
@@ -523,11 +542,21 @@ pub fn describe(path: Option<&PathBuf>) -> String {
     path.map(|p| p.display().to_string()).unwrap_or_else(|| "(built-in)".into())
 }
 
-/// The default route of an I/O partition: every topic, both ways, between its module and the network.
-fn every_topic_both_ways() -> RouteConfig {
+/// The default routes of an I/O partition: every topic, both ways, between its module and the network, and
+/// between its module and its uplink when it owns one.
+fn default_routes(uplink: bool) -> Vec<RouteConfig> {
+    let mut routes = vec![every_topic_both_ways(EMBEDDED_SIDES[1])];
+    if uplink {
+        routes.push(every_topic_both_ways(UPLINK_SIDE));
+    }
+    routes
+}
+
+/// Every topic, both ways, between the module and `other`.
+fn every_topic_both_ways(other: &str) -> RouteConfig {
     RouteConfig {
         from: EMBEDDED_SIDES[0].into(),
-        to: EMBEDDED_SIDES[1].into(),
+        to: other.into(),
         both_ways: true,
         allow: default_allow(),
         block: Vec::new(),

@@ -8,7 +8,7 @@ use crate::batch::Batching;
 use partita_dds::{DomainConfig, Interface};
 pub use partita_router_config::{
     describe, parse_duration, ConfigError, DurabilityOverride, DurationError, ReliabilityOverride, RouteConfig, SideConfig, TopicOverride,
-    Trigger, DEFAULT_BATCH_DELAY, EMBEDDED_ENV, EMBEDDED_SIDES, MAX_BATCH_DELAY, MAX_STATS_PERIOD,
+    Trigger, DEFAULT_BATCH_DELAY, EMBEDDED_ENV, EMBEDDED_SIDES, UPLINK_SIDE, MAX_BATCH_DELAY, MAX_STATS_PERIOD,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -71,11 +71,19 @@ impl RouterConfig {
         };
         let embedded = partita_env::router_toml();
         let partition = partita_env::partition();
-        let validated = match Validated::for_io_partition(embedded.as_deref(), partition.as_deref(), [module.domain_id, external.domain_id]) {
+        let uplink = match DomainConfig::from_environment_uplink() {
+            None => None,
+            Some(Ok(u)) => Some(u),
+            Some(Err(e)) => return Some(Err(e.to_string())),
+        };
+        let validated = match Validated::for_io_partition_with(embedded.as_deref(), partition.as_deref(), [module.domain_id, external.domain_id], uplink.as_ref().map(|u| u.domain_id)) {
             Ok(v) => v,
             Err(errors) => return Some(Err(errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"))),
         };
-        let supervisor_domains = EMBEDDED_SIDES.iter().map(|s| s.to_string()).zip([module, external]).collect();
+        let mut supervisor_domains: BTreeMap<String, DomainConfig> = EMBEDDED_SIDES.iter().map(|s| s.to_string()).zip([module, external]).collect();
+        if let Some(u) = uplink {
+            supervisor_domains.insert(UPLINK_SIDE.to_string(), u);
+        }
         Some(Ok(RouterConfig { validated, supervisor_domains }))
     }
 

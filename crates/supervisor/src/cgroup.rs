@@ -120,7 +120,7 @@ pub struct PartitionCgroup {
 
 /// Checks a name used as a cgroup/netns path component.
 pub fn check_component(what: &str, name: &str) -> Result<()> {
-    if name.is_empty() || name.len() > 64 || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+    if name.is_empty() || name.len() > 64 || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.') || name.starts_with('.') {
         return Err(SupervisorError::Invalid(format!(
             "{what} name {name:?} must be 1 to 64 of [A-Za-z0-9_-] (it becomes a cgroup and namespace name)"
         )));

@@ -90,6 +90,8 @@ pub struct Down {
     pub live: Vec<Owner>,
     /// The host settings given back (`crate::host_tuning`).
     pub host_settings: Vec<String>,
+    /// The uplinks given back (`crate::uplink`).
+    pub uplinks: Vec<String>,
 }
 
 /// Removes what partita left on this machine: every namespace, interface and cgroup of a system whose
@@ -130,6 +132,11 @@ pub fn down(force: bool) -> Result<Down> {
             .collect(),
     };
     kill_dirs(removed.cgroups.iter().map(|p| p.as_path()))?;
+    // Moved interfaces go back before their namespaces go (a veth end would go with its namespace).
+    let (uplinks, refused) = crate::uplink::give_back_leftovers(&kept_systems.iter().cloned().collect::<Vec<_>>());
+    if !refused.is_empty() {
+        return Err(crate::error::SupervisorError::Invalid(format!("{}; the namespaces and records of those systems are kept", refused.join("; "))));
+    }
     for ns in &removed.netns {
         ip(&["netns", "del", ns])?;
     }
@@ -154,7 +161,7 @@ pub fn down(force: bool) -> Result<Down> {
     crate::stalls::remove_stale_instances();
     // The idle pollers' cgroups of processes that are gone (their pollers ended by themselves).
     removed.cgroups.extend(partita_os::idle_poll::remove_stale());
-    Ok(Down { removed, live, host_settings })
+    Ok(Down { removed, live, host_settings, uplinks })
 }
 
 /// Removes the state directory the supervisor writes (`/run/partita/<system>`).
@@ -171,7 +178,7 @@ fn remove_stale_state_dirs(root: &Path, live: &[Owner]) -> Result<()> {
     let registry = Path::new(registry::REGISTRY_DIR);
     for e in entries.flatten() {
         let p = e.path();
-        if p == registry || live.iter().any(|o| o.state_dir == p) || !p.is_dir() {
+        if p == registry || p == Path::new(crate::uplink::RECORD_DIR) || live.iter().any(|o| o.state_dir == p) || !p.is_dir() {
             continue;
         }
         remove_state_dir(&p)?;

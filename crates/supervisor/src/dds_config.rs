@@ -13,11 +13,19 @@ pub struct CycloneConfig {
     /// Multicast stays on the partition's own bridge when enabled; off by default.
     pub multicast: bool,
     pub max_participant_index: u32,
+    /// Peers may lie outside 198.18.0.0/15: an uplink's, on the real network the file names.
+    pub any_peers: bool,
 }
 
 impl CycloneConfig {
     pub fn new(interface: &str, domain_id: u32, peers: Vec<Ipv4Addr>) -> Self {
-        CycloneConfig { interface: interface.into(), domain_id, peers, multicast: false, max_participant_index: 20 }
+        CycloneConfig { interface: interface.into(), domain_id, peers, multicast: false, max_participant_index: 20, any_peers: false }
+    }
+
+    /// The domain an uplink carries, on its interface inside the namespace, with its peers and, where the file
+    /// allows it, multicast on that interface.
+    pub fn uplink(u: &partita_system::Uplink) -> Self {
+        CycloneConfig { multicast: u.multicast, any_peers: true, ..Self::new(partita_system::UPLINK_NIC, u.domain.get(), u.peers.clone()) }
     }
 
     /// One XML document configuring several domains (an I/O partition: its module's and the external one).
@@ -38,7 +46,7 @@ impl CycloneConfig {
         if self.interface.is_empty() || self.interface.len() > 15 || !self.interface.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
             return Err(SupervisorError::Invalid(format!("interface {:?} is not a Linux interface name", self.interface)));
         }
-        if let Some(p) = self.peers.iter().find(|p| !crate::vnet::is_project_address(**p)) {
+        if let Some(p) = self.peers.iter().find(|p| !self.any_peers && !crate::vnet::is_project_address(**p)) {
             return Err(SupervisorError::Invalid(format!("peer {p} is outside 198.18.0.0/15")));
         }
         // The DDS layer's settings for a named interface, so that every other knob is the one it writes too.

@@ -24,6 +24,7 @@ pub mod health;
 pub mod probe;
 pub mod registry;
 pub mod stalls;
+pub mod uplink;
 pub mod bench;
 pub mod supervisor;
 pub mod window_watch;

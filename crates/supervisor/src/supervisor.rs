@@ -18,7 +18,9 @@ use crate::window_watch::{WindowCounts, WindowWatch};
 use crate::overrun::{OverrunPolicy, TimeGuard};
 use crate::host_tuning::{self, HostTuning};
 use partita_os::cpu_latency::CpuLatencyHold;
+use crate::uplink::HandedUplink;
 use crate::vnet::{Bridge, NetNamespace, VirtualNic};
+use partita_system::UPLINK_NIC;
 use partita_dds::fastdds::FastDdsProfile;
 use partita_env::PartitionEnv;
 use serde::Serialize;
@@ -91,6 +93,8 @@ pub struct Supervisor {
     monitor: HealthMonitor,
     cgroups: Vec<Arc<PartitionCgroup>>,
     nics: Vec<VirtualNic>,
+    /// Host interfaces handed to I/O partitions and nodes: given back before their namespaces go.
+    uplinks: Vec<HandedUplink>,
     /// VM partitions' V-NICs, and their KVM device nodes (under hardware virtualization).
     taps: Vec<Tap>,
     kvm_nodes: Vec<KvmNode>,
@@ -182,6 +186,7 @@ impl Supervisor {
             monitor: HealthMonitor::new(EventLog::new(Some(Box::new(events)))),
             cgroups: Vec::new(),
             nics: Vec::new(),
+            uplinks: Vec::new(),
             taps: Vec::new(),
             kvm_nodes: Vec::new(),
             namespaces: Vec::new(),
@@ -278,6 +283,13 @@ impl Supervisor {
                 fastdds.addresses.push(nic.address);
                 fastdds.peers.extend(system.addresses_on(nic.network));
             }
+            if let Some(u) = &tree.uplink {
+                s.uplinks.push(HandedUplink::hand_over(u, &system.name, member.name, &ns)?);
+                s.monitor.log().record(member.name, "uplink", None, None, Some(format!("{} ({}) as {UPLINK_NIC} {}/{}", u.interface, u.mode, u.address, u.prefix)));
+                domains.push(CycloneConfig::uplink(u));
+                fastdds.addresses.push(u.address);
+                fastdds.peers.extend(&u.peers);
+            }
             let xml_path = state_path.join(format!("{}.xml", member.name));
             let uri = match vm {
                 Some(_) => String::new(),
@@ -328,8 +340,14 @@ impl Supervisor {
             let environment = PartitionEnv {
                 partition: member.name.to_string(),
                 module: member.module.map_or(member.name, |m| &m.name).to_string(),
-                domain: tree.nics.first().map_or(system.network.domain, |n| n.domain).get(),
+                // A node with an uplink speaks on it: it stands for a machine on that network.
+                domain: match (&tree.uplink, member.partition) {
+                    (Some(u), None) => u.domain,
+                    _ => tree.nics.first().map_or(system.network.domain, |n| n.domain),
+                }
+                .get(),
                 external_domain: io.and(tree.nics.iter().find(|n| n.network == NetworkId::InterModule)).map(|n| n.domain.get()),
+                uplink_domain: io.and(tree.uplink.as_ref()).map(|u| u.domain.get()),
                 router_toml: io.and_then(|p| p.router.clone()),
                 cyclonedds_uri: uri,
                 fastdds_profile,

@@ -23,6 +23,7 @@ fn spec(system: &str, partition: &str, cg: &PartitionCgroup, netns: Option<&NetN
             module: system.into(),
             domain: 3,
             external_domain: None,
+            uplink_domain: None,
             router_toml: None,
             cyclonedds_uri: "file:///nonexistent.xml".into(),
             fastdds_profile: None,

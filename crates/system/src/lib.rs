@@ -10,6 +10,7 @@ mod load;
 pub mod model;
 pub mod names;
 pub mod plan;
+pub mod uplink;
 
 pub use confinement::Confinement;
 pub use error::{Diagnostic, Errors, Problem};

@@ -148,7 +148,7 @@ pub fn load(path: &Path) -> Result<System, Errors> {
 /// Validates `text` (shown as `file` in errors) against `host`'s CPUs.
 pub fn parse(text: &str, file: &str, host: &Host) -> Result<System, Errors> {
     let mut cx = Cx { file, text, host, errors: Vec::new() };
-    let raw: RawFile = match toml::from_str(text) {
+    let mut raw: RawFile = match toml::from_str(text) {
         Ok(r) => r,
         Err(e) => {
             let span = e.span().unwrap_or(0..0);
@@ -158,7 +158,19 @@ pub fn parse(text: &str, file: &str, host: &Host) -> Result<System, Errors> {
             return Err(Errors(cx.errors));
         }
     };
-    let system = cx.build(raw, host);
+    // Hosts, uplinks and peers are read in a pass of their own (crate::uplink), once the networks are known.
+    let placement = crate::uplink::RawPlacement {
+        hosts: std::mem::take(&mut raw.host),
+        peers: std::mem::take(&mut raw.peer),
+        module_hosts: raw.module.iter_mut().map(|m| m.host.take()).collect(),
+        // cloned, not taken: the router table's validation needs to know whether an uplink side exists
+        partition_uplinks: raw.module.iter().map(|m| m.partition.iter().map(|p| p.uplink.clone()).collect()).collect(),
+        node_hosts: raw.node.iter_mut().map(|n| n.host.take()).collect(),
+        node_uplinks: raw.node.iter_mut().map(|n| n.uplink.take()).collect(),
+    };
+    let mut system = cx.build(raw, host);
+    let mut report = crate::uplink::Report { file, text, errors: &mut cx.errors };
+    crate::uplink::place(placement, &mut system, &mut report);
     if cx.errors.is_empty() {
         Ok(system)
     } else {
@@ -192,6 +204,10 @@ struct RawFile {
     module: Vec<RawModule>,
     #[serde(default)]
     node: Vec<RawNode>,
+    #[serde(default)]
+    host: Vec<crate::uplink::RawHost>,
+    #[serde(default)]
+    peer: Vec<crate::uplink::RawPeer>,
 }
 
 #[derive(Deserialize)]
@@ -223,6 +239,8 @@ struct RawModule {
     plan: Vec<RawPlan>,
     #[serde(default)]
     path: Vec<RawPath>,
+    /// The host it runs on, in a system spanning several (`[[host]]`).
+    host: Option<S<String>>,
 }
 
 /// A request path through the module's partitions, for the schedule analysis (`partita check`,
@@ -266,6 +284,8 @@ struct RawPartition {
     time_overrun: Option<S<RawTimeOverrun>>,
     /// `"unlimited"` or a table of limits.
     disk: Option<S<toml::Value>>,
+    /// A host interface the I/O partition owns (docs/deployment.md).
+    uplink: Option<S<crate::uplink::RawUplink>>,
 }
 
 #[derive(Deserialize)]
@@ -333,6 +353,8 @@ struct RawNode {
     scheduling: Option<RawScheduling>,
     domain: Option<S<u64>>,
     address: Option<S<String>>,
+    host: Option<S<String>>,
+    uplink: Option<S<crate::uplink::RawUplink>>,
 }
 
 #[derive(Deserialize)]
@@ -525,7 +547,7 @@ impl Cx<'_> {
 
         if raw.module.len() > MAX_COUNT || raw.node.len() > MAX_COUNT {
             self.err(&(0..0), "module", Problem::BadValue(format!("at most {MAX_COUNT} modules and {MAX_COUNT} nodes; split the system")));
-            return System { name: system_name, source: self.file.into(), modules: vec![], nodes: vec![], network: Network { domain: DomainId::new(0).expect("0 is a domain"), subnet: ADDRESS_POOL, bridge: String::new() }, cpu_dma_latency: None, host: HostTuning::default() };
+            return System { name: system_name, source: self.file.into(), modules: vec![], nodes: vec![], network: Network { domain: DomainId::new(0).expect("0 is a domain"), subnet: ADDRESS_POOL, bridge: String::new() }, cpu_dma_latency: None, host: HostTuning::default(), hosts: vec![], part: None, peers: vec![] };
         }
 
         // Explicit domains and subnets first, so automatic ones avoid them.
@@ -725,7 +747,7 @@ impl Cx<'_> {
                     }
                     Some(r) => {
                         let text = toml::to_string(r.get_ref()).unwrap_or_default();
-                        match partita_router_config::RouterConfig::parse_embedded(&text, self.file) {
+                        match partita_router_config::RouterConfig::parse_embedded_with(&text, self.file, p.uplink.is_some()) {
                             Ok(_) => Some(text),
                             Err(errors) => {
                                 for e in errors {
@@ -746,7 +768,7 @@ impl Cx<'_> {
                     Some(d) => self.disk(d, &format!("{ppath}.disk")),
                     None => DEFAULT_DISK,
                 };
-                let tree = ProcessTree { command, env, memory: Some(memory), pids_max, cpus: pcpus, health, scheduling, netns: String::new(), cgroup: String::new(), nics: Vec::new(), confinement: Some(confinement), disk };
+                let tree = ProcessTree { command, env, memory: Some(memory), pids_max, cpus: pcpus, health, scheduling, netns: String::new(), cgroup: String::new(), nics: Vec::new(), confinement: Some(confinement), disk, uplink: None };
                 partitions.push(Partition { name: pname, criticality, io: p.io, domain, address, external_address, router, plan: None, vm, time_overrun, tree });
             }
 
@@ -903,7 +925,7 @@ impl Cx<'_> {
                 }
                 paths.push(RequestPath { name: pname, through: through.clone() });
             }
-            modules.push(Module { name, cpus, network: Network { domain, subnet, bridge: String::new() }, partitions, plans, paths });
+            modules.push(Module { name, cpus, network: Network { domain, subnet, bridge: String::new() }, partitions, plans, paths, host: None });
         }
 
         // Native nodes.
@@ -936,8 +958,8 @@ impl Cx<'_> {
             let address = node_addrs[ni]
                 .or_else(|| self.next_host(&ext_subnet, &mut ext_hosts, &format!("node {name}"), &n.name.span(), &format!("{path}.address")))
                 .unwrap_or(Ipv4Addr::UNSPECIFIED);
-            let tree = ProcessTree { command, env, memory, pids_max, cpus, health, scheduling, netns: String::new(), cgroup: String::new(), nics: Vec::new(), confinement: None, disk: DiskLimits::default() };
-            nodes.push(NativeNode { name, address, domain, tree });
+            let tree = ProcessTree { command, env, memory, pids_max, cpus, health, scheduling, netns: String::new(), cgroup: String::new(), nics: Vec::new(), confinement: None, disk: DiskLimits::default(), uplink: None };
+            nodes.push(NativeNode { name, address, domain, tree, host: None });
         }
 
         // The wake-up latency bound: on by default (0 µs) when a plan runs, as cyclictest holds it.
@@ -954,7 +976,7 @@ impl Cx<'_> {
             },
         };
         let host_tuning = self.host_tuning(&raw.system, &modules, host);
-        let mut system = System { name: system_name, source: self.file.to_string(), modules, nodes, network, cpu_dma_latency, host: host_tuning };
+        let mut system = System { name: system_name, source: self.file.to_string(), modules, nodes, network, cpu_dma_latency, host: host_tuning, hosts: vec![], part: None, peers: vec![] };
         crate::names::place(&mut system);
         system
     }

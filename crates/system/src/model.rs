@@ -308,6 +308,78 @@ pub struct System {
     /// CPUs and the window's owner can take the CPU back from kernel code (`[system] preemption`,
     /// `housekeeping_cpus`).
     pub host: HostTuning,
+    /// The machines a system spanning several hosts is placed on (`[[host]]`); empty: one machine.
+    pub hosts: Vec<String>,
+    /// The host this is the part of (`partita up --host NAME`): only that host's modules and nodes are in it,
+    /// and its `name` is `<system>.<host>`, so that two parts on one machine do not collide. `None`: the whole
+    /// system.
+    pub part: Option<String>,
+    /// DDS programs on other machines that partita does not start, reached over the uplinks (`[[peer]]`).
+    pub peers: Vec<Peer>,
+}
+
+/// A DDS program on another machine that partita does not start (`[[peer]]`): a unicast discovery peer of every
+/// uplink.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Peer {
+    pub name: String,
+    pub address: Ipv4Addr,
+}
+
+/// How a host interface is handed to an I/O partition or native node as its uplink.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UplinkMode {
+    /// The device itself moves into the partition's network namespace (a NIC passed through); it is given
+    /// back, with its name, addresses, MTU and link state, when the system goes.
+    Move,
+    /// A macvlan child of the device (bridge mode): the host keeps the device.
+    Macvlan,
+    /// An ipvlan child of the device (L2 mode): the host keeps the device; one MAC address on the wire.
+    Ipvlan,
+}
+
+impl fmt::Display for UplinkMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            UplinkMode::Move => "move",
+            UplinkMode::Macvlan => "macvlan",
+            UplinkMode::Ipvlan => "ipvlan",
+        })
+    }
+}
+
+/// The interface an uplink has inside its partition's namespace.
+pub const UPLINK_NIC: &str = "uplink0";
+
+/// A host interface given to an I/O partition or a native node: its way off the machine
+/// (`[module.partition.uplink]`, `[node.uplink]`; docs/deployment.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Uplink {
+    /// The host interface (in the supervisor's network namespace).
+    pub interface: String,
+    pub mode: UplinkMode,
+    /// Its address inside the namespace, in any subnet the operator names.
+    pub address: Ipv4Addr,
+    pub prefix: u8,
+    pub gateway: Option<Ipv4Addr>,
+    pub mtu: Option<u32>,
+    /// The DDS domain carried on it (the system's uplink domain unless set): a side of its own in the I/O
+    /// partition's router, `uplink`.
+    pub domain: DomainId,
+    /// Unicast discovery peers: every other uplink of the system file (on every host) and every `[[peer]]`.
+    pub peers: Vec<Ipv4Addr>,
+    /// DDS discovery by multicast on this interface too (off unless the file allows it).
+    pub multicast: bool,
+    /// The file accepts that the host may lose its own connection (the interface carries the host's default
+    /// route or its only address): `allow_host_connection_loss = true`.
+    pub allow_host_connection_loss: bool,
+}
+
+impl Uplink {
+    pub fn subnet(&self) -> Subnet {
+        let mask = if self.prefix == 0 { 0 } else { u32::MAX << (32 - self.prefix) };
+        Subnet::new(Ipv4Addr::from(u32::from(self.address) & mask), self.prefix).expect("a masked base has no host bits")
+    }
 }
 
 /// Host settings held while a system is up and given back when it goes (docs/security.md, "Time
@@ -443,6 +515,8 @@ pub struct ProcessTree {
     pub confinement: Option<crate::Confinement>,
     /// Block I/O limits on the disk that holds its state directory.
     pub disk: DiskLimits,
+    /// A host interface it owns (I/O partitions and native nodes only).
+    pub uplink: Option<Uplink>,
 }
 
 /// A core module (a machine) with its partitions, plans and V-NETWORK.
@@ -459,6 +533,8 @@ pub struct Module {
     pub plans: Vec<Plan>,
     /// Request paths through the module's partitions (`[[module.path]]`), for the schedule analysis.
     pub paths: Vec<RequestPath>,
+    /// The host it runs on (`host`), in a system spanning several.
+    pub host: Option<String>,
 }
 
 /// A request's visits to the module's partitions, in order (`[[module.path]]`): what `partita check` and
@@ -543,6 +619,8 @@ pub struct NativeNode {
     /// DDS domain (the inter-module network's unless set).
     pub domain: DomainId,
     pub tree: ProcessTree,
+    /// The host it runs on (`host`), in a system spanning several.
+    pub host: Option<String>,
 }
 
 /// The repeating cycle of time windows of one CPU.
@@ -638,6 +716,33 @@ impl System {
     pub fn addresses_on(&self, id: NetworkId) -> Vec<Ipv4Addr> {
         self.trees().flat_map(|(_, t)| t.nics.iter()).filter(|n| n.network == id).map(|n| n.address).collect()
     }
+    /// The part of this system that runs on `host` (`partita up --host NAME`): its modules and nodes, named
+    /// `<system>.<host>`. The uplinks keep the peers computed from the whole file.
+    pub fn part(&self, host: &str) -> Result<System, String> {
+        if self.part.is_some() {
+            return Err(format!("{} is already the part of host {host}", self.name));
+        }
+        if !self.hosts.iter().any(|h| h == host) {
+            return Err(if self.hosts.is_empty() {
+                format!("{} declares no [[host]]: it runs on one machine; leave --host out", self.source)
+            } else {
+                format!("{} has no host {host:?}; its hosts are {}", self.source, self.hosts.join(", "))
+            });
+        }
+        let mut part = self.clone();
+        part.modules.retain(|m| m.host.as_deref() == Some(host));
+        part.nodes.retain(|n| n.host.as_deref() == Some(host));
+        part.name = format!("{}.{host}", self.name);
+        part.part = Some(host.to_string());
+        crate::names::place(&mut part);
+        Ok(part)
+    }
+
+    /// Every uplink with the name of the partition or node that owns it.
+    pub fn uplinks(&self) -> impl Iterator<Item = (&str, &Uplink)> {
+        self.trees().filter_map(|(n, t)| t.uplink.as_ref().map(|u| (n, u)))
+    }
+
     /// Every object `partita up` creates on the host for this system, by name.
     pub fn host_objects(&self) -> HostObjects {
         let mut o = HostObjects::default();

@@ -20,6 +20,7 @@ fn env(partition: &str) -> PartitionEnv {
         module: "m".into(),
         domain: 5,
         external_domain: None,
+        uplink_domain: None,
         router_toml: None,
         cyclonedds_uri: "file:///run/partita/host-side.xml".into(),
         fastdds_profile: None,
