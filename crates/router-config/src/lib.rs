@@ -690,6 +690,22 @@ max_rate = 30.0
     }
 
     #[test]
+    fn an_io_partition_with_an_uplink_has_a_third_side_and_routes_to_it_by_default() {
+        let c = RouterConfig::for_io_partition_with(None, Some("routing"), [3, 7], Some(9)).unwrap();
+        let sides: Vec<(&str, u32)> = c.sides.iter().map(|s| (s.name.as_str(), s.domain)).collect();
+        assert_eq!(sides, [("module", 3), ("network", 7), ("uplink", 9)]);
+        let pairs: Vec<(&str, &str, bool)> = c.routes.iter().map(|r| (r.from.as_str(), r.to.as_str(), r.both_ways)).collect();
+        assert_eq!(pairs, [("module", "network", true), ("module", "uplink", true)]);
+        // a table may route the uplink, and only where there is one
+        let table = "[[route]]\nfrom = \"uplink\"\nto = \"module\"\n";
+        let c = RouterConfig::for_io_partition_with(Some(table), Some("routing"), [3, 7], Some(9)).unwrap();
+        assert_eq!((c.routes.len(), c.routes[0].from.as_str()), (1, "uplink"));
+        let e = RouterConfig::for_io_partition(Some(table), Some("routing"), [3, 7]).unwrap_err();
+        assert!(e.iter().any(|e| e.field == "route[0].from" && e.problem.contains("uplink")), "{e:?}");
+        assert!(RouterConfig::parse_embedded_with(table, "t", true).is_ok());
+    }
+
+    #[test]
     fn durations() {
         assert_eq!(parse_duration("500us"), Ok(Duration::from_micros(500)));
         assert_eq!(parse_duration("250µs"), Ok(Duration::from_micros(250)));
