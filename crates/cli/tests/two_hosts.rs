@@ -285,3 +285,112 @@ fn a_cut_wire_stops_the_frames_and_they_resume_when_it_is_mended_with_the_plan_k
     assert!(sa.success() && sb.success(), "{}\n{}", read(&ea), read(&eb));
     assert_eq!(m.eth1(&m.a()).as_deref(), Some(CAMERA_ETH1));
 }
+
+/// What a partition without the uplink tries: see it, route to it, find a neighbour on it, send to it.
+const REACH_THE_UPLINK: &str = r#"{ echo "links: $(ip -o link | cut -d: -f2 | tr -d ' ' | tr '\n' ,)"; ip -o link >/dev/null; echo "list: $?"; ip route get 198.19.200.2 >/dev/null 2>&1; echo "route: $?"; echo "neighbours: $(ip neigh | grep -c 198.19.200)"; python3 -c "import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('198.19.200.2', 9))" 2>/dev/null; echo "send: $?"; echo done; } > "$PARTITA_STATE_DIR/out" 2>&1; exec sleep 60"#;
+
+/// What the I/O partition tries on the uplink it owns and on its other interfaces.
+const CHANGE_THE_UPLINK: &str = r#"{ ip -o link >/dev/null; echo "list: $?"; ip addr add 198.19.200.77/24 dev uplink0; echo "add: $?"; ip addr del 198.19.200.1/24 dev uplink0; echo "del: $?"; ip link set uplink0 down; echo "down: $?"; ip link set vnic0 down; echo "vnic0: $?"; ip link add evil0 type veth peer name evil1; echo "new: $?"; ip link set lo down; echo "lo: $?"; echo done; } > "$PARTITA_STATE_DIR/out" 2>&1; exec sleep 60"#;
+
+/// `name: N` of a result file.
+fn result(out: &str, name: &str) -> Option<String> {
+    out.lines().find_map(|l| l.strip_prefix(&format!("{name}: "))).map(String::from)
+}
+
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn from_inside_a_partition_the_uplink_cannot_be_reached_nor_changed() {
+    let _turn = turn();
+    let tag = format!("ptw{}x", std::process::id());
+    let m = Machines::new(&tag);
+    let dir = TempDir::new("two-hosts", "attack");
+    let name = format!("th{}x", std::process::id());
+    let text = format!(
+        r#"
+[system]
+name = "{name}"
+
+[[module]]
+name = "m"
+cpus = [0]
+
+[[module.partition]]
+name = "inner"
+command = ["sh", "-c", {REACH_THE_UPLINK:?}]
+
+[[module.partition]]
+name = "io"
+io = true
+command = ["sh", "-c", {CHANGE_THE_UPLINK:?}]
+
+[module.partition.uplink]
+interface = "eth1"
+mode = "move"
+address = "198.19.200.1/24"
+
+[[peer]]
+name = "far"
+address = "198.19.200.2"
+
+[[module.plan]]
+cpu = 0
+major_frame = "1ms"
+window = [{{ partition = "inner", start = "0us", duration = "500us" }}, {{ partition = "io", start = "500us", duration = "500us" }}]
+"#
+    );
+    let file = dir.0.join("attack.toml");
+    std::fs::write(&file, text).unwrap();
+    let err = dir.0.join("up.err");
+    let up = m.partita(&m.a()).args(["up", file.to_str().unwrap(), "--duration", "40"]).stdout(Stdio::null()).stderr(std::fs::File::create(&err).unwrap()).spawn().unwrap();
+    let out = |p: &str| read(&PathBuf::from(format!("/var/lib/partita/{name}/{p}/out")));
+    let done = wait_for(Duration::from_secs(30), || out("inner").contains("done") && out("io").contains("done"));
+    let (inner, io) = (out("inner"), out("io"));
+    let uplink = Command::new("ip").args(["-n", &format!("partita-{name}-io"), "-o", "-4", "addr", "show", "dev", "uplink0"]).output().unwrap();
+    let uplink = String::from_utf8_lossy(&uplink.stdout).into_owned();
+    let links = ip(&["-n", &format!("partita-{name}-io"), "-o", "link"]);
+    signal(&up, libc::SIGTERM);
+    let mut up = up;
+    assert!(up.wait().unwrap().success(), "{}", read(&err));
+    let _ = std::fs::remove_dir_all(format!("/var/lib/partita/{name}"));
+    eprintln!("inner partition: {inner}\nI/O partition: {io}");
+    assert!(done, "both partitions made their attempts:\ninner: {inner}\nio: {io}\n{}", read(&err));
+    // the other partition: no interface, no route, no neighbour, nothing sent; netlink itself answered
+    assert_eq!(result(&inner, "list").as_deref(), Some("0"), "{inner}");
+    assert!(!result(&inner, "links").unwrap().contains("uplink0"), "{inner}");
+    assert_ne!(result(&inner, "route").as_deref(), Some("0"), "{inner}");
+    assert_eq!(result(&inner, "neighbours").as_deref(), Some("0"), "{inner}");
+    assert_ne!(result(&inner, "send").as_deref(), Some("0"), "{inner}");
+    // the I/O partition: every change refused for want of CAP_NET_ADMIN; the uplink kept its address and state
+    assert_eq!(result(&io, "list").as_deref(), Some("0"), "{io}");
+    for attempt in ["add", "del", "down", "vnic0", "new", "lo"] {
+        assert_ne!(result(&io, attempt).as_deref(), Some("0"), "{attempt}: {io}");
+    }
+    assert!(io.contains("Operation not permitted"), "{io}");
+    assert!(uplink.contains("198.19.200.1/24") && !uplink.contains("198.19.200.77"), "{uplink}");
+    assert!(links.contains("uplink0") && links.contains("state UP") && !links.contains("evil0"), "{links}");
+    assert_eq!(m.eth1(&m.a()).as_deref(), Some(CAMERA_ETH1));
+
+    // The same attempts as root in a namespace of this test shaped like the partitions' work: the test would see
+    // them succeed.
+    let scratch = format!("{tag}r");
+    let _ = Command::new("ip").args(["netns", "del", &scratch]).status();
+    ip(&["netns", "add", &scratch]);
+    ip(&["-n", &scratch, "link", "add", "uplink0", "type", "veth", "peer", "name", "vnic0"]);
+    ip(&["-n", &scratch, "addr", "add", "198.19.200.1/24", "dev", "uplink0"]);
+    for l in ["lo", "uplink0", "vnic0"] {
+        ip(&["-n", &scratch, "link", "set", l, "up"]);
+    }
+    let run = |script: &str| {
+        let d = TempDir::new("two-hosts", &format!("scratch{}", script.len()));
+        Command::new("ip").args(["netns", "exec", &scratch, "sh", "-c", &script.replace("; exec sleep 60", "")]).env("PARTITA_STATE_DIR", &d.0).status().unwrap();
+        read(&d.0.join("out"))
+    };
+    let (host_inner, host_io) = (run(REACH_THE_UPLINK), run(CHANGE_THE_UPLINK));
+    ip(&["netns", "del", &scratch]);
+    assert!(result(&host_inner, "links").unwrap().contains("uplink0"), "{host_inner}");
+    assert_eq!(result(&host_inner, "route").as_deref(), Some("0"), "{host_inner}");
+    assert_eq!(result(&host_inner, "send").as_deref(), Some("0"), "{host_inner}");
+    for attempt in ["add", "del", "down", "vnic0", "new", "lo"] {
+        assert_eq!(result(&host_io, attempt).as_deref(), Some("0"), "{attempt}: {host_io}");
+    }
+}
