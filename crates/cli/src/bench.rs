@@ -26,6 +26,9 @@ enum BenchCommand {
     /// The paper's recorder as a VM partition against a process partition and native: response times, window
     /// lateness, freeze/thaw cost, boot time.
     Vm(crate::paper::VmBenchArgs),
+    /// Paper 001's NETWORK and PARTITIONED DDS WITH ROUTING rows with the monitor on one host and on another
+    /// machine over an uplink (two network namespaces on a wire), in one run.
+    Uplink(crate::paper::UplinkBenchArgs),
     /// Paper 003: a DDS client-server exchange with the server native, in a process partition and in a VM
     /// partition, alone and in a plan, against raw UDP; overhead split and deadline shares.
     Virt(crate::studies::VirtArgs),
@@ -196,6 +199,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
         },
         BenchCommand::Paper(a) => crate::paper::paper(a),
         BenchCommand::Vm(a) => crate::paper::vm(a),
+        BenchCommand::Uplink(a) => crate::paper::uplink(a),
         BenchCommand::Virt(a) => crate::studies::virt(a),
         BenchCommand::Dbe(a) => crate::dbe::run(a),
         BenchCommand::Rt(a) => crate::studies::rt(a),

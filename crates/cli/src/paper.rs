@@ -337,3 +337,63 @@ pub fn vm_accel(asked: &str) -> Result<(String, String), String> {
     let v = partita_vm::probe::probe(&base.kernel.image, &base.path, &cache, partita_vm::probe::DEFAULT_TIMEOUT, false).map_err(|e| e.to_string())?;
     Ok((v.accel.to_string(), v.reason))
 }
+
+#[derive(Args)]
+pub struct UplinkBenchArgs {
+    /// Output folder: uplink.md, uplink.json, and each row's system files and supervisor logs.
+    #[arg(long, default_value = "results/uplink")]
+    out: PathBuf,
+    /// Measured requests per row.
+    #[arg(long, default_value_t = 1_000)]
+    count: u64,
+    #[arg(long, default_value_t = 100)]
+    warmup: u64,
+    /// Answer size.
+    #[arg(long, default_value = "1KiB")]
+    size: String,
+    /// How the measured processes are scheduled.
+    #[command(flatten)]
+    setup: crate::bench::SetupArgs,
+}
+
+/// `partita bench uplink`: paper 001's NETWORK and PARTITIONED DDS WITH ROUTING rows on one host and with the
+/// monitor on another machine over an uplink, in one run (docs/deployment.md).
+pub fn uplink(a: UplinkBenchArgs) -> ExitCode {
+    let usage = |m: String| {
+        eprintln!("error: {m}");
+        ExitCode::from(2)
+    };
+    let size = match partita_bench::parse_size(&a.size) {
+        Ok(s) => s,
+        Err(e) => return usage(format!("--size: {e}")),
+    };
+    if a.count == 0 {
+        return usage("--count: give at least 1 measured request".into());
+    }
+    let setup = match a.setup.setup() {
+        Ok(s) => s,
+        Err(e) => return usage(e.to_string()),
+    };
+    let partita = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => return usage(format!("the partita binary: {e}")),
+    };
+    let cfg = partita_paper::uplink_bench::UplinkBenchConfig { count: a.count, warmup: a.warmup, reply_size: size, out: a.out.clone(), partita, setup };
+    let rows = match partita_paper::uplink_bench::run(&cfg) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("partita bench uplink: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let md = partita_paper::uplink_bench::markdown(&rows);
+    print!("{md}");
+    let (md_path, json_path) = (a.out.join("uplink.md"), a.out.join("uplink.json"));
+    let json = serde_json::to_string_pretty(&rows).unwrap_or_default();
+    if let Err(e) = std::fs::write(&md_path, &md).and_then(|_| std::fs::write(&json_path, json)) {
+        eprintln!("partita bench uplink: {}: {e}", a.out.display());
+        return ExitCode::FAILURE;
+    }
+    eprintln!("wrote {} and {}", md_path.display(), json_path.display());
+    ExitCode::SUCCESS
+}

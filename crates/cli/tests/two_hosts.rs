@@ -6,6 +6,7 @@
 //! `--duration`, after `kill -9` and `partita down`, and when `up` fails half-way; a cut wire stops the frames
 //! and they come back when it is mended, without restarting anything.
 use std::path::{Path, PathBuf};
+use partita_paper::wire::TwoMachines;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -23,81 +24,13 @@ fn turn() -> std::sync::MutexGuard<'static, ()> {
 const EXE: &str = env!("CARGO_BIN_EXE_partita");
 const EXAMPLE: &str = include_str!("../../../examples/video-surveillance-two-hosts.toml");
 
-/// Two machines and a switch between them, as network namespaces of this test: `<tag>a` (the camera's) and
-/// `<tag>b` (the monitor's) each with an `eth1` on the wire, the camera's also with a second interface holding
-/// an address (so that eth1 is not its only one). Removed on drop, after `partita down` on each machine.
-struct Machines {
-    tag: String,
-}
-
 fn ip(args: &[&str]) -> String {
-    let out = Command::new("ip").args(args).output().unwrap();
-    assert!(out.status.success(), "ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    partita_paper::wire::ip(args).unwrap_or_else(|e| panic!("{e}"))
 }
 
-impl Machines {
-    fn new(tag: &str) -> Machines {
-        let m = Machines { tag: tag.to_string() };
-        for n in [m.a(), m.b(), m.switch()] {
-            let _ = Command::new("ip").args(["netns", "del", &n]).status();
-            ip(&["netns", "add", &n]);
-            ip(&["-n", &n, "link", "set", "lo", "up"]);
-        }
-        ip(&["-n", &m.switch(), "link", "add", "sw", "type", "bridge"]);
-        ip(&["-n", &m.switch(), "link", "set", "sw", "up"]);
-        for (host, port) in [(m.a(), "pa"), (m.b(), "pb")] {
-            ip(&["-n", &m.switch(), "link", "add", port, "type", "veth", "peer", "name", "eth1", "netns", &host]);
-            ip(&["-n", &m.switch(), "link", "set", port, "master", "sw", "up"]);
-        }
-        // The camera machine's eth1 as a user would have it: an address, an MTU, a route through it, up.
-        ip(&["-n", &m.a(), "addr", "add", "198.19.201.1/24", "dev", "eth1"]);
-        ip(&["-n", &m.a(), "link", "set", "eth1", "mtu", "1400", "up"]);
-        ip(&["-n", &m.a(), "route", "add", "198.19.251.0/24", "via", "198.19.201.9", "dev", "eth1"]);
-        ip(&["-n", &m.b(), "link", "set", "eth1", "up"]);
-        ip(&["-n", &m.a(), "link", "add", "spare0", "type", "veth", "peer", "name", "spare1"]);
-        ip(&["-n", &m.a(), "addr", "add", "198.19.250.1/24", "dev", "spare0"]);
-        m
-    }
-    fn a(&self) -> String {
-        format!("{}a", self.tag)
-    }
-    fn b(&self) -> String {
-        format!("{}b", self.tag)
-    }
-    fn switch(&self) -> String {
-        format!("{}s", self.tag)
-    }
-    /// `partita ARGS` run on machine `ns`.
-    fn partita(&self, ns: &str) -> Command {
-        let mut c = Command::new("nsenter");
-        c.arg(format!("--net=/run/netns/{ns}")).arg(EXE);
-        c
-    }
-    /// What eth1 of machine `ns` is: addresses, MTU, link state, routes; `None` when it is not there.
-    fn eth1(&self, ns: &str) -> Option<String> {
-        let out = Command::new("ip").args(["-n", ns, "-o", "-4", "addr", "show", "dev", "eth1"]).output().unwrap();
-        if !out.status.success() {
-            return None;
-        }
-        let link = ip(&["-n", ns, "-o", "link", "show", "dev", "eth1"]);
-        let mtu = link.split_whitespace().skip_while(|w| *w != "mtu").nth(1).unwrap_or("?").to_string();
-        let up = link.contains(",UP") || link.contains("<UP");
-        let addrs: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.split_whitespace().nth(3).map(String::from)).collect();
-        let routes = ip(&["-n", ns, "-4", "route", "show", "dev", "eth1"]).lines().map(|l| l.trim().to_string()).collect::<Vec<_>>().join("; ");
-        Some(format!("addresses {addrs:?} mtu {mtu} up {up} routes [{routes}]"))
-    }
-}
-
-impl Drop for Machines {
-    fn drop(&mut self) {
-        for ns in [self.a(), self.b()] {
-            let _ = self.partita(&ns).args(["down", "--force"]).stdout(Stdio::null()).stderr(Stdio::null()).status();
-        }
-        for n in [self.a(), self.b(), self.switch()] {
-            let _ = Command::new("ip").args(["netns", "del", &n]).status();
-        }
-    }
+/// The camera's and the monitor's machines on a wire (`partita_paper::wire`).
+fn machines(tag: &str) -> TwoMachines {
+    TwoMachines::new(tag, Path::new(EXE)).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The camera machine's eth1 before anything was handed over.
@@ -116,13 +49,8 @@ fn system_file(dir: &Path, name: &str, monitor: &[&str]) -> PathBuf {
 }
 
 /// `partita up --host HOST FILE` on machine `ns`, its standard error in `err`.
-fn spawn_part(m: &Machines, ns: &str, host: &str, file: &Path, seconds: u32, err: &Path) -> Child {
-    m.partita(ns)
-        .args(["up", "--host", host, file.to_str().unwrap(), "--duration", &seconds.to_string()])
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(err).unwrap())
-        .spawn()
-        .unwrap()
+fn spawn_part(m: &TwoMachines, ns: &str, host: &str, file: &Path, seconds: u32, err: &Path) -> Child {
+    m.up(ns, host, file, seconds, err).unwrap()
 }
 
 fn wait_for(limit: Duration, what: impl Fn() -> bool) -> bool {
@@ -155,21 +83,21 @@ fn answered(log: &Path) -> Vec<u64> {
 fn frames_cross_the_wire_and_each_uplink_comes_back_on_sigterm_and_ctrl_c() {
     let _turn = turn();
     let tag = format!("ptw{}f", std::process::id());
-    let m = Machines::new(&tag);
+    let m = machines(&tag);
     let dir = TempDir::new("two-hosts", "frames");
     let name = format!("th{}f", std::process::id());
     let file = system_file(&dir.0, &name, &["--rate", "50", "--count", "0", "--duration", "60", "--connect-timeout", "30"]);
-    assert_eq!(m.eth1(&m.a()).as_deref(), Some(CAMERA_ETH1));
-    let check = m.partita(&m.a()).args(["check", "--host", "camera-host", file.to_str().unwrap()]).output().unwrap();
+    assert_eq!(m.eth1(&m.near()).as_deref(), Some(CAMERA_ETH1));
+    let check = m.partita(&m.near()).args(["check", "--host", "camera-host", file.to_str().unwrap()]).output().unwrap();
     assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
     assert!(String::from_utf8_lossy(&check.stdout).contains("moves eth1 into routing's namespace as uplink0"));
     let (ea, eb) = (dir.0.join("a.err"), dir.0.join("b.err"));
-    let a = spawn_part(&m, &m.a(), "camera-host", &file, 60, &ea);
+    let a = spawn_part(&m, &m.near(), "camera-host", &file, 60, &ea);
     let state_a = PathBuf::from(format!("/run/partita/{name}.camera-host"));
     assert!(wait_for(Duration::from_secs(20), || state_a.join("state.json").exists()), "camera part up: {}", read(&ea));
     // the wire's end left the camera machine for the routing partition
-    assert_eq!(m.eth1(&m.a()), None);
-    let b = spawn_part(&m, &m.b(), "monitor-host", &file, 60, &eb);
+    assert_eq!(m.eth1(&m.near()), None);
+    let b = spawn_part(&m, &m.far(), "monitor-host", &file, 60, &eb);
     let monitor_log = PathBuf::from(format!("/run/partita/{name}.monitor-host/monitor.log"));
     let flowed = wait_for(Duration::from_secs(40), || answered(&monitor_log).last().is_some_and(|n| *n >= 20));
     let log = read(&monitor_log);
@@ -180,12 +108,12 @@ fn frames_cross_the_wire_and_each_uplink_comes_back_on_sigterm_and_ctrl_c() {
     assert!(log.contains("answered"), "{log}");
     assert!(sb.success(), "{}", read(&eb));
     // SIGTERM: the monitor machine's eth1 is back (it had no address)
-    assert!(m.eth1(&m.b()).is_some_and(|s| s.contains("addresses []") && s.contains("up true")), "{:?}", m.eth1(&m.b()));
+    assert!(m.eth1(&m.far()).is_some_and(|s| s.contains("addresses []") && s.contains("up true")), "{:?}", m.eth1(&m.far()));
     // Ctrl-C: the camera machine's eth1 is back as it was
     signal(&a, libc::SIGINT);
     let sa = a.wait().unwrap();
     assert!(sa.success(), "{}", read(&ea));
-    assert_eq!(m.eth1(&m.a()).as_deref(), Some(CAMERA_ETH1), "{}", read(&ea));
+    assert_eq!(m.eth1(&m.near()).as_deref(), Some(CAMERA_ETH1), "{}", read(&ea));
     assert!(std::fs::read_dir("/run/partita/uplinks").map(|d| d.flatten().all(|e| !e.file_name().to_string_lossy().contains(&name))).unwrap_or(true));
 }
 
@@ -194,23 +122,23 @@ fn frames_cross_the_wire_and_each_uplink_comes_back_on_sigterm_and_ctrl_c() {
 fn an_uplink_comes_back_after_kill_9_and_down_when_up_fails_half_way_and_at_the_end_of_its_duration() {
     let _turn = turn();
     let tag = format!("ptw{}k", std::process::id());
-    let m = Machines::new(&tag);
+    let m = machines(&tag);
     let dir = TempDir::new("two-hosts", "kill");
     let name = format!("th{}k", std::process::id());
     let file = system_file(&dir.0, &name, &["--count", "5", "--quiet"]);
     // kill -9 of the supervisor, then `partita down` on that machine
     let ea = dir.0.join("a.err");
-    let mut a = spawn_part(&m, &m.a(), "camera-host", &file, 60, &ea);
+    let mut a = spawn_part(&m, &m.near(), "camera-host", &file, 60, &ea);
     let state_a = PathBuf::from(format!("/run/partita/{name}.camera-host"));
     assert!(wait_for(Duration::from_secs(20), || state_a.join("state.json").exists()), "{}", read(&ea));
-    assert_eq!(m.eth1(&m.a()), None);
+    assert_eq!(m.eth1(&m.near()), None);
     signal(&a, libc::SIGKILL);
     a.wait().unwrap();
-    assert_eq!(m.eth1(&m.a()), None, "still in the routing partition's namespace until `down`");
-    let down = m.partita(&m.a()).arg("down").output().unwrap();
+    assert_eq!(m.eth1(&m.near()), None, "still in the routing partition's namespace until `down`");
+    let down = m.partita(&m.near()).arg("down").output().unwrap();
     let said = String::from_utf8_lossy(&down.stdout);
     assert!(down.status.success() && said.contains("uplink eth1 of routing"), "{said}{}", String::from_utf8_lossy(&down.stderr));
-    assert_eq!(m.eth1(&m.a()).as_deref(), Some(CAMERA_ETH1));
+    assert_eq!(m.eth1(&m.near()).as_deref(), Some(CAMERA_ETH1));
     let left = ip(&["netns", "list"]);
     assert!(!left.contains(&format!("partita-{name}.")), "{left}");
 
@@ -220,18 +148,18 @@ fn an_uplink_comes_back_after_kill_9_and_down_when_up_fails_half_way_and_at_the_
     std::fs::write(&blocked, with_blocker).unwrap();
     let taken = format!("partita-{name}.monitor-host-blocker");
     ip(&["netns", "add", &taken]);
-    let up = m.partita(&m.b()).args(["up", "--host", "monitor-host", blocked.to_str().unwrap(), "--duration", "5"]).output().unwrap();
+    let up = m.partita(&m.far()).args(["up", "--host", "monitor-host", blocked.to_str().unwrap(), "--duration", "5"]).output().unwrap();
     ip(&["netns", "del", &taken]);
     let err = String::from_utf8_lossy(&up.stderr);
     assert!(!up.status.success() && err.contains("nothing was left behind"), "{err}");
-    assert!(m.eth1(&m.b()).is_some_and(|s| s.contains("up true")), "{:?}\n{err}", m.eth1(&m.b()));
+    assert!(m.eth1(&m.far()).is_some_and(|s| s.contains("up true")), "{:?}\n{err}", m.eth1(&m.far()));
     assert!(!ip(&["netns", "list"]).contains(&format!("partita-{name}.monitor-host-monitor")));
 
     // the end of --duration
     let eb = dir.0.join("b.err");
-    let mut b = spawn_part(&m, &m.b(), "monitor-host", &file, 3, &eb);
+    let mut b = spawn_part(&m, &m.far(), "monitor-host", &file, 3, &eb);
     assert!(b.wait().unwrap().success(), "{}", read(&eb));
-    assert!(m.eth1(&m.b()).is_some_and(|s| s.contains("up true")), "{:?}", m.eth1(&m.b()));
+    assert!(m.eth1(&m.far()).is_some_and(|s| s.contains("up true")), "{:?}", m.eth1(&m.far()));
 }
 
 #[test]
@@ -239,13 +167,13 @@ fn an_uplink_comes_back_after_kill_9_and_down_when_up_fails_half_way_and_at_the_
 fn a_cut_wire_stops_the_frames_and_they_resume_when_it_is_mended_with_the_plan_kept_all_along() {
     let _turn = turn();
     let tag = format!("ptw{}c", std::process::id());
-    let m = Machines::new(&tag);
+    let m = machines(&tag);
     let dir = TempDir::new("two-hosts", "cut");
     let name = format!("th{}c", std::process::id());
     let file = system_file(&dir.0, &name, &["--rate", "20", "--count", "0", "--duration", "120", "--timeout-ms", "300", "--connect-timeout", "30"]);
     let (ea, eb) = (dir.0.join("a.err"), dir.0.join("b.err"));
-    let a = spawn_part(&m, &m.a(), "camera-host", &file, 120, &ea);
-    let b = spawn_part(&m, &m.b(), "monitor-host", &file, 120, &eb);
+    let a = spawn_part(&m, &m.near(), "camera-host", &file, 120, &ea);
+    let b = spawn_part(&m, &m.far(), "monitor-host", &file, 120, &eb);
     let monitor_log = PathBuf::from(format!("/run/partita/{name}.monitor-host/monitor.log"));
     let state_a = PathBuf::from(format!("/run/partita/{name}.camera-host/state.json"));
     let answered = || answered(&monitor_log);
@@ -283,7 +211,7 @@ fn a_cut_wire_stops_the_frames_and_they_resume_when_it_is_mended_with_the_plan_k
     assert!(frames_cut > frames_before && frames_mended > frames_cut, "frames {frames_before} → {frames_cut} → {frames_mended}");
     assert!(!events.contains("\"restart\""), "{events}");
     assert!(sa.success() && sb.success(), "{}\n{}", read(&ea), read(&eb));
-    assert_eq!(m.eth1(&m.a()).as_deref(), Some(CAMERA_ETH1));
+    assert_eq!(m.eth1(&m.near()).as_deref(), Some(CAMERA_ETH1));
 }
 
 /// What a partition without the uplink tries: see it, route to it, find a neighbour on it, send to it.
@@ -302,7 +230,7 @@ fn result(out: &str, name: &str) -> Option<String> {
 fn from_inside_a_partition_the_uplink_cannot_be_reached_nor_changed() {
     let _turn = turn();
     let tag = format!("ptw{}x", std::process::id());
-    let m = Machines::new(&tag);
+    let m = machines(&tag);
     let dir = TempDir::new("two-hosts", "attack");
     let name = format!("th{}x", std::process::id());
     let text = format!(
@@ -341,7 +269,7 @@ window = [{{ partition = "inner", start = "0us", duration = "500us" }}, {{ parti
     let file = dir.0.join("attack.toml");
     std::fs::write(&file, text).unwrap();
     let err = dir.0.join("up.err");
-    let up = m.partita(&m.a()).args(["up", file.to_str().unwrap(), "--duration", "40"]).stdout(Stdio::null()).stderr(std::fs::File::create(&err).unwrap()).spawn().unwrap();
+    let up = m.partita(&m.near()).args(["up", file.to_str().unwrap(), "--duration", "40"]).stdout(Stdio::null()).stderr(std::fs::File::create(&err).unwrap()).spawn().unwrap();
     let out = |p: &str| read(&PathBuf::from(format!("/var/lib/partita/{name}/{p}/out")));
     let done = wait_for(Duration::from_secs(30), || out("inner").contains("done") && out("io").contains("done"));
     let (inner, io) = (out("inner"), out("io"));
@@ -368,7 +296,7 @@ window = [{{ partition = "inner", start = "0us", duration = "500us" }}, {{ parti
     assert!(io.contains("Operation not permitted"), "{io}");
     assert!(uplink.contains("198.19.200.1/24") && !uplink.contains("198.19.200.77"), "{uplink}");
     assert!(links.contains("uplink0") && links.contains("state UP") && !links.contains("evil0"), "{links}");
-    assert_eq!(m.eth1(&m.a()).as_deref(), Some(CAMERA_ETH1));
+    assert_eq!(m.eth1(&m.near()).as_deref(), Some(CAMERA_ETH1));
 
     // The same attempts as root in a namespace of this test shaped like the partitions' work: the test would see
     // them succeed.
@@ -393,4 +321,24 @@ window = [{{ partition = "inner", start = "0us", duration = "500us" }}, {{ parti
     for attempt in ["add", "del", "down", "vnic0", "new", "lo"] {
         assert_eq!(result(&host_io, attempt).as_deref(), Some("0"), "{attempt}: {host_io}");
     }
+}
+
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn bench_uplink_measures_both_scenarios_on_both_layouts_and_leaves_nothing() {
+    let _turn = turn();
+    let dir = TempDir::new("two-hosts", "bench");
+    let out = Command::new(EXE).args(["bench", "uplink", "--count", "30", "--warmup", "3", "--out", dir.0.to_str().unwrap()]).output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    for row in ["| network | one host (bridge) | 30 |", "| network | two hosts (uplink) | 30 |", "| partitioned | one host (bridge) | 30 |", "| partitioned | two hosts (uplink) | 30 |"] {
+        assert!(stdout.contains(row), "{row}:\n{stdout}");
+    }
+    let rows: serde_json::Value = serde_json::from_str(&read(&dir.0.join("uplink.json"))).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 4);
+    assert!(rows.as_array().unwrap().iter().all(|r| r["report"]["answered"].as_u64() >= Some(30)), "{rows}");
+    // the machines are gone, and every uplink was given back before them
+    let left = ip(&["netns", "list"]);
+    assert!(!left.lines().any(|l| l.starts_with("ptub") || l.starts_with("partita-uplink-")), "{left}");
+    assert!(std::fs::read_dir("/run/partita/uplinks").map(|d| d.count() == 0).unwrap_or(true));
 }

@@ -6,6 +6,8 @@
 //! - [`bench`] and [`report`]: `partita bench paper` and its Markdown, CSV, JSON and SVG outputs.
 //! - [`soak`]: `partita soak`, a system run for hours with per-interval figures and a verdict.
 //! - [`vm_bench`]: `partita bench vm`, the recorder as a VM partition against a process partition and native.
+//! - [`uplink_bench`]: `partita bench uplink`, paper 001's rows with the monitor on another machine (an uplink) beside one host.
+//! - [`wire`]: two machines as network namespaces on a wire, for the uplink tests and benchmark.
 #![forbid(unsafe_code)]
 pub mod bench;
 pub mod demo;
@@ -13,4 +15,6 @@ pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod soak;
+pub mod uplink_bench;
 pub mod vm_bench;
+pub mod wire;

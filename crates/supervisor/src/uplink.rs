@@ -201,7 +201,7 @@ impl HandedUplink {
     pub fn give_back(mut self) -> Result<()> {
         self.done = true;
         give_back(&self.record)?;
-        let _ = std::fs::remove_file(&self.path);
+        forget(&self.path);
         Ok(())
     }
 }
@@ -211,12 +211,18 @@ impl Drop for HandedUplink {
         if !self.done {
             self.done = true;
             match give_back(&self.record) {
-                Ok(()) => {
-                    let _ = std::fs::remove_file(&self.path);
-                }
+                Ok(()) => forget(&self.path),
                 Err(e) => tracing::warn!(target: "partita::supervisor::network", "uplink {}: {e} (its record stays in {RECORD_DIR} for `partita down`)", self.record.interface),
             }
         }
+    }
+}
+
+/// Removes a record, and its directory once it holds none.
+fn forget(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::remove_dir(dir);
     }
 }
 
@@ -300,7 +306,7 @@ pub fn give_back_leftovers(keep: &[String]) -> (Vec<String>, Vec<String>) {
         }
         match give_back(&r) {
             Ok(()) => {
-                let _ = std::fs::remove_file(&path);
+                forget(&path);
                 done.push(format!("uplink {} of {} ({}) given back", r.interface, r.owner, r.system));
             }
             Err(e) => failed.push(format!("uplink {} of {} ({}): {e}", r.interface, r.owner, r.system)),
