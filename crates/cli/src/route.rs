@@ -82,6 +82,9 @@ pub fn run(args: RouteArgs) -> ExitCode {
             if !refused.is_empty() {
                 println!("refused (max_topics reached): {}", refused.join(", "));
             }
+            for (side, present, gone) in router.peers() {
+                println!("side {side}: {present} application participants, {gone} gone (left or lost)");
+            }
         }
     }
     let rows = router.stats();

@@ -164,7 +164,7 @@ fn an_uplink_comes_back_after_kill_9_and_down_when_up_fails_half_way_and_at_the_
 
 #[test]
 #[cfg_attr(partita_not_root, ignore = "needs root")]
-fn a_cut_wire_stops_the_frames_and_they_resume_when_it_is_mended_with_the_plan_kept_all_along() {
+fn a_cut_wire_stops_the_frames_the_router_reports_the_lost_peer_and_frames_resume_when_it_is_mended() {
     let _turn = turn();
     let tag = format!("ptw{}c", std::process::id());
     let m = machines(&tag);
@@ -192,7 +192,10 @@ fn a_cut_wire_stops_the_frames_and_they_resume_when_it_is_mended_with_the_plan_k
     });
     let count_cut = answered().last().copied().unwrap_or(0);
     let frames_cut = frames();
-    std::thread::sleep(Duration::from_secs(3));
+    // the routing partition reports the monitor lost once it has been silent past its lease (Cyclone's 10 s)
+    let routing_log = PathBuf::from(format!("/run/partita/{name}.camera-host/routing.log"));
+    let lost_line = |l: &&str| l.contains("participant gone") && l.contains("side=uplink");
+    let reported = wait_for(Duration::from_secs(25), || read(&routing_log).lines().any(|l| lost_line(&l)));
     // mend it
     ip(&["-n", &m.switch(), "link", "set", "pa", "up"]);
     let (seconds_mended, frames_mended) = (answered().len(), frames());
@@ -206,7 +209,12 @@ fn a_cut_wire_stops_the_frames_and_they_resume_when_it_is_mended_with_the_plan_k
     let (sa, sb) = (a.wait().unwrap(), b.wait().unwrap());
     assert!(flowed, "frames flowed before the cut:\n{log}\n{}\n{}", read(&ea), read(&eb));
     assert!(stopped, "no frames while the wire was cut:\n{log}");
+    assert!(reported, "the routing partition reported the lost monitor:\n{}", read(&routing_log));
     assert!(resumed, "frames came back once the wire was mended, nothing restarted:\n{log}");
+    // and found it again on the uplink after the mend
+    let routing = read(&routing_log);
+    let after = routing.lines().skip_while(|l| !lost_line(l)).skip(1).any(|l| l.contains("participant found") && l.contains("side=uplink"));
+    assert!(after, "{routing}");
     // the camera host's plan ran on through the cut (its frames counter went on), and no partition restarted
     assert!(frames_cut > frames_before && frames_mended > frames_cut, "frames {frames_before} → {frames_cut} → {frames_mended}");
     assert!(!events.contains("\"restart\""), "{events}");

@@ -67,6 +67,8 @@ pub(crate) struct Shared {
     pub(crate) refused_topics: Mutex<HashSet<String>>,
     /// Final figures of routes that ended, newest last (bounded).
     pub(crate) retired: Mutex<Vec<RouteStats>>,
+    /// Per side (in `side_names` order): its application participants.
+    pub(crate) peers: Vec<Arc<crate::side::PeerCounts>>,
 }
 
 /// Routes that ended whose final figures are kept.
@@ -106,6 +108,7 @@ impl Router {
             forwarders: Mutex::new(BTreeMap::new()),
             refused_topics: Mutex::new(HashSet::new()),
             retired: Mutex::new(Vec::new()),
+            peers: sides.iter().map(|s| s.peers.clone()).collect(),
         });
         let stop = Arc::new(AtomicBool::new(false));
         let flusher = Arc::new(Flusher::start());
@@ -136,6 +139,13 @@ impl Router {
         let mut rows = snapshot(&self.shared);
         rows.extend(self.shared.retired.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned());
         rows
+    }
+
+    /// Per side: its name, the application participants it sees now and how many went (left, or were lost when
+    /// the network to them failed), since the router started.
+    pub fn peers(&self) -> Vec<(String, u64, u64)> {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.shared.side_names.iter().zip(&self.shared.peers).map(|(n, p)| (n.clone(), p.present.load(Relaxed), p.gone.load(Relaxed))).collect()
     }
 
     /// Topics that matched a route but were refused because `max_topics` was reached.

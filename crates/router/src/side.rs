@@ -9,10 +9,21 @@ use partita_dds::{
 };
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
-use tracing::{debug, error};
+use tracing::{debug, error, info};
 
 /// Target of the discovery events: what each side's participant, writer and reader discovery reports.
 const LOG: &str = "partita::router::discovery";
+/// Target of the application participants a side finds and loses (info: a lost peer is news to an operator).
+const PEERS: &str = "partita::router::peers";
+
+/// The application participants of one side, for statistics: how many there are, how many went.
+#[derive(Debug, Default)]
+pub struct PeerCounts {
+    pub present: std::sync::atomic::AtomicU64,
+    /// Participants that went: left, or were lost (no word from them within their lease, as when the network
+    /// to them is cut).
+    pub gone: std::sync::atomic::AtomicU64,
+}
 
 /// One end of the router: a participant on a domain, watching its writers and readers.
 pub(crate) struct Side {
@@ -35,6 +46,7 @@ pub(crate) struct Side {
     pub(crate) reach: Vec<u32>,
     /// The USER_DATA of this router's endpoints (`engine::router_tag`).
     pub(crate) tag: Vec<u8>,
+    pub(crate) peers: Arc<PeerCounts>,
 }
 
 pub(crate) fn is_router(ep: &DiscoveredEndpoint) -> bool {
@@ -82,6 +94,7 @@ impl Side {
             router_writers: Arc::new(RwLock::new(HashSet::new())),
             reach,
             tag,
+            peers: Arc::new(PeerCounts::default()),
         })
     }
 
@@ -93,14 +106,19 @@ impl Side {
                 for p in news {
                     changed = true;
                     let prefix = p.key.prefix();
+                    use std::sync::atomic::Ordering::Relaxed;
                     if !p.alive {
                         if self.app_participants.remove(&prefix).is_some() {
-                            debug!(target: LOG, side = %self.name, participant = %prefix, "application participant gone");
+                            let gone = self.peers.gone.fetch_add(1, Relaxed) + 1;
+                            info!(target: PEERS, side = %self.name, participant = %prefix, gone, "participant gone (left, or lost: silent past its lease)");
                         }
                     } else if p.properties.is_empty() && !self.router_prefixes.contains(&prefix) {
-                        debug!(target: LOG, side = %self.name, participant = %prefix, "application participant");
+                        if !self.app_participants.contains_key(&prefix) {
+                            info!(target: PEERS, side = %self.name, participant = %prefix, "participant found");
+                        }
                         self.app_participants.insert(prefix, p);
                     }
+                    self.peers.present.store(self.app_participants.len() as u64, Relaxed);
                 }
             }
             Err(e) => error!(target: LOG, side = %self.name, "participant discovery: {e}"),
