@@ -350,3 +350,70 @@ fn bench_uplink_measures_both_scenarios_on_both_layouts_and_leaves_nothing() {
     assert!(!left.lines().any(|l| l.starts_with("ptub") || l.starts_with("partita-uplink-")), "{left}");
     assert!(std::fs::read_dir("/run/partita/uplinks").map(|d| d.count() == 0).unwrap_or(true));
 }
+
+/// The example's camera module alone, its routing partition owning `interface` as its uplink at 198.19.200.1,
+/// with one external peer at `peer`: the far machine partita does not start.
+fn camera_with_uplink(name: &str, interface: &str, peer: &str) -> String {
+    let single = include_str!("../../../examples/video-surveillance.toml");
+    let mut s = single[..single.find("# A native (non-partitioned) node").unwrap()].to_string();
+    s = s.replacen("name = \"video-surveillance\"", &format!("name = {name:?}"), 1);
+    s = s.replacen(
+        "[module.partition.router]\n",
+        &format!("[module.partition.uplink]\ninterface = {interface:?}\nmode = \"move\"\naddress = \"198.19.200.1/24\"\n\n[module.partition.router]\n"),
+        1,
+    );
+    s = s.replacen("from = \"network\"", "from = \"uplink\"", 1);
+    assert!(s.contains("[module.partition.uplink]") && s.contains("from = \"uplink\""));
+    s + &format!("\n[[peer]]\nname = \"far\"\naddress = {peer:?}\n")
+}
+
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn the_far_machine_can_be_a_qemu_guest_on_a_tap_the_routing_partition_owns() {
+    let _turn = turn();
+    let dir = TempDir::new("two-hosts", "guest");
+    let ns = format!("ptw{}q", std::process::id());
+    let _ = Command::new("ip").args(["netns", "del", &ns]).stderr(Stdio::null()).status();
+    ip(&["netns", "add", &ns]);
+    ip(&["-n", &ns, "link", "set", "lo", "up"]);
+    ip(&["-n", &ns, "link", "add", "wbr", "type", "bridge"]);
+    ip(&["-n", &ns, "link", "set", "wbr", "up"]);
+    let in_ns = |args: &[&str]| {
+        let mut c = Command::new("nsenter");
+        c.arg(format!("--net=/run/netns/{ns}")).arg(EXE).args(args);
+        c
+    };
+    // The far machine: a guest kernel (TCG) whose NIC is the tap wtap0, running the monitor natively on the
+    // uplinks' domain (the file's first free id: 2).
+    let console = dir.0.join("guest.out");
+    let mut guest = in_ns(&["vm", "run", "--accel", "tcg", "--nic", "tap=wtap0,bridge=wbr,address=198.19.200.2/24,peer=198.19.200.1", "--domain", "2", "--", "partita", "app", "monitor", "--count", "20", "--warmup", "2", "--connect-timeout", "120", "--timeout-ms", "2000"])
+        .stdout(std::fs::File::create(&console).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let tap_there = wait_for(Duration::from_secs(30), || Command::new("ip").args(["-n", &ns, "link", "show", "wtap0"]).output().is_ok_and(|o| o.status.success()));
+    // the tap leaves the bridge: the routing partition takes it whole
+    let _ = Command::new("ip").args(["-n", &ns, "link", "set", "wtap0", "nomaster"]).status();
+    let name = format!("th{}q", std::process::id());
+    let file = dir.0.join("camera.toml");
+    std::fs::write(&file, camera_with_uplink(&name, "wtap0", "198.19.200.2")).unwrap();
+    let err = dir.0.join("up.err");
+    let up = in_ns(&["up", file.to_str().unwrap(), "--duration", "150"]).stdout(Stdio::null()).stderr(std::fs::File::create(&err).unwrap()).spawn().unwrap();
+    let answered = wait_for(Duration::from_secs(150), || read(&console).contains("PARTITA-VM exit status"));
+    let out = read(&console);
+    signal(&up, libc::SIGTERM);
+    let mut up = up;
+    let status = up.wait().unwrap();
+    if guest.try_wait().unwrap().is_none() {
+        signal(&guest, libc::SIGTERM);
+    }
+    guest.wait().unwrap();
+    let left = ip(&["netns", "list"]);
+    ip(&["netns", "del", &ns]);
+    assert!(tap_there, "the guest's tap appeared:\n{out}");
+    assert!(answered, "the guest's monitor finished:\n{out}\n{}", read(&err));
+    assert!(out.contains("PARTITA-VM exit status=0"), "{out}");
+    assert!(out.contains("content matches the test pattern"), "the guest got the recorder's frames:\n{out}");
+    assert!(status.success(), "{}", read(&err));
+    assert!(!left.contains(&format!("partita-{name}-")), "{left}");
+}

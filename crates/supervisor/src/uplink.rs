@@ -259,9 +259,12 @@ pub fn give_back(r: &Record) -> Result<()> {
     } else if !here(&r.interface) {
         // The namespace went without giving it back: a physical device fell back to the machine's first
         // namespace, maybe here, under the name it had inside; find it by its MAC address.
-        let found = find_by_mac(&r.mac)?.ok_or_else(|| {
-            SupervisorError::Invalid(format!("uplink {} ({}) is neither in {} nor on this host: a virtual device (veth) is destroyed with its namespace", r.interface, r.mac, r.netns))
-        })?;
+        let Some(found) = find_by_mac(&r.mac)? else {
+            // A virtual device is destroyed with its namespace (a veth) or with the process holding it (a tap):
+            // there is nothing left to give back.
+            tracing::warn!(target: "partita::supervisor::network", "uplink {} ({}) is neither in {} nor on this host: it was destroyed (a virtual device goes with its namespace or its owner); nothing to give back", r.interface, r.mac, r.netns);
+            return Ok(());
+        };
         ip(&["link", "set", "dev", &found, "down"])?;
         ip(&["link", "set", "dev", &found, "name", &r.interface])?;
     }
