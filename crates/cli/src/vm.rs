@@ -244,6 +244,10 @@ struct RunArgs {
     /// The guest's DDS domain on its NICs.
     #[arg(long, default_value_t = 0)]
     domain: u32,
+    /// A host program to put in the guest at its own path, with the shared libraries it needs (once per
+    /// program): what the command runs that busybox and partita do not provide (iproute2's `ip`, say).
+    #[arg(long, value_name = "PATH")]
+    program: Vec<PathBuf>,
     #[arg(last = true, required = true)]
     command: Vec<String>,
 }
@@ -378,7 +382,7 @@ fn run_guest(r: RunArgs) -> ExitCode {
     }
     let mut env = plain_env("vm");
     env.domain = r.domain;
-    let spec = LaunchSpec { env, extra_env: Vec::new(), nics, argv: r.command, programs: Vec::new() };
+    let spec = LaunchSpec { env, extra_env: Vec::new(), nics, argv: r.command, programs: r.program };
     let extra = std::env::temp_dir().join(format!("partita-vm-run-{}.cpio", std::process::id()));
     if let Err(e) = spec.write_archive(&extra) {
         return fail("run", &e.to_string());
