@@ -122,7 +122,7 @@ impl HandedUplink {
         let live = registry::owners();
         // The same name in another network namespace (another host's part on this machine) is another interface.
         let here = own_netns();
-        for (_, other) in records_in(dir).into_iter().filter(|(_, r)| r.interface == iface && r.system != system && r.home_netns == here) {
+        if let Some((_, other)) = records_in(dir).into_iter().find(|(_, r)| r.interface == iface && r.system != system && r.home_netns == here) {
             if live.iter().any(|(_, o)| o.system == other.system && o.alive()) {
                 return Err(SupervisorError::Invalid(format!(
                     "{iface} is the uplink of {} in system {}, which is up; give this system another interface, or bring that one down",
