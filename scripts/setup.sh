@@ -16,7 +16,8 @@ cd "$(dirname "$0")/.."
 # libfastrtps-dev, fastddsgen: eProsima Fast DDS 2.9 and its type generator, for the Fast DDS probe of the
 # interoperability tests (crates/interop builds it).
 PACKAGES=(cmake libclang-dev build-essential pkg-config iproute2 cyclonedds-tools rt-tests stress-ng
-          python3-venv tcpdump qemu-system-x86 busybox-static kmod lz4 libfastrtps-dev fastddsgen librsvg2-bin mold)
+          python3-venv tcpdump qemu-system-x86 busybox-static kmod lz4 libfastrtps-dev fastddsgen librsvg2-bin mold
+          libssl-dev openssl)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -82,8 +82,8 @@ pub fn run(args: RouteArgs) -> ExitCode {
             if !refused.is_empty() {
                 println!("refused (max_topics reached): {}", refused.join(", "));
             }
-            for (side, present, gone) in router.peers() {
-                println!("side {side}: {present} application participants, {gone} gone (left or lost)");
+            for (side, present, gone, silent) in router.peers() {
+                println!("side {side}: {present} application participants, {gone} gone (left or lost), {silent} without endpoints (refused by DDS Security, or idle)");
             }
         }
     }

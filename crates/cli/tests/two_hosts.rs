@@ -225,8 +225,9 @@ fn a_cut_wire_stops_the_frames_the_router_reports_the_lost_peer_and_frames_resum
 /// What a partition without the uplink tries: see it, route to it, find a neighbour on it, send to it.
 const REACH_THE_UPLINK: &str = r#"{ echo "links: $(ip -o link | cut -d: -f2 | tr -d ' ' | tr '\n' ,)"; ip -o link >/dev/null; echo "list: $?"; ip route get 198.19.200.2 >/dev/null 2>&1; echo "route: $?"; echo "neighbours: $(ip neigh | grep -c 198.19.200)"; python3 -c "import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('198.19.200.2', 9))" 2>/dev/null; echo "send: $?"; echo done; } > "$PARTITA_STATE_DIR/out" 2>&1; exec sleep 60"#;
 
-/// What the I/O partition tries on the uplink it owns and on its other interfaces.
-const CHANGE_THE_UPLINK: &str = r#"{ ip -o link >/dev/null; echo "list: $?"; ip addr add 198.19.200.77/24 dev uplink0; echo "add: $?"; ip addr del 198.19.200.1/24 dev uplink0; echo "del: $?"; ip link set uplink0 down; echo "down: $?"; ip link set vnic0 down; echo "vnic0: $?"; ip link add evil0 type veth peer name evil1; echo "new: $?"; ip link set lo down; echo "lo: $?"; echo done; } > "$PARTITA_STATE_DIR/out" 2>&1; exec sleep 60"#;
+/// What the I/O partition tries on the uplink it owns and on its other interfaces, and on its DDS Security
+/// credentials (which it may read, not change).
+const CHANGE_THE_UPLINK: &str = r#"{ ip -o link >/dev/null; echo "list: $?"; ip addr add 198.19.200.77/24 dev uplink0; echo "add: $?"; ip addr del 198.19.200.1/24 dev uplink0; echo "del: $?"; ip link set uplink0 down; echo "down: $?"; ip link set vnic0 down; echo "vnic0: $?"; ip link add evil0 type veth peer name evil1; echo "new: $?"; ip link set lo down; echo "lo: $?"; head -c 10 /run/partita/uplink-private-key.pem >/dev/null; echo "read key: $?"; echo x > /run/partita/uplink-permissions.p7s; echo "write permissions: $?"; rm -f /run/partita/uplink-ca.pem; echo "remove ca: $?"; echo done; } > "$PARTITA_STATE_DIR/out" 2>&1; exec sleep 60"#;
 
 /// `name: N` of a result file.
 fn result(out: &str, name: &str) -> Option<String> {
@@ -241,6 +242,10 @@ fn from_inside_a_partition_the_uplink_cannot_be_reached_nor_changed() {
     let m = machines(&tag);
     let dir = TempDir::new("two-hosts", "attack");
     let name = format!("th{}x", std::process::id());
+    let pki = dir.0.join("pki");
+    let made = Command::new("bash").arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/make-test-pki.sh")).arg(&pki).arg("io").output().unwrap();
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let security = security_table("module.partition", &pki, "io");
     let text = format!(
         r#"
 [system]
@@ -263,7 +268,7 @@ command = ["sh", "-c", {CHANGE_THE_UPLINK:?}]
 interface = "eth1"
 mode = "move"
 address = "198.19.200.1/24"
-
+{security}
 [[peer]]
 name = "far"
 address = "198.19.200.2"
@@ -302,6 +307,11 @@ window = [{{ partition = "inner", start = "0us", duration = "500us" }}, {{ parti
         assert_ne!(result(&io, attempt).as_deref(), Some("0"), "{attempt}: {io}");
     }
     assert!(io.contains("Operation not permitted"), "{io}");
+    // its credentials: readable (its DDS reads them), not writable nor removable; the host's files unchanged
+    assert_eq!(result(&io, "read key").as_deref(), Some("0"), "{io}");
+    assert_ne!(result(&io, "write permissions").as_deref(), Some("0"), "{io}");
+    assert_ne!(result(&io, "remove ca").as_deref(), Some("0"), "{io}");
+    assert!(read(&pki.join("io.permissions.p7s")).contains("S/MIME") && read(&pki.join("ca.pem")).contains("BEGIN CERTIFICATE"));
     assert!(uplink.contains("198.19.200.1/24") && !uplink.contains("198.19.200.77"), "{uplink}");
     assert!(links.contains("uplink0") && links.contains("state UP") && !links.contains("evil0"), "{links}");
     assert_eq!(m.eth1(&m.near()).as_deref(), Some(CAMERA_ETH1));
@@ -323,12 +333,15 @@ window = [{{ partition = "inner", start = "0us", duration = "500us" }}, {{ parti
     };
     let (host_inner, host_io) = (run(REACH_THE_UPLINK), run(CHANGE_THE_UPLINK));
     ip(&["netns", "del", &scratch]);
+    // what the script wrote as root on the host
+    let _ = std::fs::remove_file("/run/partita/uplink-permissions.p7s");
     assert!(result(&host_inner, "links").unwrap().contains("uplink0"), "{host_inner}");
     assert_eq!(result(&host_inner, "route").as_deref(), Some("0"), "{host_inner}");
     assert_eq!(result(&host_inner, "send").as_deref(), Some("0"), "{host_inner}");
     for attempt in ["add", "del", "down", "vnic0", "new", "lo"] {
         assert_eq!(result(&host_io, attempt).as_deref(), Some("0"), "{attempt}: {host_io}");
     }
+    let _ = std::fs::remove_dir_all(format!("/run/partita/{name}"));
 }
 
 #[test]
@@ -416,4 +429,79 @@ fn the_far_machine_can_be_a_qemu_guest_on_a_tap_the_routing_partition_owns() {
     assert!(out.contains("content matches the test pattern"), "the guest got the recorder's frames:\n{out}");
     assert!(status.success(), "{}", read(&err));
     assert!(!left.contains(&format!("partita-{name}-")), "{left}");
+}
+
+/// A `[...uplink.security]` table naming `name`'s files in the test PKI at `pki` (scripts/make-test-pki.sh).
+fn security_table(table: &str, pki: &Path, name: &str) -> String {
+    let p = pki.display();
+    format!("\n[{table}.uplink.security]\nca = \"{p}/ca.pem\"\ncertificate = \"{p}/{name}.pem\"\nprivate_key = \"{p}/{name}.key\"\ngovernance = \"{p}/governance.p7s\"\npermissions = \"{p}/{name}.permissions.p7s\"\n")
+}
+
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn a_secure_uplink_carries_the_frames_and_refuses_another_cas_identity_and_an_unpermitted_topic() {
+    let _turn = turn();
+    let tag = format!("ptw{}s", std::process::id());
+    let m = machines(&tag);
+    let dir = TempDir::new("two-hosts", "secure");
+    let (pki, other) = (dir.0.join("pki"), dir.0.join("other-pki"));
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/make-test-pki.sh");
+    for (at, names) in [(&pki, vec!["routing", "monitor", "stranger=camera/*"]), (&other, vec!["monitor"])] {
+        let made = Command::new("bash").arg(script).arg(at).args(&names).output().unwrap();
+        assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    }
+    let name = format!("th{}s", std::process::id());
+    let base = read(&system_file(&dir.0, &name, &["--count", "20", "--warmup", "2", "--connect-timeout", "20", "--timeout-ms", "1000"]));
+    // The camera machine's eth1 has an MTU of 1400, which its uplink keeps: the monitor's gets the same (the
+    // handshake's certificates travel in datagrams a smaller MTU at the far end would drop).
+    let base = base.replacen("address = \"198.19.200.2/24\"", "address = \"198.19.200.2/24\"\nmtu = 1400", 1);
+    assert!(base.contains("mtu = 1400"));
+    let routing = security_table("module.partition", &pki, "routing");
+    let base = base.replacen("# Only the request and reply topics cross the uplink", &format!("{routing}\n# Only the request and reply topics cross the uplink"), 1);
+    assert!(base.contains("[module.partition.uplink.security]"));
+    let variant = |label: &str, pki: &Path, identity: &str| {
+        let p = dir.0.join(format!("{label}.toml"));
+        std::fs::write(&p, format!("{base}{}", security_table("node", pki, identity))).unwrap();
+        p
+    };
+    let (good, foreign, unpermitted) = (variant("good", &pki, "monitor"), variant("foreign", &other, "monitor"), variant("unpermitted", &pki, "stranger"));
+    let check = m.partita(&m.near()).args(["check", "--host", "camera-host", good.to_str().unwrap()]).output().unwrap();
+    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
+    let ea = dir.0.join("a.err");
+    let a = spawn_part(&m, &m.near(), "camera-host", &good, 150, &ea);
+    let monitor_log = PathBuf::from(format!("/run/partita/{name}.monitor-host/monitor.log"));
+    let routing_log = PathBuf::from(format!("/run/partita/{name}.camera-host/routing.log"));
+    // each monitor in turn, until it has its answers or gives up
+    let mut run_monitor = |file: &Path| -> String {
+        let eb = dir.0.join("b.err");
+        // the last run's log stays until this run's part starts
+        let _ = std::fs::remove_file(&monitor_log);
+        let b = spawn_part(&m, &m.far(), "monitor-host", file, 60, &eb);
+        let done = |t: &str| t.contains("last frame:") || t.contains("partita app monitor: error");
+        wait_for(Duration::from_secs(45), || done(&read(&monitor_log)));
+        let log = read(&monitor_log);
+        signal(&b, libc::SIGTERM);
+        let mut b = b;
+        b.wait().unwrap();
+        log
+    };
+    let good_log = run_monitor(&good);
+    let foreign_log = run_monitor(&foreign);
+    let reported = wait_for(Duration::from_secs(20), || read(&routing_log).lines().any(|l| l.contains("shows no endpoint") && l.contains("side=uplink")));
+    let unpermitted_log = run_monitor(&unpermitted);
+    eprintln!("another CA's monitor:\n{foreign_log}\nthe unpermitted monitor:\n{unpermitted_log}");
+    let routing = read(&routing_log);
+    signal(&a, libc::SIGTERM);
+    let mut a = a;
+    assert!(a.wait().unwrap().success(), "{}", read(&ea));
+    // valid credentials: the frames flow, encrypted
+    assert!(good_log.contains("content matches the test pattern"), "{good_log}\ncamera part: {}\nrouting: {routing}", read(&ea));
+    // another CA's identity: refused at the handshake, gets nothing; the router saw a participant on the uplink
+    // but never an endpoint of it (nothing it could forward into the module), and says so
+    assert!(!foreign_log.contains("last frame:") && foreign_log.contains("error"), "{foreign_log}");
+    assert!(foreign_log.contains("handshake") || foreign_log.contains("Certificate"), "{foreign_log}");
+    assert!(reported, "the routing partition reported the refused participant:\n{routing}");
+    // a valid identity without permission for the surveillance topics: refused its writer and reader, nothing
+    assert!(!unpermitted_log.contains("last frame:") && unpermitted_log.contains("Not Allowed By Security"), "{unpermitted_log}");
+    assert_eq!(m.eth1(&m.near()).as_deref(), Some(CAMERA_ETH1));
 }

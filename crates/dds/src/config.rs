@@ -55,6 +55,20 @@ pub struct NetworkSettings {
     /// Samples larger than this travel in fragments of this size (`General/FragmentSize`, Cyclone's default
     /// 1,344 B, sized for a 1,500-byte Ethernet MTU).
     pub fragment_size: Option<u32>,
+    /// DDS Security's built-in plugins on this domain; `None`: plain DDS.
+    pub security: Option<SecurityFiles>,
+}
+
+/// The files of DDS Security's built-in plugins (authentication, access control; cryptography as the governance
+/// document says), as paths this process can read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecurityFiles {
+    pub identity_ca: String,
+    pub identity_certificate: String,
+    pub private_key: String,
+    pub permissions_ca: String,
+    pub governance: String,
+    pub permissions: String,
 }
 
 /// Message and fragment size on loopback, whose MTU is 64 KiB: a sample of up to about 62 KiB travels as one
@@ -84,6 +98,7 @@ impl DomainConfig {
                 multiple_receive_threads: true,
                 max_message_size: lo.then_some(LOOPBACK_MAX_MESSAGE_SIZE),
                 fragment_size: lo.then_some(LOOPBACK_FRAGMENT_SIZE),
+                security: None,
             }),
             probe_peers_forever: false,
         }
@@ -232,6 +247,19 @@ impl NetworkSettings {
              <MultipleReceiveThreads>{}</MultipleReceiveThreads></Internal>",
             self.multiple_receive_threads
         );
+        if let Some(s) = &self.security {
+            let files = [&s.identity_ca, &s.identity_certificate, &s.private_key, &s.permissions_ca, &s.governance, &s.permissions];
+            if let Some(bad) = files.iter().find(|f| !f.starts_with('/') || f.chars().any(|c| "<>&\"'".contains(c) || c.is_control())) {
+                return Err(DdsError::Config(format!("security file {bad:?} is not an absolute path without <, >, &, quotes")));
+            }
+            let _ = write!(
+                x,
+                "<Security><Authentication><IdentityCertificate>file:{}</IdentityCertificate><IdentityCA>file:{}</IdentityCA>\
+                 <PrivateKey>file:{}</PrivateKey></Authentication><AccessControl><Governance>file:{}</Governance>\
+                 <PermissionsCA>file:{}</PermissionsCA><Permissions>file:{}</Permissions></AccessControl></Security>",
+                s.identity_certificate, s.identity_ca, s.private_key, s.governance, s.permissions_ca, s.permissions
+            );
+        }
         x.push_str("</Domain>");
         Ok(x)
     }
@@ -247,6 +275,27 @@ mod tests {
         assert!(x.contains("<NetworkInterface name=\"lo\" multicast=\"false\"/>"), "{x}");
         assert!(x.contains("<AllowMulticast>false</AllowMulticast>"), "{x}");
         assert!(x.contains("<Peer address=\"127.0.0.1\"/>"), "{x}");
+    }
+
+    #[test]
+    fn a_secure_domain_names_its_security_files_and_refuses_unsafe_paths() {
+        let files = SecurityFiles {
+            identity_ca: "/p/ca.pem".into(),
+            identity_certificate: "/p/me.pem".into(),
+            private_key: "/p/me.key".into(),
+            permissions_ca: "/p/ca.pem".into(),
+            governance: "/p/governance.p7s".into(),
+            permissions: "/p/me.permissions.p7s".into(),
+        };
+        let secure = |f: SecurityFiles| DomainConfig::on_interface(2, Interface::Named("uplink0".into()), vec!["192.0.2.2".into()]).with(|s| s.security = Some(f)).to_cyclone_config();
+        let x = secure(files.clone()).unwrap();
+        for part in ["<IdentityCertificate>file:/p/me.pem</IdentityCertificate>", "<IdentityCA>file:/p/ca.pem</IdentityCA>", "<PrivateKey>file:/p/me.key</PrivateKey>", "<Governance>file:/p/governance.p7s</Governance>", "<Permissions>file:/p/me.permissions.p7s</Permissions>"] {
+            assert!(x.contains(part), "{part} in {x}");
+        }
+        assert!(x.find("<Security>").unwrap() < x.find("</Domain>").unwrap());
+        assert!(!DomainConfig::loopback(1).to_cyclone_config().unwrap().contains("<Security>"));
+        assert!(secure(SecurityFiles { private_key: "/p/<x>".into(), ..files.clone() }).is_err());
+        assert!(secure(SecurityFiles { governance: "relative.p7s".into(), ..files }).is_err());
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub mod types;
 
 pub use discovery::{DiscoveredEndpoint, DiscoveredParticipant, EndpointKind, EndpointWatcher, ParticipantWatcher, TopicDescriptor};
 pub use guid::{Guid, GuidPrefix};
-pub use config::{DomainConfig, Interface, NetworkSettings};
+pub use config::{DomainConfig, Interface, NetworkSettings, SecurityFiles};
 pub use endpoint::{
     forward_kind, CallbackPanics, InstanceState, ListeningReader, MatchedPublications, RawReader, RawSample, RawTopic, RawWriter, Reader, Sample, SampleInfo, Topic, WriteKind, Writer,
 };

@@ -143,9 +143,11 @@ impl Router {
 
     /// Per side: its name, the application participants it sees now and how many went (left, or were lost when
     /// the network to them failed), since the router started.
-    pub fn peers(&self) -> Vec<(String, u64, u64)> {
+    /// The third number: participants that showed no endpoint long after they were found (refused by DDS
+    /// Security, or idle).
+    pub fn peers(&self) -> Vec<(String, u64, u64, u64)> {
         use std::sync::atomic::Ordering::Relaxed;
-        self.shared.side_names.iter().zip(&self.shared.peers).map(|(n, p)| (n.clone(), p.present.load(Relaxed), p.gone.load(Relaxed))).collect()
+        self.shared.side_names.iter().zip(&self.shared.peers).map(|(n, p)| (n.clone(), p.present.load(Relaxed), p.gone.load(Relaxed), p.silent.load(Relaxed))).collect()
     }
 
     /// Topics that matched a route but were refused because `max_topics` was reached.

@@ -9,7 +9,7 @@ use partita_dds::{
 };
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
-use tracing::{debug, error, info};
+use tracing::{debug, error, info, warn};
 
 /// Target of the discovery events: what each side's participant, writer and reader discovery reports.
 const LOG: &str = "partita::router::discovery";
@@ -23,7 +23,13 @@ pub struct PeerCounts {
     /// Participants that went: left, or were lost (no word from them within their lease, as when the network
     /// to them is cut).
     pub gone: std::sync::atomic::AtomicU64,
+    /// Participants that showed no endpoint for [`SILENT_AFTER`] after they were found: on a DDS Security
+    /// domain, refused (not authenticated, or not permitted to join), or idle.
+    pub silent: std::sync::atomic::AtomicU64,
 }
+
+/// How long a participant may be known without any endpoint before the side reports it.
+pub const SILENT_AFTER: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// One end of the router: a participant on a domain, watching its writers and readers.
 pub(crate) struct Side {
@@ -47,6 +53,8 @@ pub(crate) struct Side {
     /// The USER_DATA of this router's endpoints (`engine::router_tag`).
     pub(crate) tag: Vec<u8>,
     pub(crate) peers: Arc<PeerCounts>,
+    /// When each application participant was found, until it shows an endpoint or is reported silent.
+    pub(crate) unproven: HashMap<GuidPrefix, std::time::Instant>,
 }
 
 pub(crate) fn is_router(ep: &DiscoveredEndpoint) -> bool {
@@ -95,6 +103,7 @@ impl Side {
             reach,
             tag,
             peers: Arc::new(PeerCounts::default()),
+            unproven: HashMap::new(),
         })
     }
 
@@ -108,6 +117,7 @@ impl Side {
                     let prefix = p.key.prefix();
                     use std::sync::atomic::Ordering::Relaxed;
                     if !p.alive {
+                        self.unproven.remove(&prefix);
                         if self.app_participants.remove(&prefix).is_some() {
                             let gone = self.peers.gone.fetch_add(1, Relaxed) + 1;
                             info!(target: PEERS, side = %self.name, participant = %prefix, gone, "participant gone (left, or lost: silent past its lease)");
@@ -115,6 +125,7 @@ impl Side {
                     } else if p.properties.is_empty() && !self.router_prefixes.contains(&prefix) {
                         if !self.app_participants.contains_key(&prefix) {
                             info!(target: PEERS, side = %self.name, participant = %prefix, "participant found");
+                            self.unproven.insert(prefix, std::time::Instant::now());
                         }
                         self.app_participants.insert(prefix, p);
                     }
@@ -157,6 +168,17 @@ impl Side {
                     }
                 }
             }
+        }
+        // A participant that shows an endpoint is proven; one that shows none for long is reported once: under
+        // DDS Security (discovery protected), a participant refused authentication or access is seen on the
+        // wire, never its endpoints.
+        let (writers, readers) = (&self.writers, &self.readers);
+        self.unproven.retain(|prefix, _| !writers.keys().chain(readers.keys()).any(|g| g.prefix() == *prefix));
+        let silent: Vec<GuidPrefix> = self.unproven.iter().filter(|(_, at)| at.elapsed() >= SILENT_AFTER).map(|(p, _)| *p).collect();
+        for prefix in silent {
+            self.unproven.remove(&prefix);
+            let silent = self.peers.silent.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            warn!(target: PEERS, side = %self.name, participant = %prefix, silent, "participant shows no endpoint {} s after it was found: refused by DDS Security (not authenticated, or not permitted), or idle", SILENT_AFTER.as_secs());
         }
         changed
     }

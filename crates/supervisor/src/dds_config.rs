@@ -15,11 +15,13 @@ pub struct CycloneConfig {
     pub max_participant_index: u32,
     /// Peers may lie outside 198.18.0.0/15: an uplink's, on the real network the file names.
     pub any_peers: bool,
+    /// DDS Security on this domain (an uplink's), with the paths the member reads the files at.
+    pub security: Option<partita_dds::SecurityFiles>,
 }
 
 impl CycloneConfig {
     pub fn new(interface: &str, domain_id: u32, peers: Vec<Ipv4Addr>) -> Self {
-        CycloneConfig { interface: interface.into(), domain_id, peers, multicast: false, max_participant_index: 20, any_peers: false }
+        CycloneConfig { interface: interface.into(), domain_id, peers, multicast: false, max_participant_index: 20, any_peers: false, security: None }
     }
 
     /// The domain an uplink carries, on its interface inside the namespace, with its peers and, where the file
@@ -55,6 +57,7 @@ impl CycloneConfig {
             .with(|s| {
                 s.multicast = self.multicast;
                 s.max_participant_index = self.max_participant_index;
+                s.security = self.security.clone();
             });
         let settings = config.settings().expect("a configuration built from settings has them");
         settings.domain_xml(&self.domain_id.to_string()).map_err(|e| SupervisorError::Invalid(e.to_string()))

@@ -283,10 +283,18 @@ impl Supervisor {
                 fastdds.addresses.push(nic.address);
                 fastdds.peers.extend(system.addresses_on(nic.network));
             }
+            // A secure uplink's credentials: a confined partition reads copies it owns, bound read-only in its view.
+            let mut security_binds: Vec<(PathBuf, &'static str)> = Vec::new();
             if let Some(u) = &tree.uplink {
                 s.uplinks.push(HandedUplink::hand_over(u, &system.name, member.name, &ns)?);
                 s.monitor.log().record(member.name, "uplink", None, None, Some(format!("{} ({}) as {UPLINK_NIC} {}/{}", u.interface, u.mode, u.address, u.prefix)));
-                domains.push(CycloneConfig::uplink(u));
+                let mut config = CycloneConfig::uplink(u);
+                if let Some(sec) = &u.security {
+                    let (files, binds) = crate::uplink::security_files(sec, tree.confinement.as_ref().map(|c| c.uid), &state_path.join(format!("{}.security", member.name)))?;
+                    config.security = Some(files);
+                    security_binds = binds;
+                }
+                domains.push(config);
                 fastdds.addresses.push(u.address);
                 fastdds.peers.extend(&u.peers);
             }
@@ -311,6 +319,7 @@ impl Supervisor {
                     s._state_dirs.0.push(c.state_dir.clone());
                     let mut confine = confine(c, &state_path.join(format!("{}.root", member.name)), vm.is_none().then_some(xml_path.as_path()))?;
                     confine.fastdds_profile = fastdds_written.then(|| fastdds_path.clone());
+                    confine.guest_files.extend(security_binds.iter().cloned());
                     confine.memory = tree.memory.map(|m| m.0);
                     Some(confine)
                 }

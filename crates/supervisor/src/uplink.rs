@@ -317,3 +317,46 @@ pub fn give_back_leftovers(keep: &[String]) -> (Vec<String>, Vec<String>) {
     }
     (done, failed)
 }
+
+/// Where a confined partition reads its uplink's DDS Security files, in the order of
+/// [`partita_system::UplinkSecurity::files`].
+pub const SECURITY_FILES_INSIDE: [&str; 6] = [
+    "/run/partita/uplink-ca.pem",
+    "/run/partita/uplink-certificate.pem",
+    "/run/partita/uplink-private-key.pem",
+    "/run/partita/uplink-permissions-ca.pem",
+    "/run/partita/uplink-governance.p7s",
+    "/run/partita/uplink-permissions.p7s",
+];
+
+/// The DDS Security files of an uplink as its member reads them. A native node (`uid` = `None`) reads them where
+/// they are. A confined partition (`uid`: its host uid) reads copies in `dir` that its user owns (a private key
+/// is rarely readable by anyone but its owner), bound read-only at [`SECURITY_FILES_INSIDE`]: returned with
+/// the files as the binds its view needs.
+pub fn security_files(sec: &partita_system::UplinkSecurity, uid: Option<u32>, dir: &Path) -> Result<(partita_dds::SecurityFiles, Vec<(PathBuf, &'static str)>)> {
+    let mut paths: Vec<String> = Vec::new();
+    let mut binds = Vec::new();
+    match uid {
+        None => paths.extend(sec.files().iter().map(|(_, p)| p.display().to_string())),
+        Some(uid) => {
+            std::fs::create_dir_all(dir).map_err(path_err("mkdir", dir))?;
+            for ((key, host), inside) in sec.files().into_iter().zip(SECURITY_FILES_INSIDE) {
+                let copy = dir.join(key);
+                std::fs::copy(host, &copy).map_err(path_err("copy", host))?;
+                std::os::unix::fs::chown(&copy, Some(uid), Some(uid)).map_err(path_err("chown", &copy))?;
+                std::fs::set_permissions(&copy, std::os::unix::fs::PermissionsExt::from_mode(0o400)).map_err(path_err("chmod", &copy))?;
+                binds.push((copy, inside));
+                paths.push(inside.to_string());
+            }
+        }
+    }
+    let files = partita_dds::SecurityFiles {
+        identity_ca: paths[0].clone(),
+        identity_certificate: paths[1].clone(),
+        private_key: paths[2].clone(),
+        permissions_ca: paths[3].clone(),
+        governance: paths[4].clone(),
+        permissions: paths[5].clone(),
+    };
+    Ok((files, binds))
+}

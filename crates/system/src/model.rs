@@ -373,6 +373,38 @@ pub struct Uplink {
     /// The file accepts that the host may lose its own connection (the interface carries the host's default
     /// route or its only address): `allow_host_connection_loss = true`.
     pub allow_host_connection_loss: bool,
+    /// DDS Security on the uplink's domain (`[..uplink.security]`); `None`: plain DDS.
+    pub security: Option<UplinkSecurity>,
+}
+
+/// The files of DDS Security's built-in plugins for one uplink: authentication with an X.509 identity, access
+/// control by signed governance and permissions documents, encryption as the governance says. Absolute paths on
+/// the machine the part comes up on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UplinkSecurity {
+    /// The CA that signed the identities this member accepts (its peers').
+    pub ca: std::path::PathBuf,
+    /// This member's identity certificate and its private key.
+    pub certificate: std::path::PathBuf,
+    pub private_key: std::path::PathBuf,
+    /// The CA that signed the governance and permissions documents (the identity CA unless set).
+    pub permissions_ca: std::path::PathBuf,
+    pub governance: std::path::PathBuf,
+    pub permissions: std::path::PathBuf,
+}
+
+impl UplinkSecurity {
+    /// Every file with its key in the table, in a fixed order.
+    pub fn files(&self) -> [(&'static str, &std::path::Path); 6] {
+        [
+            ("ca", &self.ca),
+            ("certificate", &self.certificate),
+            ("private_key", &self.private_key),
+            ("permissions_ca", &self.permissions_ca),
+            ("governance", &self.governance),
+            ("permissions", &self.permissions),
+        ]
+    }
 }
 
 impl Uplink {

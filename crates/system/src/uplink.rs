@@ -39,6 +39,18 @@ pub(crate) struct RawUplink {
     pub domain: Option<S<u64>>,
     pub multicast: Option<bool>,
     pub allow_host_connection_loss: Option<bool>,
+    pub security: Option<S<RawSecurity>>,
+}
+
+#[derive(Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSecurity {
+    pub ca: S<String>,
+    pub certificate: S<String>,
+    pub private_key: S<String>,
+    pub permissions_ca: Option<S<String>>,
+    pub governance: S<String>,
+    pub permissions: S<String>,
 }
 
 /// What a system file says of hosts and uplinks, taken out of the raw file before the rest is built.
@@ -257,7 +269,35 @@ fn uplink(
             return None;
         }
     };
-    let mut up = Uplink { interface, mode, address, prefix, gateway: None, mtu: None, domain: default_domain, peers: Vec::new(), multicast: u.multicast.unwrap_or(false), allow_host_connection_loss: u.allow_host_connection_loss.unwrap_or(false) };
+    let mut up = Uplink { interface, mode, address, prefix, gateway: None, mtu: None, domain: default_domain, peers: Vec::new(), multicast: u.multicast.unwrap_or(false), allow_host_connection_loss: u.allow_host_connection_loss.unwrap_or(false), security: None };
+    if let Some(sec) = &u.security {
+        let s = sec.get_ref();
+        let mut file = |v: &S<String>, key: &str| -> Option<std::path::PathBuf> {
+            let p = std::path::PathBuf::from(v.get_ref());
+            let safe = !v.get_ref().chars().any(|c| "<>&\"'".contains(c) || c.is_control());
+            if p.is_absolute() && safe {
+                Some(p)
+            } else {
+                r.err(&v.span(), &format!("{path}.security.{key}"), format!("{:?} is not an absolute path of a file (without <, >, &, quotes); give one, e.g. as scripts/make-test-pki.sh prints it", v.get_ref()));
+                None
+            }
+        };
+        let ca = file(&s.ca, "ca");
+        let certificate = file(&s.certificate, "certificate");
+        let private_key = file(&s.private_key, "private_key");
+        let permissions_ca = match &s.permissions_ca {
+            Some(p) => file(p, "permissions_ca"),
+            None => ca.clone(),
+        };
+        let governance = file(&s.governance, "governance");
+        let permissions = file(&s.permissions, "permissions");
+        match (ca, certificate, private_key, permissions_ca, governance, permissions) {
+            (Some(ca), Some(certificate), Some(private_key), Some(permissions_ca), Some(governance), Some(permissions)) => {
+                up.security = Some(UplinkSecurity { ca, certificate, private_key, permissions_ca, governance, permissions })
+            }
+            _ => ok = false,
+        }
+    }
     let subnet = up.subnet();
     if address == subnet.base() || u32::from(address) == u32::from(subnet.base()) | !(u32::MAX << (32 - prefix)) {
         r.err(&u.address.span(), &format!("{path}.address"), format!("{address} is the network or broadcast address of {subnet}; give a host address in it"));
@@ -301,6 +341,11 @@ fn uplink(
                 ok = false;
             }
         }
+    }
+    // Cyclone's access-control plugin reads domain ids up to 230 in governance and permissions documents.
+    if let (Some(sec), true) = (&u.security, up.domain.get() > 230) {
+        r.err(&sec.span(), &format!("{path}.security"), format!("domain {} is above 230, the highest DDS Security's documents can name; give the uplink a domain of 230 or less", up.domain));
+        ok = false;
     }
     ok.then_some(up)
 }
@@ -394,6 +439,16 @@ pub fn check_on_machine(system: &System, machine: &[HostInterface]) -> Result<()
         }
         let others_global = machine.iter().any(|o| o.name != i.name && o.name != "lo" && o.addresses.iter().any(|(a, _)| !a.is_loopback() && !a.is_link_local()));
         let only_address = !i.addresses.is_empty() && !others_global;
+        if let Some(sec) = &u.security {
+            for (key, file) in sec.files() {
+                if let Err(why) = security_file_problem(key, file) {
+                    errors.push(Diagnostic { file: system.source.clone(), line: 1, column: 1, path: format!("{path}.security.{key}"), problem: Problem::BadValue(format!("{}: {why}; scripts/make-test-pki.sh makes a test set", file.display())) });
+                }
+            }
+        }
+        let mut err = |field: &str, why: String| {
+            errors.push(Diagnostic { file: system.source.clone(), line: 1, column: 1, path: format!("{path}.{field}"), problem: Problem::BadValue(why) })
+        };
         if (i.default_route || only_address) && !u.allow_host_connection_loss {
             let what = if i.default_route { "carries this machine's default route" } else { "holds this machine's only address" };
             let how = if u.mode == UplinkMode::Move { "moving it" } else { "stacking a child interface on it" };
@@ -404,6 +459,23 @@ pub fn check_on_machine(system: &System, machine: &[HostInterface]) -> Result<()
         Ok(())
     } else {
         Err(Errors(errors))
+    }
+}
+
+/// Why `file` cannot be the DDS Security file `key`: unreadable, or not what the key needs (a PEM certificate, a
+/// PEM private key, an S/MIME or PKCS#7 signed document).
+fn security_file_problem(key: &str, file: &std::path::Path) -> Result<(), String> {
+    let text = std::fs::read(file).map_err(|e| format!("cannot be read ({e})"))?;
+    let text = String::from_utf8_lossy(&text);
+    let (ok, what) = match key {
+        "ca" | "certificate" | "permissions_ca" => (text.contains("-----BEGIN CERTIFICATE-----"), "a PEM certificate"),
+        "private_key" => (text.contains("PRIVATE KEY-----"), "a PEM private key"),
+        _ => (text.contains("application/x-pkcs7-signature") || text.contains("application/pkcs7-signature") || text.contains("-----BEGIN PKCS7-----"), "a document signed with S/MIME (openssl smime -sign)"),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("is not {what}"))
     }
 }
 

@@ -160,3 +160,36 @@ fn the_machine_checks_refuse_what_would_cut_the_host_off_unless_the_file_names_t
     let risky = parse_ok(&TWO_HOSTS.replacen("address = \"198.19.200.1/24\"", "address = \"198.19.200.1/24\"\nallow_host_connection_loss = true", 1)).part("camera-host").unwrap();
     check_on_machine(&risky, &[lo, iface("eth1", "", &[("192.0.2.2", 24)], true)]).unwrap();
 }
+
+#[test]
+fn a_secure_uplink_names_absolute_files_that_check_finds_and_recognises() {
+    let dir = std::env::temp_dir().join(format!("partita-uplink-security-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cert = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    let signed = "MIME-Version: 1.0\nContent-Type: multipart/signed; protocol=\"application/x-pkcs7-signature\"\n";
+    for (f, text) in [("ca.pem", cert), ("routing.pem", cert), ("routing.key", "-----BEGIN PRIVATE KEY-----\n"), ("governance.p7s", signed), ("routing.permissions.p7s", signed)] {
+        std::fs::write(dir.join(f), text).unwrap();
+    }
+    let d = dir.display();
+    let table = format!("\n[module.partition.uplink.security]\nca = \"{d}/ca.pem\"\ncertificate = \"{d}/routing.pem\"\nprivate_key = \"{d}/routing.key\"\ngovernance = \"{d}/governance.p7s\"\npermissions = \"{d}/routing.permissions.p7s\"\n");
+    let secure = TWO_HOSTS.replacen("# Only the request and reply topics cross the uplink", &format!("{table}\n# Only the request"), 1);
+    let s = parse_ok(&secure);
+    let sec = s.modules[0].partition("routing").unwrap().tree.uplink.as_ref().unwrap().security.clone().unwrap();
+    assert_eq!(sec.permissions_ca, sec.ca, "the permissions CA is the identity CA unless set");
+    let part = s.part("camera-host").unwrap();
+    let machine = [iface("lo", "", &[("127.0.0.1", 8)], false), iface("eth0", "", &[("192.0.2.2", 24)], true), iface("eth1", "", &[], false)];
+    check_on_machine(&part, &machine).unwrap();
+    // a key that is no key, a missing governance document: refused with the field
+    std::fs::write(dir.join("routing.key"), "not a key").unwrap();
+    std::fs::remove_file(dir.join("governance.p7s")).unwrap();
+    let e = check_on_machine(&part, &machine).unwrap_err();
+    let sec_path = "module[camera-node].partition[routing].uplink.security";
+    assert!(e.0.iter().any(|d| d.path == format!("{sec_path}.private_key") && d.problem.to_string().contains("PEM private key")), "{e}");
+    assert!(e.0.iter().any(|d| d.path == format!("{sec_path}.governance") && d.problem.to_string().contains("cannot be read")), "{e}");
+    // relative paths, and a domain above what DDS Security's documents can name
+    let errors = refused(&secure.replacen(&format!("ca = \"{d}/ca.pem\""), "ca = \"ca.pem\"", 1));
+    assert!(has(&errors, &format!("{sec_path}.ca"), "absolute path"), "{errors:?}");
+    let errors = refused(&secure.replacen("# domain = 2", "domain = 231", 1));
+    assert!(has(&errors, sec_path, "230"), "{errors:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
