@@ -299,12 +299,31 @@ fn find_by_mac(mac: &str) -> Result<Option<String>> {
     Ok(links.into_iter().find(|l| !mac.is_empty() && l.address.as_deref() == Some(mac)).map(|l| l.ifname))
 }
 
-/// Gives back every recorded uplink of a system not in `keep` (systems that are up), for `partita down`.
-/// Returns what was given back, and what could not be with why.
+/// Whether a network namespace with this inode exists: named under /run/netns, or held by a process.
+fn netns_exists(inode: u64) -> bool {
+    let named = std::fs::read_dir("/run/netns").into_iter().flatten().flatten().any(|e| std::fs::metadata(e.path()).is_ok_and(|m| m.ino() == inode));
+    named
+        || std::fs::read_dir("/proc").into_iter().flatten().flatten().any(|e| {
+            e.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()) && std::fs::metadata(e.path().join("ns/net")).is_ok_and(|m| m.ino() == inode)
+        })
+}
+
+/// Gives back every recorded uplink of a system not in `keep` (systems that are up) whose home is this network
+/// namespace, for `partita down`. A record of another namespace is left to a `down` there while that namespace
+/// exists, and dropped once it is gone (its devices went with it or fell back to the machine's first namespace).
+/// Returns what was done, and what could not be with why.
 pub fn give_back_leftovers(keep: &[String]) -> (Vec<String>, Vec<String>) {
     let (mut done, mut failed) = (Vec::new(), Vec::new());
+    let here = own_netns();
     for (path, r) in records_in(Path::new(RECORD_DIR)) {
         if keep.contains(&r.system) {
+            continue;
+        }
+        if r.home_netns != here {
+            if !netns_exists(r.home_netns) {
+                forget(&path);
+                done.push(format!("uplink {} of {} ({}): its network namespace is gone, nothing to give back", r.interface, r.owner, r.system));
+            }
             continue;
         }
         match give_back(&r) {
