@@ -28,7 +28,13 @@ pub fn run(args: CheckArgs) -> ExitCode {
         if args.host.is_none() && !s.hosts.is_empty() {
             return Ok(s);
         }
-        partita_system::uplink::for_this_machine(s, args.host.as_deref()).map_err(|e| e.to_string())
+        let s = partita_system::uplink::for_this_machine(s, args.host.as_deref()).map_err(|e| e.to_string())?;
+        let held = partita_supervisor::uplink::held_by_others(&s);
+        if held.is_empty() {
+            Ok(s)
+        } else {
+            Err(format!("{}: {}", s.source, held.join("; ")))
+        }
     });
     match result {
         Ok(system) => {
@@ -203,33 +209,26 @@ pub fn render(s: &System) -> String {
 fn render_uplinks(s: &System) -> String {
     let mut out = String::new();
     if !s.hosts.is_empty() {
-        out.push_str("
-hosts
-");
+        out.push_str("\nhosts\n");
         for h in &s.hosts {
             let modules: Vec<&str> = s.modules.iter().filter(|m| m.host.as_deref() == Some(h)).map(|m| m.name.as_str()).collect();
             let nodes: Vec<&str> = s.nodes.iter().filter(|n| n.host.as_deref() == Some(h)).map(|n| n.name.as_str()).collect();
             let here = if s.part.as_deref() == Some(h) { "  <- this part" } else { "" };
-            out.push_str(&format!("  {h:<20} modules: {}; nodes: {}{here}
-", if modules.is_empty() { "-".into() } else { modules.join(", ") }, if nodes.is_empty() { "-".into() } else { nodes.join(", ") }));
+            out.push_str(&format!("  {h:<20} modules: {}; nodes: {}{here}\n", if modules.is_empty() { "-".into() } else { modules.join(", ") }, if nodes.is_empty() { "-".into() } else { nodes.join(", ") }));
         }
         if s.part.is_none() {
-            out.push_str(&format!("  (the whole file; `partita check --host NAME` checks one part against this machine, `partita up --host NAME` brings it up as system {}.NAME)
-", s.name));
+            out.push_str(&format!("  (the whole file; `partita check --host NAME` checks one part against this machine, `partita up --host NAME` brings it up as system {}.NAME)\n", s.name));
         }
     }
     if s.uplinks().next().is_some() {
-        out.push_str("
-uplinks (docs/deployment.md)
-");
+        out.push_str("\nuplinks (docs/deployment.md)\n");
         for (owner, u) in s.uplinks() {
             let how = match u.mode {
                 partita_system::UplinkMode::Move => format!("moves {} into {owner}'s namespace as {}", u.interface, partita_system::UPLINK_NIC),
                 _ => format!("makes a {} child of {} in {owner}'s namespace as {}", u.mode, u.interface, partita_system::UPLINK_NIC),
             };
             out.push_str(&format!(
-                "  {owner}: `up` {how}, {}/{}{}{}; DDS domain {} there, peers {}{}; given back at `down`
-",
+                "  {owner}: `up` {how}, {}/{}{}{}; DDS domain {} there, peers {}{}; given back at `down`\n",
                 u.address,
                 u.prefix,
                 u.gateway.map(|g| format!(" via {g}")).unwrap_or_default(),
@@ -241,8 +240,7 @@ uplinks (docs/deployment.md)
         }
     }
     for p in &s.peers {
-        out.push_str(&format!("  external peer {} at {} (not started by partita)
-", p.name, p.address));
+        out.push_str(&format!("  external peer {} at {} (not started by partita)\n", p.name, p.address));
     }
     out
 }

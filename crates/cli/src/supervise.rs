@@ -322,6 +322,11 @@ pub fn up(a: UpArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let held = partita_supervisor::uplink::held_by_others(&system);
+    if !held.is_empty() {
+        eprintln!("partita up: {}: {} (nothing was created)", system.source, held.join("; "));
+        return ExitCode::from(2);
+    }
     partita_supervisor::supervisor::install_stop_signals();
     let sup = match partita_supervisor::supervisor::Supervisor::up(&system, &UpOptions::new(STATE_DIR)) {
         Ok(s) => s,

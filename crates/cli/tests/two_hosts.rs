@@ -472,7 +472,7 @@ fn a_secure_uplink_carries_the_frames_and_refuses_another_cas_identity_and_an_un
     let monitor_log = PathBuf::from(format!("/run/partita/{name}.monitor-host/monitor.log"));
     let routing_log = PathBuf::from(format!("/run/partita/{name}.camera-host/routing.log"));
     // each monitor in turn, until it has its answers or gives up
-    let mut run_monitor = |file: &Path| -> String {
+    let run_monitor = |file: &Path| -> String {
         let eb = dir.0.join("b.err");
         // the last run's log stays until this run's part starts
         let _ = std::fs::remove_file(&monitor_log);
@@ -504,4 +504,63 @@ fn a_secure_uplink_carries_the_frames_and_refuses_another_cas_identity_and_an_un
     // a valid identity without permission for the surveillance topics: refused its writer and reader, nothing
     assert!(!unpermitted_log.contains("last frame:") && unpermitted_log.contains("Not Allowed By Security"), "{unpermitted_log}");
     assert_eq!(m.eth1(&m.near()).as_deref(), Some(CAMERA_ETH1));
+}
+
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn an_interface_another_system_holds_is_refused_and_a_child_uplink_leaves_the_device_to_the_host() {
+    let _turn = turn();
+    let tag = format!("ptw{}m", std::process::id());
+    let m = machines(&tag);
+    let dir = TempDir::new("two-hosts", "children");
+    for (k, mode) in ["macvlan", "ipvlan"].into_iter().enumerate() {
+        let (first, second) = (format!("th{}m{k}a", std::process::id()), format!("th{}m{k}b", std::process::id()));
+        let file = |name: &str| {
+            let p = dir.0.join(format!("{name}.toml"));
+            std::fs::write(&p, camera_with_uplink(name, "eth1", "198.19.200.2").replacen("mode = \"move\"", &format!("mode = {mode:?}"), 1)).unwrap();
+            p
+        };
+        let (f1, f2) = (file(&first), file(&second));
+        let err = dir.0.join("up.err");
+        let up = m.partita(&m.near()).args(["up", f1.to_str().unwrap(), "--duration", "60"]).stdout(Stdio::null()).stderr(std::fs::File::create(&err).unwrap()).spawn().unwrap();
+        let state = PathBuf::from(format!("/run/partita/{first}/state.json"));
+        let mut up = up;
+        // up for good, or refused (its standard error says why)
+        wait_for(Duration::from_secs(20), || state.exists() || read(&err).contains("nothing was left behind"));
+        let came_up = state.exists();
+        // the host keeps eth1 as it was, and the routing partition has a child of it with its own address
+        let host_eth1 = m.eth1(&m.near());
+        let child = Command::new("ip").args(["-n", &format!("partita-{first}-routing"), "-d", "-o", "addr", "show", "uplink0"]).output().unwrap();
+        let child = String::from_utf8_lossy(&child.stdout).into_owned();
+        let child_link = Command::new("ip").args(["-n", &format!("partita-{first}-routing"), "-d", "-o", "link", "show", "uplink0"]).output().unwrap();
+        let child_link = String::from_utf8_lossy(&child_link.stdout).into_owned();
+        // a second system may not take the same interface while the first holds it
+        let second_up = m.partita(&m.near()).args(["up", f2.to_str().unwrap(), "--duration", "5"]).output().unwrap();
+        let refusal = String::from_utf8_lossy(&second_up.stderr).into_owned();
+        if up.try_wait().unwrap().is_none() {
+            signal(&up, libc::SIGTERM);
+        }
+        let status = up.wait().unwrap();
+        // A kernel without this kind of interface (this machine's has no ipvlan): up says so, names the fix and
+        // leaves the device as it was.
+        let unsupported = read(&err).contains(&format!("this kernel has no {mode} interfaces"));
+        if unsupported && !came_up {
+            assert!(!status.success() && read(&err).contains("nothing was left behind") && read(&err).contains("mode = \"move\""), "{mode}: {}", read(&err));
+            assert_eq!(m.eth1(&m.near()).as_deref(), Some(CAMERA_ETH1), "{mode}");
+            assert!(!ip(&["netns", "list"]).contains(&format!("partita-{first}-")), "{mode}");
+            eprintln!("{mode}: not in this kernel; up refused it cleanly");
+            continue;
+        }
+        assert!(status.success(), "{mode}: {}", read(&err));
+        let _ = std::fs::remove_dir_all(format!("/var/lib/partita/{first}"));
+        let _ = std::fs::remove_dir_all(format!("/var/lib/partita/{second}"));
+        assert!(came_up, "{mode}: {}", read(&err));
+        assert_eq!(host_eth1.as_deref(), Some(CAMERA_ETH1), "{mode}");
+        assert!(child_link.contains(mode) && child.contains("198.19.200.1/24"), "{mode}: {child_link}\n{child}");
+        assert!(!second_up.status.success() && refusal.contains(&format!("eth1 is the uplink of routing in system {first}, which is up")) && refusal.contains("nothing was created"), "{mode}: {refusal}");
+        assert!(!ip(&["netns", "list"]).contains(&format!("partita-{second}-")), "{mode}: the refused system left nothing");
+        // the child went with the first system; the device stayed as it was
+        assert_eq!(m.eth1(&m.near()).as_deref(), Some(CAMERA_ETH1), "{mode}");
+        assert!(!ip(&["netns", "list"]).contains(&format!("partita-{first}-")), "{mode}");
+    }
 }

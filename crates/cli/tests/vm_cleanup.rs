@@ -20,7 +20,7 @@ cpus = [1]
 [[module.partition]]
 name = "guest"
 kind = "vm"
-vm = {{ memory = "128MiB", accel = "tcg", boot_timeout = "120s" }}
+vm = {{ memory = "160MiB", accel = "tcg", boot_timeout = "120s" }}
 command = ["sh", "-c", "echo guest-ready; sleep 1000"]
 pids = 64
 health = {{ action = "stop" }}

@@ -65,9 +65,61 @@ impl FastDdsProfile {
     }
 }
 
+impl FastDdsProfile {
+    /// The profile with DDS Security's built-in plugins on (PKI-DH authentication, Access-Permissions access
+    /// control, AES-GCM-GMAC cryptography), for a Fast DDS program on the far side of a secure uplink: every
+    /// participant of the program it configures authenticates with `files`. (Fast DDS 2.x has one default
+    /// profile for all of a program's participants: partita writes none with security for its own members,
+    /// whose V-NETWORK side stays plain.)
+    pub fn to_xml_secure(&self, files: &crate::SecurityFiles) -> Result<String> {
+        let x = self.to_xml()?;
+        let all = [&files.identity_ca, &files.identity_certificate, &files.private_key, &files.permissions_ca, &files.governance, &files.permissions];
+        if let Some(bad) = all.iter().find(|f| !f.starts_with('/') || f.chars().any(|c| "<>&\"'".contains(c) || c.is_control())) {
+            return Err(DdsError::Config(format!("security file {bad:?} is not an absolute path without <, >, &, quotes")));
+        }
+        let mut props = String::from("<propertiesPolicy><properties>");
+        for (name, value) in [
+            ("dds.sec.auth.plugin", "builtin.PKI-DH".to_string()),
+            ("dds.sec.auth.builtin.PKI-DH.identity_ca", format!("file://{}", files.identity_ca)),
+            ("dds.sec.auth.builtin.PKI-DH.identity_certificate", format!("file://{}", files.identity_certificate)),
+            ("dds.sec.auth.builtin.PKI-DH.private_key", format!("file://{}", files.private_key)),
+            ("dds.sec.access.plugin", "builtin.Access-Permissions".to_string()),
+            ("dds.sec.access.builtin.Access-Permissions.permissions_ca", format!("file://{}", files.permissions_ca)),
+            ("dds.sec.access.builtin.Access-Permissions.governance", format!("file://{}", files.governance)),
+            ("dds.sec.access.builtin.Access-Permissions.permissions", format!("file://{}", files.permissions)),
+            ("dds.sec.crypto.plugin", "builtin.AES-GCM-GMAC".to_string()),
+        ] {
+            let _ = write!(props, "<property><name>{name}</name><value>{value}</value></property>");
+        }
+        props.push_str("</properties></propertiesPolicy>");
+        let anchor = "<participant profile_name=\"partita\" is_default_profile=\"true\"><rtps>";
+        Ok(x.replacen(anchor, &format!("{anchor}{props}"), 1))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_secure_profile_turns_the_builtin_plugins_on_with_its_files() {
+        let p = FastDdsProfile { addresses: vec!["198.19.200.2".parse().unwrap()], peers: vec!["198.19.200.1".parse().unwrap()], max_participant_index: 20 };
+        let f = crate::SecurityFiles {
+            identity_ca: "/p/ca.pem".into(),
+            identity_certificate: "/p/me.pem".into(),
+            private_key: "/p/me.key".into(),
+            permissions_ca: "/p/ca.pem".into(),
+            governance: "/p/governance.p7s".into(),
+            permissions: "/p/me.permissions.p7s".into(),
+        };
+        let x = p.to_xml_secure(&f).unwrap();
+        assert!(x.contains("<name>dds.sec.auth.plugin</name><value>builtin.PKI-DH</value>"), "{x}");
+        assert!(x.contains("<name>dds.sec.access.builtin.Access-Permissions.permissions</name><value>file:///p/me.permissions.p7s</value>"), "{x}");
+        assert!(x.contains("<name>dds.sec.crypto.plugin</name><value>builtin.AES-GCM-GMAC</value>"), "{x}");
+        assert_eq!(x.matches("<propertiesPolicy>").count(), 1);
+        assert!(!p.to_xml().unwrap().contains("propertiesPolicy"));
+        assert!(p.to_xml_secure(&crate::SecurityFiles { governance: "g.p7s".into(), ..f }).is_err());
+    }
 
     #[test]
     fn the_profile_binds_one_address_without_multicast_or_shared_memory() {

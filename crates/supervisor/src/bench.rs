@@ -81,7 +81,7 @@ pub fn freeze_vm(iterations: u32, control_cpu: usize, partition_cpu: usize, part
     let archive = workdir.join("spin.cpio");
     launch_spec.write_archive(&archive).map_err(|e| invalid(&e))?;
     let mut run = partita_vm::RunConfig::new(base.kernel.image.clone(), vec![base.path.clone(), archive]);
-    run.hardware = partita_vm::Hardware { accel, memory_mib: 128, ..partita_vm::Hardware::default() };
+    run.hardware = partita_vm::Hardware { accel, memory_mib: 160, ..partita_vm::Hardware::default() };
     let console = workdir.join("spin.console");
     let _ = std::fs::remove_file(&console);
     let spinner = Spinner { what: "a QEMU guest", program: partita.display().to_string(), args: run.runner_args(), ready: Some((console, partita_vm::init::START_MARKER.into())) };

@@ -119,20 +119,8 @@ impl HandedUplink {
 
     pub fn hand_over_in(dir: &Path, uplink: &Uplink, system: &str, owner: &str, ns: &NetNamespace) -> Result<HandedUplink> {
         let iface = uplink.interface.as_str();
-        let live = registry::owners();
-        // The same name in another network namespace (another host's part on this machine) is another interface.
-        let here = own_netns();
-        if let Some((_, other)) = records_in(dir).into_iter().find(|(_, r)| r.interface == iface && r.system != system && r.home_netns == here) {
-            if live.iter().any(|(_, o)| o.system == other.system && o.alive()) {
-                return Err(SupervisorError::Invalid(format!(
-                    "{iface} is the uplink of {} in system {}, which is up; give this system another interface, or bring that one down",
-                    other.owner, other.system
-                )));
-            }
-            return Err(SupervisorError::Invalid(format!(
-                "{iface} is still recorded as the uplink of {} in system {}, whose supervisor is gone; run `partita down` to give it back first",
-                other.owner, other.system
-            )));
+        if let Some(why) = held_elsewhere(dir, iface, system) {
+            return Err(SupervisorError::Invalid(why));
         }
         let (link, routes) = read(None, iface).map_err(|e| SupervisorError::Invalid(format!("uplink {iface}: {e}; name an interface `ip link` shows")))?;
         let record = Record {
@@ -174,11 +162,15 @@ impl HandedUplink {
                 ip(&["link", "set", "dev", iface, "netns", nsn])?;
                 ip(&["-n", nsn, "link", "set", "dev", iface, "name", UPLINK_NIC])?;
             }
-            UplinkMode::Macvlan => {
-                ip(&["link", "add", "link", iface, "name", UPLINK_NIC, "netns", nsn, "type", "macvlan", "mode", "bridge"])?;
-            }
-            UplinkMode::Ipvlan => {
-                ip(&["link", "add", "link", iface, "name", UPLINK_NIC, "netns", nsn, "type", "ipvlan", "mode", "l2"])?;
+            UplinkMode::Macvlan | UplinkMode::Ipvlan => {
+                let (kind, mode) = if uplink.mode == UplinkMode::Macvlan { ("macvlan", "bridge") } else { ("ipvlan", "l2") };
+                ip(&["link", "add", "link", iface, "name", UPLINK_NIC, "netns", nsn, "type", kind, "mode", mode]).map_err(|e| match e {
+                    SupervisorError::Command { stderr, .. } if stderr.contains("Unknown device type") => SupervisorError::Invalid(format!(
+                        "uplink {iface}: this kernel has no {kind} interfaces (CONFIG_{}; `modprobe {kind}` found none); use mode = \"move\" or another mode",
+                        kind.to_uppercase()
+                    )),
+                    e => e,
+                })?;
             }
         }
         let _ = ip(&["-n", nsn, "link", "set", "dev", UPLINK_NIC, "addrgenmode", "none"]);
@@ -335,6 +327,27 @@ pub fn give_back_leftovers(keep: &[String]) -> (Vec<String>, Vec<String>) {
         }
     }
     (done, failed)
+}
+
+/// Why `iface` cannot be an uplink of `system` here: another system's record holds it in this network
+/// namespace (the same name in another namespace, another host's part on this machine, is another interface).
+fn held_elsewhere(dir: &Path, iface: &str, system: &str) -> Option<String> {
+    let here = own_netns();
+    let (_, other) = records_in(dir).into_iter().find(|(_, r)| r.interface == iface && r.system != system && r.home_netns == here)?;
+    Some(if registry::owners().iter().any(|(_, o)| o.system == other.system && o.alive()) {
+        format!("{iface} is the uplink of {} in system {}, which is up; give this system another interface, or bring that one down", other.owner, other.system)
+    } else {
+        format!("{iface} is still recorded as the uplink of {} in system {}, whose supervisor is gone; run `partita down` to give it back first", other.owner, other.system)
+    })
+}
+
+/// Every uplink of `system` that another system holds on this machine, with why: what `check` and `up` refuse
+/// before anything is created.
+pub fn held_by_others(system: &partita_system::System) -> Vec<String> {
+    system
+        .uplinks()
+        .filter_map(|(owner, u)| held_elsewhere(Path::new(RECORD_DIR), &u.interface, &system.name).map(|why| format!("{}.interface: {why}", partita_system::uplink::uplink_path(system, owner))))
+        .collect()
 }
 
 /// Where a confined partition reads its uplink's DDS Security files, in the order of

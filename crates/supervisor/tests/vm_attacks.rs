@@ -79,14 +79,14 @@ cpus = [1]
 [[module.partition]]
 name = "default"
 kind = "vm"
-vm = {{ memory = "128MiB", accel = "tcg" }}
+vm = {{ memory = "160MiB", accel = "tcg" }}
 command = ["true"]
 pids = 64
 health = {{ action = "stop" }}
 [[module.partition]]
 name = "granted"
 kind = "vm"
-vm = {{ memory = "128MiB", accel = "tcg" }}
+vm = {{ memory = "160MiB", accel = "tcg" }}
 command = ["true"]
 pids = 64
 seccomp = {{ allow = ["ioctl/tun-admin"] }}

@@ -142,14 +142,14 @@ cpus = [0, 1]
 [[module.partition]]
 name = "fails"
 kind = "vm"
-vm = {{ memory = "128MiB", accel = "tcg", boot_timeout = "60s", kernel = "{}", initramfs = "{}" }}
+vm = {{ memory = "160MiB", accel = "tcg", boot_timeout = "60s", kernel = "{}", initramfs = "{}" }}
 command = ["sh", "-c", "cat /etc/extra.txt; exit 7"]
 pids = 64
 health = {{ action = "restart", max_restarts = 1, window = "120s", backoff = "100ms" }}
 [[module.partition]]
 name = "panics"
 kind = "vm"
-vm = {{ memory = "128MiB", accel = "tcg", boot_timeout = "60s" }}
+vm = {{ memory = "160MiB", accel = "tcg", boot_timeout = "60s" }}
 command = ["sh", "-c", "echo c > /proc/sysrq-trigger"]
 pids = 64
 health = {{ action = "restart", max_restarts = 1, window = "120s", backoff = "100ms" }}
@@ -194,7 +194,7 @@ fn a_vm_partition_is_frozen_outside_its_windows() {
     // gets the health monitor's answer.
     let sys = guest_beside_a_sleeper(
         &system,
-        r#"memory = "128MiB", accel = "tcg", boot_timeout = "45s""#,
+        r#"memory = "160MiB", accel = "tcg", boot_timeout = "45s""#,
         r#""sh", "-c", "i=0; while :; do i=$((i+1)); echo tick $i; usleep 50000; done""#,
         r#"action = "restart", max_restarts = 1, window = "120s""#,
         (2000, 1000),
@@ -247,7 +247,7 @@ fn a_vm_partition_frozen_while_its_kernel_calibrates_keeps_true_timers() {
     // the kernel corrects the figure against the PM timer. `apic=verbose` puts the calibration in its log.
     let sys = guest_beside_a_sleeper(
         &system,
-        r#"memory = "128MiB", accel = "tcg", boot_timeout = "100s", append = ["apic=verbose"]"#,
+        r#"memory = "160MiB", accel = "tcg", boot_timeout = "100s", append = ["apic=verbose"]"#,
         r#""sh", "-c", "dmesg | grep -E 'PM-Timer|calibration|clock speed|APIC'; echo calibration shown""#,
         r#"action = "stop""#,
         (150, 30),
