@@ -71,6 +71,18 @@ pub struct SecurityFiles {
     pub permissions: String,
 }
 
+impl SecurityFiles {
+    /// Refuses a path that is not absolute or could break the XML it is written into (`<`, `>`, `&`, quotes,
+    /// control characters): both Cyclone's configuration and Fast DDS's profile carry these paths.
+    pub fn check(&self) -> Result<()> {
+        let all = [&self.identity_ca, &self.identity_certificate, &self.private_key, &self.permissions_ca, &self.governance, &self.permissions];
+        match all.iter().find(|f| !f.starts_with('/') || f.chars().any(|c| "<>&\"'".contains(c) || c.is_control())) {
+            Some(bad) => Err(DdsError::Config(format!("security file {bad:?} is not an absolute path without <, >, &, quotes"))),
+            None => Ok(()),
+        }
+    }
+}
+
 /// Message and fragment size on loopback, whose MTU is 64 KiB: a sample of up to about 62 KiB travels as one
 /// datagram instead of 46 fragments of 1,344 B, which a router must reassemble and cut up again (measured with
 /// `partita bench rr --transport dds,dds-routed --size 60k`: about 2.4× faster direct and through the router).
@@ -248,10 +260,7 @@ impl NetworkSettings {
             self.multiple_receive_threads
         );
         if let Some(s) = &self.security {
-            let files = [&s.identity_ca, &s.identity_certificate, &s.private_key, &s.permissions_ca, &s.governance, &s.permissions];
-            if let Some(bad) = files.iter().find(|f| !f.starts_with('/') || f.chars().any(|c| "<>&\"'".contains(c) || c.is_control())) {
-                return Err(DdsError::Config(format!("security file {bad:?} is not an absolute path without <, >, &, quotes")));
-            }
+            s.check()?;
             let _ = write!(
                 x,
                 "<Security><Authentication><IdentityCertificate>file:{}</IdentityCertificate><IdentityCA>file:{}</IdentityCA>\

@@ -73,10 +73,7 @@ impl FastDdsProfile {
     /// whose V-NETWORK side stays plain.)
     pub fn to_xml_secure(&self, files: &crate::SecurityFiles) -> Result<String> {
         let x = self.to_xml()?;
-        let all = [&files.identity_ca, &files.identity_certificate, &files.private_key, &files.permissions_ca, &files.governance, &files.permissions];
-        if let Some(bad) = all.iter().find(|f| !f.starts_with('/') || f.chars().any(|c| "<>&\"'".contains(c) || c.is_control())) {
-            return Err(DdsError::Config(format!("security file {bad:?} is not an absolute path without <, >, &, quotes")));
-        }
+        files.check()?;
         let mut props = String::from("<propertiesPolicy><properties>");
         for (name, value) in [
             ("dds.sec.auth.plugin", "builtin.PKI-DH".to_string()),
