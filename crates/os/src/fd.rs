@@ -75,6 +75,17 @@ pub fn dup_above(fd: impl AsRawFd, min: RawFd) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(new) })
 }
 
+/// Allocates `len` bytes of `file` on its disk (fallocate, mode 0): the blocks are taken now, so writing them
+/// later takes no more of the disk.
+pub fn allocate(file: &std::fs::File, len: u64) -> io::Result<()> {
+    let len = libc::off_t::try_from(len).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a length beyond off_t"))?;
+    // SAFETY: fallocate works on a descriptor the File owns; nothing is read from or written to memory.
+    if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// An anonymous file in memory (memfd_create), close-on-exec; `name` shows in `/proc/PID/fd` only.
 pub fn memfd(name: &str) -> io::Result<std::fs::File> {
     let c = CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a memfd name has no NUL byte"))?;

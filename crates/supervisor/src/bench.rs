@@ -105,7 +105,7 @@ fn freeze_spinning(iterations: u32, control_cpu: usize, partition_cpu: usize, ba
                 }
             };
             let mut spec = spinner_spec("spin", &cg, &spinner.program, spinner.args.clone());
-            spec.output = spinner.ready.as_ref().map(|(f, _)| f.clone());
+            spec.output = spinner.ready.as_ref().map(|(f, _)| crate::partition_log::PartitionLog::new(f.clone(), 1 << 20));
             let pid = launch(&spec)?.pid;
             std::thread::sleep(Duration::from_millis(50));
             if let Some((file, text)) = &spinner.ready {

@@ -92,6 +92,8 @@ pub struct Down {
     pub host_settings: Vec<String>,
     /// The uplinks given back (`crate::uplink`).
     pub uplinks: Vec<String>,
+    /// Partitions' state directories unmounted (`crate::state_image`; their images are kept).
+    pub state_mounts: Vec<PathBuf>,
 }
 
 /// Removes what partita left on this machine: every namespace, interface and cgroup of a system whose
@@ -132,6 +134,14 @@ pub fn down(force: bool) -> Result<Down> {
             .collect(),
     };
     kill_dirs(removed.cgroups.iter().map(|p| p.as_path()))?;
+    // The partitions are gone: their state directories can be unmounted.
+    let state_root = Path::new(partita_system::confinement::STATE_ROOT);
+    let mut state_mounts = Vec::new();
+    for system in crate::state_image::mounts_under(state_root).iter().filter_map(|m| m.strip_prefix(state_root).ok()?.components().next()).map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<BTreeSet<_>>() {
+        if !kept_systems.contains(&system) {
+            state_mounts.extend(crate::state_image::unmount_leftovers(&system));
+        }
+    }
     // Moved interfaces go back before their namespaces go (a veth end would go with its namespace).
     let (uplinks, refused) = crate::uplink::give_back_leftovers(&kept_systems.iter().cloned().collect::<Vec<_>>());
     if !refused.is_empty() {
@@ -161,7 +171,7 @@ pub fn down(force: bool) -> Result<Down> {
     crate::stalls::remove_stale_instances();
     // The idle pollers' cgroups of processes that are gone (their pollers ended by themselves).
     removed.cgroups.extend(partita_os::idle_poll::remove_stale());
-    Ok(Down { removed, live, host_settings, uplinks })
+    Ok(Down { removed, live, host_settings, uplinks, state_mounts })
 }
 
 /// Removes the state directory the supervisor writes (`/run/partita/<system>`).

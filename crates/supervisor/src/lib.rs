@@ -13,6 +13,8 @@ pub mod herd;
 pub mod host_tuning;
 pub mod histogram;
 pub mod launch;
+pub mod partition_log;
+pub mod state_image;
 pub mod overrun;
 
 pub use error::{Result, SupervisorError};

@@ -5,6 +5,8 @@ use crate::cgroup::{check_component, Layout, Limits, PartitionCgroup};
 use crate::clock::unix_ms;
 use crate::dds_config::CycloneConfig;
 use crate::error::{path_err, Result, SupervisorError};
+use crate::partition_log::PartitionLog;
+use crate::state_image::StateImage;
 use crate::executor::{Executor, ExecutorConfig, ExecutorLog, Schedule, Window};
 use crate::freeze::{FreezeBackend, Freezer};
 use crate::guest::{GuestPlace, Guests, KvmNode, Tap};
@@ -19,7 +21,7 @@ use crate::overrun::{OverrunPolicy, TimeGuard};
 use crate::host_tuning::{self, HostTuning};
 use partita_os::cpu_latency::CpuLatencyHold;
 use crate::uplink::HandedUplink;
-use crate::vnet::{Bridge, NetNamespace, VirtualNic};
+use crate::vnet::{Bridge, NetNamespace, Side, VirtualNic};
 use partita_system::UPLINK_NIC;
 use partita_dds::fastdds::FastDdsProfile;
 use partita_env::PartitionEnv;
@@ -93,6 +95,8 @@ pub struct Supervisor {
     monitor: HealthMonitor,
     cgroups: Vec<Arc<PartitionCgroup>>,
     nics: Vec<VirtualNic>,
+    /// The partitions' and nodes' output logs.
+    logs: Vec<Arc<PartitionLog>>,
     /// Host interfaces handed to I/O partitions and nodes: given back before their namespaces go.
     uplinks: Vec<HandedUplink>,
     /// VM partitions' V-NICs, and their KVM device nodes (under hardware virtualization).
@@ -102,6 +106,8 @@ pub struct Supervisor {
     bridges: Vec<Bridge>,
     state_dir: StateDir,
     state: State,
+    /// The partitions' state directories mounted from their images: unmounted before the directories go.
+    state_images: Vec<StateImage>,
     /// The partitions' state directories: each one is removed when the system goes down if nothing was left in
     /// it (a recorder's ring stays).
     _state_dirs: EmptyDirs,
@@ -186,6 +192,7 @@ impl Supervisor {
             monitor: HealthMonitor::new(EventLog::new(Some(Box::new(events)))),
             cgroups: Vec::new(),
             nics: Vec::new(),
+            logs: Vec::new(),
             uplinks: Vec::new(),
             taps: Vec::new(),
             kvm_nodes: Vec::new(),
@@ -202,6 +209,7 @@ impl Supervisor {
                 frames: Vec::new(),
                 max_lateness_ns: Vec::new(),
             },
+            state_images: Vec::new(),
             _state_dirs: EmptyDirs(Vec::new()),
             _cpu_latency: None,
             _host_tuning: None,
@@ -283,6 +291,11 @@ impl Supervisor {
                 fastdds.addresses.push(nic.address);
                 fastdds.peers.extend(system.addresses_on(nic.network));
             }
+            // An I/O partition's sides reach each other only through its program (the routing service).
+            let mut sides: Vec<Side> = tree.nics.iter().filter(|_| vm.is_none()).map(|n| Side { interface: &n.name, address: n.address, domain: n.domain.get() }).collect();
+            if let Some(u) = &tree.uplink {
+                sides.push(Side { interface: UPLINK_NIC, address: u.address, domain: u.domain.get() });
+            }
             // A secure uplink's credentials: a confined partition reads copies it owns, bound read-only in its view.
             let mut security_binds: Vec<(PathBuf, &'static str)> = Vec::new();
             if let Some(u) = &tree.uplink {
@@ -298,6 +311,7 @@ impl Supervisor {
                 fastdds.addresses.push(u.address);
                 fastdds.peers.extend(&u.peers);
             }
+            crate::vnet::strong_host(&ns, &sides)?;
             let xml_path = state_path.join(format!("{}.xml", member.name));
             let uri = match vm {
                 Some(_) => String::new(),
@@ -318,6 +332,7 @@ impl Supervisor {
                 Some(c) => {
                     s._state_dirs.0.push(c.state_dir.clone());
                     let mut confine = confine(c, &state_path.join(format!("{}.root", member.name)), vm.is_none().then_some(xml_path.as_path()))?;
+                    s.state_images.push(StateImage::mount(&c.state_dir, c.state_quota, c.uid)?);
                     confine.fastdds_profile = fastdds_written.then(|| fastdds_path.clone());
                     confine.guest_files.extend(security_binds.iter().cloned());
                     confine.memory = tree.memory.map(|m| m.0);
@@ -362,6 +377,8 @@ impl Supervisor {
                 fastdds_profile,
                 state_dir: tree.confinement.as_ref().map(|c| c.state_dir.display().to_string()),
             };
+            let log = PartitionLog::new(state_path.join(format!("{}.log", member.name)), tree.log_size);
+            s.logs.push(log.clone());
             let mut spec = LaunchSpec {
                 partition: member.name.to_string(),
                 program,
@@ -370,7 +387,7 @@ impl Supervisor {
                 cgroup_procs: cg.procs_files(),
                 netns: Some(ns.path()),
                 environment: Some(environment),
-                output: Some(state_path.join(format!("{}.log", member.name))),
+                output: Some(log.clone()),
                 fifo_priority: match tree.scheduling {
                     Scheduling::Fifo { priority } => Some(priority),
                     Scheduling::Normal => None,
@@ -580,6 +597,12 @@ impl Supervisor {
             logs.push(log);
         }
         self.monitor.kill_all();
+        // The partitions' last words reach their logs before the system counts as down.
+        for log in &self.logs {
+            if !log.drained(Duration::from_secs(5)) {
+                tracing::warn!(target: "partita::supervisor", "{}: output still coming 5 s after the partition ended", log.path().display());
+            }
+        }
         Ok(logs)
         // The remaining fields drop here, in declaration order.
     }

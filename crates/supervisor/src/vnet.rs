@@ -182,3 +182,54 @@ impl Drop for VirtualNic {
 pub fn run_in_netns<T: Send + 'static>(path: &std::path::Path, f: impl FnOnce() -> T + Send + 'static) -> Result<T> {
     Ok(partita_os::netns::run_in_netns(path, f)?)
 }
+
+/// One interface of a network namespace that has several (an I/O partition's): its name, its address and the
+/// DDS domain spoken on it.
+#[derive(Debug, Clone, Copy)]
+pub struct Side<'a> {
+    pub interface: &'a str,
+    pub address: Ipv4Addr,
+    pub domain: u32,
+}
+
+/// The UDP ports of DDS domain `domain` (the RTPS port mapping both Cyclone DDS and Fast DDS use: 7400 + 250 per
+/// domain, the participants' ports within).
+pub fn domain_ports(domain: u32) -> (u32, u32) {
+    let first = 7400 + 250 * domain;
+    (first, first + 249)
+}
+
+/// The strong host model in a namespace with several interfaces, set from outside it (the partition has no
+/// CAP_NET_ADMIN there): a packet that arrives on one interface for the address of another is dropped, and so
+/// is a datagram for the DDS ports of a domain that is spoken on another interface only. The DDS
+/// implementations bind their receiving sockets to the any address (Cyclone DDS has no setting to bind them to
+/// the interface's), so without the second rule the routing service's inter-module participant would hear a
+/// module partition that sends to the I/O partition's module address. ARP is answered only for the address of
+/// the interface asked on.
+pub fn strong_host(namespace: &NetNamespace, sides: &[Side]) -> Result<()> {
+    if sides.len() < 2 {
+        return Ok(());
+    }
+    let ns = namespace.name();
+    let path = namespace.path();
+    let written = run_in_netns(&path, || {
+        ["all", "default"].iter().try_for_each(|conf| {
+            std::fs::write(format!("/proc/sys/net/ipv4/conf/{conf}/arp_ignore"), "1")?;
+            std::fs::write(format!("/proc/sys/net/ipv4/conf/{conf}/arp_announce"), "2")
+        })
+    })?;
+    written.map_err(|e| SupervisorError::Sys { call: "write", context: format!("arp_ignore and arp_announce in {ns}"), source: e })?;
+    for side in sides {
+        for other in sides.iter().filter(|o| o.interface != side.interface) {
+            ip(&["-n", ns, "rule", "add", "pref", "100", "iif", side.interface, "to", &format!("{}/32", other.address), "blackhole"])?;
+            if sides.iter().all(|s| s.interface == other.interface || s.domain != other.domain) && other.domain != side.domain {
+                let (first, last) = domain_ports(other.domain);
+                ip(&["-n", ns, "rule", "add", "pref", "101", "iif", side.interface, "ipproto", "udp", "dport", &format!("{first}-{last}"), "blackhole"])?;
+            }
+        }
+    }
+    // The local table after those rules (it comes first by default, where no rule could stop a local delivery).
+    ip(&["-n", ns, "rule", "add", "pref", "200", "lookup", "local"])?;
+    ip(&["-n", ns, "rule", "del", "pref", "0", "lookup", "local"])?;
+    Ok(())
+}

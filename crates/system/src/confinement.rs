@@ -31,7 +31,43 @@ pub struct Confinement {
     /// It may lock its memory (`mlockall`), up to its memory limit (RLIMIT_MEMLOCK): what a real-time program
     /// does so that page faults do not delay it. Locked memory is charged to its own cgroup.
     pub lock_memory: bool,
+    /// Its limits on the kernel's per-user counts that are not cgroup-controlled (`limits`).
+    pub limits: KernelLimits,
+    /// The size of its state directory (`state`): a file system of its own, so writing past it fails inside.
+    pub state_quota: StateQuota,
 }
+
+/// A partition's limits on the kernel's per-user counts (`limits = { ... }`). The partition's user namespace
+/// belongs to its own host uid, so every per-user count of what runs inside is charged to that uid, never to
+/// host root's or another partition's: inotify instances and watches within the host's per-user limits
+/// (`fs.inotify.max_user_instances`, `max_user_watches`), and these, set as its resource limits when its
+/// namespace is made (which caps the namespace as a whole).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelLimits {
+    /// Bytes of POSIX message queues (RLIMIT_MSGQUEUE).
+    pub message_queue_bytes: u64,
+    /// Signals queued to its processes and not yet taken (RLIMIT_SIGPENDING).
+    pub queued_signals: u64,
+}
+
+/// What a partition gets without `limits`: Linux's default message-queue bytes, and room for a thousand
+/// queued signals (a program with many POSIX timers needs one each).
+pub const DEFAULT_KERNEL_LIMITS: KernelLimits = KernelLimits { message_queue_bytes: 819_200, queued_signals: 1024 };
+
+/// The size of a partition's state directory (`state = { size, inodes }`): an ext4 image of that size, made
+/// once (allocated in full, so writing inside never takes more of the host's disk) and mounted at the
+/// directory while the system is up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StateQuota {
+    pub bytes: u64,
+    pub inodes: u64,
+}
+
+/// What a partition's state directory holds without `state`: room for the paper's recorder ring (16 MiB)
+/// and a program's files.
+pub const DEFAULT_STATE_QUOTA: StateQuota = StateQuota { bytes: 64 << 20, inodes: 4096 };
+/// The smallest state directory accepted (ext4 with a journal needs some room of its own).
+pub const STATE_QUOTA_FLOOR: u64 = 4 << 20;
 
 /// System calls (or, for the names with a `/`, a system call with certain arguments) that a partition has no
 /// business making: the default profile kills the partition's process (SIGSYS), and the health monitor logs

@@ -12,7 +12,7 @@ pub mod names;
 pub mod plan;
 pub mod uplink;
 
-pub use confinement::Confinement;
+pub use confinement::{Confinement, KernelLimits, StateQuota};
 pub use error::{Diagnostic, Errors, Problem};
 pub use load::{load, parse, search_path, Host, MAX_FRAME, MEMORY_FLOOR, PARTITA_PROGRAM};
 pub use model::*;

@@ -1,5 +1,5 @@
 //! Reading a system file: TOML (with spans) → raw structs → validated [`System`], collecting every problem.
-use crate::confinement::{capability_number, is_seccomp_name, Confinement, DEFAULT_UID_BASE, UID_RANGE};
+use crate::confinement::{capability_number, is_seccomp_name, Confinement, KernelLimits, StateQuota, DEFAULT_KERNEL_LIMITS, DEFAULT_STATE_QUOTA, DEFAULT_UID_BASE, STATE_QUOTA_FLOOR, UID_RANGE};
 use crate::error::{Diagnostic, Errors, Problem};
 use crate::model::*;
 use crate::plan::WakeAheadRefused;
@@ -288,6 +288,11 @@ struct RawPartition {
     disk: Option<S<toml::Value>>,
     /// A host interface the I/O partition owns (docs/deployment.md).
     uplink: Option<S<crate::uplink::RawUplink>>,
+    log_size: Option<S<String>>,
+    /// `{ message_queue_bytes, queued_signals }`.
+    limits: Option<S<toml::Value>>,
+    /// `{ size, inodes }` of its state directory.
+    state: Option<S<toml::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -357,6 +362,7 @@ struct RawNode {
     address: Option<S<String>>,
     host: Option<S<String>>,
     uplink: Option<S<crate::uplink::RawUplink>>,
+    log_size: Option<S<String>>,
 }
 
 #[derive(Deserialize)]
@@ -770,7 +776,7 @@ impl Cx<'_> {
                     Some(d) => self.disk(d, &format!("{ppath}.disk")),
                     None => DEFAULT_DISK,
                 };
-                let tree = ProcessTree { command, env, memory: Some(memory), pids_max, cpus: pcpus, health, scheduling, netns: String::new(), cgroup: String::new(), nics: Vec::new(), confinement: Some(confinement), disk, uplink: None };
+                let tree = ProcessTree { command, env, memory: Some(memory), pids_max, cpus: pcpus, health, scheduling, netns: String::new(), cgroup: String::new(), nics: Vec::new(), confinement: Some(confinement), disk, uplink: None, log_size: self.log_size(p.log_size.as_ref(), &format!("{ppath}.log_size")) };
                 partitions.push(Partition { name: pname, criticality, io: p.io, domain, address, external_address, router, plan: None, vm, time_overrun, tree });
             }
 
@@ -960,7 +966,7 @@ impl Cx<'_> {
             let address = node_addrs[ni]
                 .or_else(|| self.next_host(&ext_subnet, &mut ext_hosts, &format!("node {name}"), &n.name.span(), &format!("{path}.address")))
                 .unwrap_or(Ipv4Addr::UNSPECIFIED);
-            let tree = ProcessTree { command, env, memory, pids_max, cpus, health, scheduling, netns: String::new(), cgroup: String::new(), nics: Vec::new(), confinement: None, disk: DiskLimits::default(), uplink: None };
+            let tree = ProcessTree { command, env, memory, pids_max, cpus, health, scheduling, netns: String::new(), cgroup: String::new(), nics: Vec::new(), confinement: None, disk: DiskLimits::default(), uplink: None, log_size: self.log_size(n.log_size.as_ref(), &format!("{path}.log_size")) };
             nodes.push(NativeNode { name, address, domain, tree, host: None });
         }
 
@@ -1030,7 +1036,80 @@ impl Cx<'_> {
                 }
             }
         }
-        Confinement { uid, capabilities, seccomp_allow, state_dir: PathBuf::new(), lock_memory: p.lock_memory.unwrap_or(false) }
+        let limits = p.limits.as_ref().map_or(DEFAULT_KERNEL_LIMITS, |l| self.kernel_limits(l, &format!("{ppath}.limits")));
+        let state_quota = p.state.as_ref().map_or(DEFAULT_STATE_QUOTA, |q| self.state_quota(q, &format!("{ppath}.state")));
+        Confinement { uid, capabilities, seccomp_allow, state_dir: PathBuf::new(), lock_memory: p.lock_memory.unwrap_or(false), limits, state_quota }
+    }
+
+    /// A size of at least `floor` (`what` names it in the fix).
+    fn size_at_least(&mut self, v: &S<String>, path: &str, floor: u64, what: &str) -> Option<u64> {
+        match v.get_ref().parse::<ByteSize>() {
+            Ok(b) if b.0 < floor => {
+                self.err(&v.span(), path, Problem::BadValue(format!("{b} is too small for {what}; give at least {}", ByteSize(floor))));
+                None
+            }
+            Ok(b) => Some(b.0),
+            Err(e) => {
+                self.err(&v.span(), path, Problem::BadValue(e.to_string()));
+                None
+            }
+        }
+    }
+
+    fn log_size(&mut self, v: Option<&S<String>>, path: &str) -> u64 {
+        v.and_then(|v| self.size_at_least(v, path, LOG_SIZE_FLOOR, "an output log")).unwrap_or(DEFAULT_LOG_SIZE)
+    }
+
+    /// A table of sizes and counts: `sizes` keys take a size (`"800KiB"`), `counts` keys a positive number.
+    fn table_of_limits(&mut self, v: &S<toml::Value>, path: &str, sizes: &[&str], counts: &[&str], fix: &str) -> Vec<(String, u64)> {
+        let Some(table) = v.get_ref().as_table() else {
+            self.err(&v.span(), path, Problem::BadValue(format!("{} is not a table; {fix}", v.get_ref())));
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (key, value) in table {
+            let field = format!("{path}.{key}");
+            let parsed = match (value, sizes.contains(&key.as_str()), counts.contains(&key.as_str())) {
+                (toml::Value::String(s), true, _) => s.parse::<ByteSize>().map(|b| b.0).map_err(|e| e.to_string()),
+                (toml::Value::Integer(n), _, true) if *n > 0 => Ok(*n as u64),
+                (_, true, _) => Err(format!("{value} is not a size; write a whole number and a unit such as \"64MiB\"")),
+                (_, _, true) => Err(format!("{value} is not a positive number")),
+                _ => Err(format!("unknown key {key:?}; {fix}")),
+            };
+            match parsed {
+                Ok(n) => out.push((key.clone(), n)),
+                Err(why) => self.err(&v.span(), &field, Problem::BadValue(why)),
+            }
+        }
+        out
+    }
+
+    /// `limits = { message_queue_bytes = "800KiB", queued_signals = 1024 }`; keys left out keep the default.
+    fn kernel_limits(&mut self, v: &S<toml::Value>, path: &str) -> KernelLimits {
+        let mut limits = DEFAULT_KERNEL_LIMITS;
+        let fix = "write a table such as { message_queue_bytes = \"800KiB\", queued_signals = 1024 }";
+        for (key, n) in self.table_of_limits(v, path, &["message_queue_bytes"], &["queued_signals"], fix) {
+            match key.as_str() {
+                "message_queue_bytes" => limits.message_queue_bytes = n,
+                _ => limits.queued_signals = n,
+            }
+        }
+        limits
+    }
+
+    /// `state = { size = "64MiB", inodes = 4096 }`; keys left out keep the default.
+    fn state_quota(&mut self, v: &S<toml::Value>, path: &str) -> StateQuota {
+        let mut quota = DEFAULT_STATE_QUOTA;
+        let fix = "write a table such as { size = \"64MiB\", inodes = 4096 }";
+        for (key, n) in self.table_of_limits(v, path, &["size"], &["inodes"], fix) {
+            match key.as_str() {
+                "size" if n < STATE_QUOTA_FLOOR => self.err(&v.span(), &format!("{path}.size"), Problem::BadValue(format!("{} is too small for a state directory; give at least {}", ByteSize(n), ByteSize(STATE_QUOTA_FLOOR)))),
+                "size" => quota.bytes = n,
+                _ if n < 64 => self.err(&v.span(), &format!("{path}.inodes"), Problem::BadValue(format!("{n} inodes cannot hold a program's files; give at least 64"))),
+                _ => quota.inodes = n,
+            }
+        }
+        quota
     }
 
     /// A partition's kind, and for a VM partition its guest.

@@ -549,7 +549,14 @@ pub struct ProcessTree {
     pub disk: DiskLimits,
     /// A host interface it owns (I/O partitions and native nodes only).
     pub uplink: Option<Uplink>,
+    /// The size its output log rotates at (`log_size`): the log and its older part take at most twice this.
+    pub log_size: u64,
 }
+
+/// A partition's or node's output log without `log_size`.
+pub const DEFAULT_LOG_SIZE: u64 = 16 << 20;
+/// The smallest `log_size` accepted.
+pub const LOG_SIZE_FLOOR: u64 = 64 << 10;
 
 /// A core module (a machine) with its partitions, plans and V-NETWORK.
 #[derive(Debug, Clone)]

@@ -29,10 +29,12 @@ pub enum Stage {
     BecomeRoot,
     ParentDeathSignal,
     AllowMemoryLock,
+    SetLimits,
+    BecomeOwner,
 }
 
 impl Stage {
-    pub const ALL: [Stage; 17] = [
+    pub const ALL: [Stage; 19] = [
         Stage::ResetSignals,
         Stage::NewSession,
         Stage::JoinNetwork,
@@ -50,6 +52,8 @@ impl Stage {
         Stage::BecomeRoot,
         Stage::ParentDeathSignal,
         Stage::AllowMemoryLock,
+        Stage::SetLimits,
+        Stage::BecomeOwner,
     ];
 
     pub fn from_u32(n: u32) -> Option<Stage> {
@@ -66,7 +70,7 @@ impl Stage {
             Stage::MakeMountPoint => "make a mount point",
             Stage::PivotRoot => "pivot into its view of the file system",
             Stage::SetHostName => "set host name",
-            Stage::RedirectOutput => "redirect output",
+            Stage::RedirectOutput => "redirect stdin, stdout and stderr",
             Stage::SetScheduling => "set the scheduling class",
             Stage::LimitRealtime => "limit the real-time priority",
             Stage::DropGroups => "drop supplementary groups",
@@ -75,6 +79,8 @@ impl Stage {
             Stage::BecomeRoot => "become root of its user namespace",
             Stage::ParentDeathSignal => "set the parent-death signal",
             Stage::AllowMemoryLock => "raise RLIMIT_MEMLOCK to its memory limit for lock_memory (the supervisor needs CAP_SYS_RESOURCE)",
+            Stage::SetLimits => "set its limits (RLIMIT_MSGQUEUE, RLIMIT_SIGPENDING)",
+            Stage::BecomeOwner => "become its host uid, the owner of its user namespace",
         }
     }
 }
@@ -93,6 +99,10 @@ pub const EXIT_CONFINE: i32 = 125;
 pub struct Confined<'a> {
     /// RLIMIT_MEMLOCK, when the partition may lock its memory.
     pub memlock: Option<u64>,
+    /// Its host uid (and gid): the owner of its user namespace, whom the kernel charges its per-user counts.
+    pub uid: libc::uid_t,
+    /// Limits set before its user namespace is made: they also cap the whole namespace's per-user counts.
+    pub limits: &'a [(libc::__rlimit_resource_t, u64)],
     /// Capabilities kept (bit n = capability n); every other one up to `last_cap` is dropped.
     pub keep: u64,
     pub last_cap: u32,
@@ -112,6 +122,9 @@ pub struct Plan<'a> {
     pub envp: &'a [*const libc::c_char],
     pub hostname: &'a [u8],
     pub netns: Option<RawFd>,
+    /// `/dev/null`, the partition's stdin.
+    pub stdin: RawFd,
+    /// The write end of the pipe its stdout and stderr go to.
     pub output: Option<RawFd>,
     /// `cgroup.procs` of each of the partition's cgroups, opened by the parent.
     pub procs: &'a [RawFd],
@@ -283,6 +296,9 @@ unsafe fn run(p: &Plan) -> ! {
     if libc::sethostname(p.hostname.as_ptr().cast(), p.hostname.len()) != 0 {
         fail(report, Stage::SetHostName);
     }
+    if libc::dup2(p.stdin, 0) < 0 {
+        fail(report, Stage::RedirectOutput);
+    }
     if let Some(out) = p.output {
         if libc::dup2(out, 1) < 0 || libc::dup2(out, 2) < 0 {
             fail(report, Stage::RedirectOutput);
@@ -315,6 +331,20 @@ unsafe fn run(p: &Plan) -> ! {
         // The host's supplementary groups (root's) must not come along into the user namespace.
         if libc::setgroups(0, std::ptr::null()) != 0 {
             fail(report, Stage::DropGroups);
+        }
+        let c = p.confined.as_ref().expect("confined");
+        for (resource, value) in c.limits {
+            let limit = libc::rlimit { rlim_cur: *value, rlim_max: *value };
+            if libc::setrlimit(*resource, &limit) != 0 {
+                fail(report, Stage::SetLimits);
+            }
+        }
+        // Its user namespace belongs to its own host uid, not to host root: the kernel charges the per-user
+        // counts of everything inside (inotify instances and watches, message-queue bytes, queued signals,
+        // processes) to the namespace's owner at the host's level, so they are the partition's own and never
+        // root's, and the limits set above cap them (the kernel copies them into the namespace).
+        if libc::setresgid(c.uid, c.uid, c.uid) != 0 || libc::setresuid(c.uid, c.uid, c.uid) != 0 {
+            fail(report, Stage::BecomeOwner);
         }
         if libc::unshare(libc::CLONE_NEWUSER) != 0 {
             fail(report, Stage::EnterUserNamespace);

@@ -26,6 +26,7 @@ pub mod rootfs;
 pub mod seccomp;
 
 use crate::error::{path_err, sys_failed, Result, SupervisorError};
+use crate::partition_log::PartitionLog;
 use child::{Confined, Plan, Stage, NEED_MAPS, READY};
 use partita_env::PartitionEnv;
 use partita_os::process::is_executable;
@@ -56,8 +57,9 @@ pub struct LaunchSpec {
     /// What the supervisor tells the programs about their partition (`PARTITA_*`, `CYCLONEDDS_URI`); `None`:
     /// nothing (tests of the mechanism alone).
     pub environment: Option<PartitionEnv>,
-    /// File receiving the partition's stdout and stderr (appended); `None` inherits the supervisor's.
-    pub output: Option<PathBuf>,
+    /// The log receiving the partition's stdout and stderr through a pipe the supervisor drains
+    /// ([`PartitionLog`]); `None` inherits the supervisor's (tests of the mechanism alone).
+    pub output: Option<Arc<PartitionLog>>,
     /// SCHED_FIFO at this priority; `None`: SCHED_OTHER (whatever class the supervisor itself runs in).
     pub fifo_priority: Option<u8>,
     /// How a partition is confined; `None`: its namespaces and cgroups only (native nodes, mechanism tests).
@@ -175,8 +177,10 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
         Some(p) => Some(File::open(p).map_err(path_err("open", p))?),
         None => None,
     };
-    let output: Option<File> = match &spec.output {
-        Some(p) => Some(OpenOptions::new().create(true).append(true).open(p).map_err(path_err("open", p))?),
+    // stdin is /dev/null, never the supervisor's (an operator's terminal); stdout and stderr a pipe.
+    let dev_null = File::open("/dev/null").map_err(path_err("open", "/dev/null"))?;
+    let output: Option<(OwnedFd, OwnedFd)> = match &spec.output {
+        Some(_) => Some(cloexec_pipe()?),
         None => None,
     };
     let mounts = match &spec.confine {
@@ -208,6 +212,10 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
     let passed: Vec<OwnedFd> =
         spec.pass_fds.iter().map(|f| partita_os::fd::dup_above(f.as_fd(), 100)).collect::<std::io::Result<_>>().map_err(sys_failed("fcntl", "descriptors for the partition"))?;
     let passed_fds: Vec<i32> = passed.iter().map(|f| f.as_raw_fd()).collect();
+    let limits: Vec<(libc::__rlimit_resource_t, u64)> = match &spec.confine {
+        Some(c) => vec![(libc::RLIMIT_MSGQUEUE, c.granted.limits.message_queue_bytes), (libc::RLIMIT_SIGPENDING, c.granted.limits.queued_signals)],
+        None => Vec::new(),
+    };
     let (err_read, err_write) = cloexec_pipe()?;
     let (maps_read, maps_write) = cloexec_pipe()?;
     let plan = Plan {
@@ -216,12 +224,15 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
         envp: &envp,
         hostname: spec.partition.as_bytes(),
         netns: netns.as_ref().map(|f| f.as_raw_fd()),
-        output: output.as_ref().map(|f| f.as_raw_fd()),
+        stdin: dev_null.as_raw_fd(),
+        output: output.as_ref().map(|(_, w)| w.as_raw_fd()),
         procs: &procs_fds,
         mounts: &mounts,
         fifo_priority: spec.fifo_priority.map(libc::c_int::from),
         confined: spec.confine.as_ref().map(|c| Confined {
             memlock: c.granted.lock_memory.then(|| c.memory.unwrap_or(libc::RLIM_INFINITY)),
+            uid: c.granted.uid,
+            limits: &limits,
             keep: c.granted.capabilities.iter().fold(0u64, |m, n| m | (1u64 << n)),
             last_cap: last_capability(),
             notify: notify.as_ref(),
@@ -235,6 +246,11 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
     let pid = child::spawn(&plan).map_err(|e| SupervisorError::Sys { call: "clone", context: format!("partition {}", spec.partition), source: e })?;
     drop(err_write);
     drop(maps_read);
+    if let (Some(log), Some((read, write))) = (&spec.output, output) {
+        // The partition's processes hold the write end now; the pump ends when the last of them has closed it.
+        drop(write);
+        log.pump(read, &spec.partition).map_err(sys_failed("spawn", format!("the log pump of {}", spec.partition)))?;
+    }
     drop(procs);
     drop(notify_theirs);
     let mut report = File::from(err_read);
