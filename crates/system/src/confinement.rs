@@ -70,9 +70,13 @@ pub const DEFAULT_STATE_QUOTA: StateQuota = StateQuota { bytes: 64 << 20, inodes
 pub const STATE_QUOTA_FLOOR: u64 = 4 << 20;
 
 /// System calls (or, for the names with a `/`, a system call with certain arguments) that a partition has no
-/// business making: the default profile kills the partition's process (SIGSYS), and the health monitor logs
-/// it. Each one is refused by the kernel anyway to a partition without capabilities on the host; the filter
-/// makes the attempt visible and removes the kernel code behind it from a partition's reach.
+/// business making: the default profile hands each attempt to the supervisor, which denies it (EPERM) and
+/// whose health monitor logs it. Each one is refused by the kernel anyway to a partition without capabilities
+/// on the host; the filter makes the attempt visible and removes the kernel code behind it from a partition's
+/// reach. `process_madvise` is here with the other calls that act on another process's memory
+/// (`process_vm_readv`, `pidfd_getfd`): its advice (MADV_COLD, MADV_PAGEOUT) would push a neighbour's working
+/// set out, which the kernel refuses without CAP_SYS_NICE on the host; on its own memory a program has
+/// `madvise`, so an attempt is worth a log line.
 pub const SECCOMP_KILL: &[&str] = &[
     "acct",
     "clone/namespaces",
@@ -100,6 +104,7 @@ pub const SECCOMP_KILL: &[&str] = &[
     "open_tree",
     "pidfd_getfd",
     "pivot_root",
+    "process_madvise",
     "process_vm_readv",
     "process_vm_writev",
     "ptrace",
@@ -136,34 +141,70 @@ pub const SECCOMP_KILL: &[&str] = &[
 /// `partita bench isolation`); a partition makes its own data durable with `fsync` or `fdatasync`, whose
 /// writes its disk limit throttles. The C library's `sync()` returns nothing, so a program that calls it
 /// carries on.
+/// `memfd_secret` makes memory that the kernel takes out of its own direct map: a page of it splits the large
+/// pages of the direct map, which every partition's kernel work goes through (more TLB misses for all), and
+/// it stays locked in memory. Docker's profile allows it; here it fails with EPERM rather than being logged,
+/// because a program that probes for it falls back to ordinary locked memory. `socket/alg` is a socket of
+/// the AF_ALG family, the kernel's crypto API: kernel code no partition needs (OpenSSL computes in the
+/// process). `chroot` needs CAP_SYS_CHROOT; the LSM attribute calls (`lsm_get_self_attr`,
+/// `lsm_set_self_attr`, `lsm_list_modules`) are probed by security libraries, which carry on without them;
+/// `afs_syscall`, `create_module`, `get_kernel_syms`, `getpmsg`, `putpmsg`, `query_module`, `security`,
+/// `tuxcall` and `vserver` are numbers the kernel no longer implements. With these, the two lists hold every
+/// call Docker's default profile refuses to a container without capabilities ([`DOCKER_REFUSED`]).
 pub const SECCOMP_ERRNO: &[&str] = &[
     "add_key",
     "adjtimex",
+    "afs_syscall",
     "bpf",
+    "chroot",
     "clock_adjtime",
     "clone3",
+    "create_module",
     "fanotify_init",
+    "get_kernel_syms",
     "get_mempolicy",
+    "getpmsg",
     "io_uring_enter",
     "io_uring_register",
     "io_uring_setup",
     "ioctl/TIOCSTI",
     "ioctl/tun-admin",
     "keyctl",
+    "lsm_get_self_attr",
+    "lsm_list_modules",
+    "lsm_set_self_attr",
     "mbind",
+    "memfd_secret",
     "migrate_pages",
     "move_pages",
     "perf_event_open",
     "personality/other",
+    "putpmsg",
+    "query_module",
     "request_key",
+    "security",
     "set_mempolicy",
     "set_mempolicy_home_node",
+    "socket/alg",
     "socket/vsock",
     "sync",
     "syncfs",
     "sysfs",
+    "tuxcall",
     "ustat",
+    "vserver",
 ];
+
+/// The system calls Docker's default seccomp profile refuses to a container without capabilities on x86_64, and
+/// `memfd_secret`: one name a line, `#` starting a comment; the file's header names its source (a commit of
+/// moby/profiles) and how the list was computed. The supervisor's seccomp tests run the compiled profile on
+/// each of them.
+pub const DOCKER_REFUSED: &str = include_str!("docker-refused.txt");
+
+/// The names of [`DOCKER_REFUSED`], in the file's order.
+pub fn docker_refused() -> Vec<&'static str> {
+    DOCKER_REFUSED.lines().map(|l| l.split('#').next().unwrap_or("").trim()).filter(|n| !n.is_empty()).collect()
+}
 
 /// The profile's name for every system call newer than the profile (numbered above [`SECCOMP_NEWEST`]): they
 /// fail with ENOSYS, as a kernel without them answers, so a program falls back to what it used before and a
@@ -197,6 +238,23 @@ mod tests {
         all.dedup();
         assert_eq!(all.len(), n, "a system call is listed twice");
         assert!(is_seccomp_name("ptrace") && is_seccomp_name("clone3") && is_seccomp_name("newer") && !is_seccomp_name("read"));
+    }
+
+    #[test]
+    fn the_list_of_calls_docker_refuses_is_sorted_once_each_and_holds_the_two_it_was_kept_for() {
+        let names = docker_refused();
+        assert!(names.len() >= 70, "{} names: the file was not read whole", names.len());
+        for pair in names.windows(2) {
+            assert!(pair[0] < pair[1], "docker-refused.txt: {:?} before {:?} (sorted, each once)", pair[0], pair[1]);
+        }
+        for name in &names {
+            assert!(name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'), "docker-refused.txt: {name:?} is not a system call name");
+        }
+        for name in ["memfd_secret", "process_madvise", "mount", "clone3"] {
+            assert!(names.contains(&name), "docker-refused.txt lacks {name}");
+        }
+        let header: Vec<&str> = DOCKER_REFUSED.lines().take_while(|l| l.starts_with('#')).collect();
+        assert!(header.iter().any(|l| l.contains("https://github.com/moby/profiles/blob/")), "the header names the source");
     }
 
     #[test]
