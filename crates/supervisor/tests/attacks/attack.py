@@ -180,6 +180,49 @@ def vsock():
     return "opened a vsock socket (a channel to the hypervisor no network namespace confines)"
 
 
+def secret_memory():
+    # memfd_secret (447): memory the kernel takes out of its own direct map when first touched, which splits the
+    # direct map's large pages for every partition's kernel work; it needs no capability.
+    import mmap
+    fd = check(libc.syscall(447, 0), "memfd_secret")
+    try:
+        os.ftruncate(fd, 4096)
+        area = mmap.mmap(fd, 4096)
+        area[:6] = b"secret"
+        area.close()
+    finally:
+        os.close(fd)
+    return "made a page of secret memory (memfd_secret), out of the kernel's direct map"
+
+
+def advise_another_process_memory():
+    # process_madvise (440) with MADV_COLD (20) on another process's memory: its pages reclaimed first, a
+    # neighbour's working set pushed out. The other process is a child of its own, the one a partition can name
+    # (its neighbours are outside its PID namespace); the child sleeps on a pipe with a touched megabyte.
+    import mmap
+    size = 1 << 20
+    area = mmap.mmap(-1, size)
+    area.write(b"\x01" * size)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(w)
+        os.read(r, 1)
+        os._exit(0)
+    os.close(r)
+    try:
+        pidfd = os.pidfd_open(pid)
+        try:
+            iov = (ctypes.c_void_p * 2)(ctypes.addressof(ctypes.c_char.from_buffer(area)), size)  # struct iovec
+            n = check(libc.syscall(440, pidfd, iov, 1, 20, 0), "process_madvise")
+        finally:
+            os.close(pidfd)
+    finally:
+        os.close(w)
+        os.waitpid(pid, 0)
+    return "advised %d bytes of another process's memory cold (process_madvise)" % n
+
+
 def flush_the_machine():
     # sync(2) writes back every dirty page of the machine; syncfs(2) those of one file system (here the one the
     # scratch directory is on, the host's). Called through syscall(2) to see the answer: libc's sync() has none.
@@ -244,6 +287,8 @@ ATTACKS = {
     "turn address randomization off": no_address_randomization,
     "open a vsock socket": vsock,
     "flush the machine's dirty pages": flush_the_machine,
+    "make secret memory": secret_memory,
+    "advise another process's memory cold": advise_another_process_memory,
     "undo a demotion through the cpu controller": undo_demotion,
     "move the host's interrupts": move_interrupts,
     "move the host's unbound kernel work": move_kernel_work,
