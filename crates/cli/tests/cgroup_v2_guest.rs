@@ -60,7 +60,8 @@ mount -t cgroup2 none /sys/fs/cgroup || echo "mount cgroup2 failed"
 echo "cgroup mounts: $(grep cgroup /proc/mounts | awk '{print $3 "@" $2}' | tr '\n' ' ')"
 printf '%s' "$SYSTEM" > /tmp/s.toml
 partita up /tmp/s.toml --duration 4 > /tmp/up.out 2>&1 &
-sleep 2
+i=0; while [ $i -lt 150 ] && ! grep -q "is up" /tmp/up.out; do sleep 0.2; i=$((i+1)); done
+sleep 1
 echo "hog memory.max: $(cat /sys/fs/cgroup/partita/cg2/hog/memory.max)"
 echo "a memory.max: $(cat /sys/fs/cgroup/partita/cg2/a/memory.max)"
 wait $!; echo "up: $?"
@@ -95,11 +96,12 @@ fn line<'a>(out: &'a str, prefix: &str) -> &'a str {
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn a_module_with_a_plan_comes_up_keeps_its_windows_and_limits_and_leaves_nothing_under_pure_cgroup_v2() {
     let kernel = modules_dir();
-    let modules: Vec<PathBuf> = ["net/llc/llc.ko", "net/802/stp.ko", "net/bridge/bridge.ko", "drivers/net/veth.ko"].iter().map(|m| kernel.join(m)).collect();
+    // A partition's state directory is an ext4 image the supervisor makes (mkfs.ext4) and loop-mounts.
+    let modules: Vec<PathBuf> = ["net/llc/llc.ko", "net/802/stp.ko", "net/bridge/bridge.ko", "drivers/net/veth.ko", "drivers/block/loop.ko"].iter().map(|m| kernel.join(m)).collect();
     let list = modules.iter().map(|m| m.display().to_string()).collect::<Vec<_>>().join(" ");
     let script = format!("SYSTEM=$(cat <<'XEOF'\n{SYSTEM}\nXEOF\n)\nINNER=$(cat <<'XEOF'\n{INNER}\nXEOF\n)\nMODULES={list:?}\nexport SYSTEM INNER MODULES\n{OUTER}");
     let mut cmd = Command::new(EXE);
-    cmd.args(["vm", "run", "--accel", "tcg", "--memory", "1GiB", "--boot-timeout", "120s", "--program", "/usr/bin/ip"]);
+    cmd.args(["vm", "run", "--accel", "tcg", "--memory", "1GiB", "--boot-timeout", "120s", "--program", "/usr/bin/ip", "--program", "/usr/sbin/mkfs.ext4"]);
     for m in &modules {
         cmd.arg("--program").arg(m);
     }

@@ -740,3 +740,41 @@ fn bad_time_protection_keys_name_the_field_and_the_fix() {
     let e = errors(&native.replacen("command = [\"prog\"]", "command = [\"prog\"]\ntime_overrun = { action = \"stop\" }", 1));
     assert!(e.iter().any(|d| d.path == "module[m].partition[a].time_overrun" && d.to_string().contains("no window")), "{e:?}");
 }
+
+#[test]
+fn a_partitions_state_limits_and_log_have_defaults_and_take_the_files_values() {
+    let s = parse(GOOD, "sys.toml", &host()).unwrap();
+    let a = &s.modules[0].partitions[0];
+    let c = a.tree.confinement.clone().unwrap();
+    assert_eq!((c.state_quota.bytes, c.state_quota.inodes), (64 << 20, 4096));
+    assert_eq!((c.limits.message_queue_bytes, c.limits.queued_signals), (819_200, 1024));
+    assert_eq!((a.tree.log_size, s.nodes[0].tree.log_size), (16 << 20, 16 << 20));
+    let text = GOOD.replacen(
+        "command = [\"prog\"]",
+        "command = [\"prog\"]\nstate = { size = \"8MiB\", inodes = 100 }\nlimits = { message_queue_bytes = \"64KiB\", queued_signals = 16 }\nlog_size = \"1MiB\"",
+        1,
+    );
+    let s = parse(&text, "sys.toml", &host()).unwrap();
+    let a = &s.modules[0].partitions[0];
+    let c = a.tree.confinement.clone().unwrap();
+    assert_eq!((c.state_quota.bytes, c.state_quota.inodes), (8 << 20, 100));
+    assert_eq!((c.limits.message_queue_bytes, c.limits.queued_signals), (64 << 10, 16));
+    assert_eq!(a.tree.log_size, 1 << 20);
+}
+
+#[test]
+fn bad_state_limits_and_log_sizes_name_the_field_and_the_fix() {
+    let cases: [(&str, &str, &str); 7] = [
+        ("state = { size = \"1MiB\" }", "module[m].partition[a].state.size", "at least 4MiB"),
+        ("state = { size = \"big\" }", "module[m].partition[a].state.size", "`64MiB`"),
+        ("state = { inodes = 3 }", "module[m].partition[a].state.inodes", "at least 64"),
+        ("state = { files = 3 }", "module[m].partition[a].state.files", "unknown key"),
+        ("limits = { queued_signals = 0 }", "module[m].partition[a].limits.queued_signals", "positive"),
+        ("limits = \"none\"", "module[m].partition[a].limits", "not a table"),
+        ("log_size = \"1KiB\"", "module[m].partition[a].log_size", "at least 64KiB"),
+    ];
+    for (key, path, fix) in cases {
+        let e = broken("command = [\"prog\"]", &format!("command = [\"prog\"]\n{key}"));
+        assert!(e.iter().any(|d| d.path == path && d.to_string().contains(fix)), "{key}: {e:?}");
+    }
+}
