@@ -34,6 +34,9 @@ pub fn down(a: DownArgs) -> ExitCode {
             for u in &d.uplinks {
                 println!("{u}");
             }
+            for m in &d.state_mounts {
+                println!("unmounted the state directory {} (its image is kept)", m.display());
+            }
             if !d.host_settings.is_empty() {
                 println!("gave the host back {} settings partita had changed (preemption, interrupts, kernel work)", d.host_settings.len());
             }

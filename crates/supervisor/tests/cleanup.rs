@@ -9,10 +9,15 @@ use partita_supervisor::launch::{launch, LaunchSpec};
 use partita_supervisor::vnet::{Bridge, NetNamespace, VirtualNic};
 use std::net::Ipv4Addr;
 
+/// Both tests run `cleanup::down`, which removes every system's leftovers: one running while the other has
+/// made its own would take them from under it.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn leftovers_of_a_crashed_supervisor_are_removed() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let system = system_name("cl");
     let names = HostNames::new(&system);
     let stem = names.link_prefix();
@@ -38,16 +43,32 @@ fn leftovers_of_a_crashed_supervisor_are_removed() {
     // Frozen, as a partition outside its window would be when the supervisor dies.
     let f = Freezer::new(&cg, FreezeBackend::best_for(&cg)).unwrap();
     f.freeze().unwrap();
+    // A partition's state directory mounted from its image, with a file in it.
+    let state = std::path::Path::new(partita_system::confinement::STATE_ROOT).join(&system).join("orphan");
+    let image = partita_supervisor::state_image::StateImage::mount(&state, partita_system::StateQuota { bytes: 8 << 20, inodes: 128 }, 1_999_000_000).unwrap();
+    std::fs::write(state.join("kept"), b"x").unwrap();
+    let image_path = image.image().to_path_buf();
     // The supervisor "crashes": nothing is torn down by its owners.
-    std::mem::forget((cg, ns, br, nic, f));
+    std::mem::forget((cg, ns, br, nic, f, image));
 
     let before = cleanup::find(Some(&system)).unwrap();
     assert_eq!(before.netns, vec![format!("partita-{system}-orphan")]);
     assert!(!before.cgroups.is_empty());
     assert_eq!(cleanup::links_with_prefix(&stem).unwrap().len(), 2);
 
+    assert!(partita_supervisor::state_image::is_mount_point(&state));
     let down = cleanup::down(false).unwrap();
     assert!(down.removed.netns.contains(&format!("partita-{system}-orphan")), "{down:?}");
+    assert_eq!(down.state_mounts, vec![state.clone()], "the state directory left mounted was unmounted");
+    assert!(!partita_supervisor::state_image::is_mount_point(&state));
+    // Its image is kept, with what the partition wrote: mounted again, the file is there.
+    assert!(image_path.is_file());
+    let again = partita_supervisor::state_image::StateImage::mount(&state, partita_system::StateQuota { bytes: 8 << 20, inodes: 128 }, 1_999_000_000).unwrap();
+    assert_eq!(std::fs::read(state.join("kept")).unwrap(), b"x");
+    std::fs::remove_file(state.join("kept")).unwrap();
+    drop(again);
+    assert!(!image_path.exists(), "an image left empty goes");
+    let _ = std::fs::remove_dir_all(state.parent().unwrap());
     let status = wait_for(pid);
     assert!(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL, "status {status:#x}");
     assert_nothing_left(&system, Some(&stem));
@@ -57,6 +78,7 @@ fn leftovers_of_a_crashed_supervisor_are_removed() {
 
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn down_leaves_a_system_that_is_up_and_a_users_interfaces_alone() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let name = system_name("live");
     let root = tempdir("state");
     let sys = system(&format!(
