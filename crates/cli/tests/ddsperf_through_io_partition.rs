@@ -16,6 +16,7 @@ cpus = [0]
 [[module.partition]]
 name = "ping"
 command = ["sh", "-c", "exec ddsperf -i $PARTITA_DOMAIN -D 8 ping 100Hz"]
+binds = ["ddsperf"]
 memory = "64MiB"
 health = { action = "stop" }
 
@@ -42,6 +43,7 @@ duration = "1ms"
 [[node]]
 name = "pong"
 command = ["sh", "-c", "exec ddsperf -i $PARTITA_DOMAIN pong"]
+binds = ["ddsperf"]
 "#;
 
 /// (round trips, smallest round trip in µs) from ddsperf ping's per-second lines

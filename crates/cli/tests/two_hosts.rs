@@ -258,11 +258,13 @@ cpus = [0]
 [[module.partition]]
 name = "inner"
 command = ["sh", "-c", {REACH_THE_UPLINK:?}]
+binds = ["ip", "cut", "tr", "grep", "/usr/bin/python3", "sleep"]
 
 [[module.partition]]
 name = "io"
 io = true
 command = ["sh", "-c", {CHANGE_THE_UPLINK:?}]
+binds = ["ip", "head", "rm", "sleep"]
 
 [module.partition.uplink]
 interface = "eth1"

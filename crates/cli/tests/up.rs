@@ -127,7 +127,7 @@ fn a_crashing_partition_is_restarted_while_its_neighbour_keeps_every_window() {
     let text = SYSTEM
         .replace(
             "command = [\"sleep\", \"30\"]\nmemory = \"32MiB\"\n\n[[module.partition]]",
-            "command = [\"sh\", \"-c\", \"sleep 0.2; exit 3\"]\nmemory = \"32MiB\"\nhealth = { action = \"restart\", max_restarts = 100, window = \"10s\" }\n\n[[module.partition]]",
+            "command = [\"sh\", \"-c\", \"sleep 0.2; exit 3\"]\nbinds = [\"sleep\"]\nmemory = \"32MiB\"\nhealth = { action = \"restart\", max_restarts = 100, window = \"10s\" }\n\n[[module.partition]]",
         );
     assert!(text.contains("exit 3"), "the crashing partition is alpha");
     let file = write_system(&name, &text);
@@ -167,7 +167,7 @@ fn the_addresses_of_the_system_file_are_the_ones_the_partitions_get() {
         .replace("[[module]]\nname = \"node\"", "[network]\nsubnet = \"198.18.40.0/24\"\n\n[[module]]\nname = \"node\"\nsubnet = \"198.18.41.0/24\"")
         .replace(
             "command = [\"sleep\", \"30\"]\nmemory = \"32MiB\"\nio = true",
-            "command = [\"sh\", \"-c\", \"ip -4 -o addr show; sleep 30\"]\nmemory = \"32MiB\"\nio = true\naddress = \"198.18.41.77\"",
+            "command = [\"sh\", \"-c\", \"ip -4 -o addr show; sleep 30\"]\nbinds = [\"ip\", \"sleep\"]\nmemory = \"32MiB\"\nio = true\naddress = \"198.18.41.77\"",
         )
         + "\n[[node]]\nname = \"watcher\"\ncommand = [\"sh\", \"-c\", \"ip -4 -o addr show; sleep 30\"]\naddress = \"198.18.40.99\"\n";
     assert!(text.contains("198.18.41.77") && text.contains("subnet = \"198.18.41.0/24\""), "{text}");

@@ -203,6 +203,8 @@ pub fn system_toml(cfg: &RtConfig, profile: Profile, tp: u8, name: &str) -> Stri
             let _ = writeln!(t, "kind = \"vm\"\nvm = {{ memory = \"{mem}MiB\", vcpus = 2, accel = \"{}\", boot_timeout = \"90s\"{tools} }}", cfg.accel);
         } else {
             let _ = writeln!(t, "memory = \"{mem}MiB\"");
+            // A partition sees its program and what its file binds: the shell's programs.
+            let _ = writeln!(t, "binds = {}", crate::toml_strings(&["cyclictest".to_string(), "stress-ng".to_string(), "sleep".to_string()]));
             if rt {
                 let _ = writeln!(t, "scheduling = {{ policy = \"fifo\", priority = {PARTITION_PRIORITY} }}");
             }

@@ -302,6 +302,7 @@ command = ["sh", "-c", "while :; do :; done"]
 [[module.partition]]
 name = "neighbour"
 command = ["sh", "-c", "if [ -e \"$PARTITA_STATE_DIR/crash\" ]; then exit 1; fi; exec sleep 3600"]
+binds = ["sleep"]
 health = {{ action = "restart", max_restarts = 1000, window = "1s", backoff = "10ms" }}
 [[module.plan]]
 cpu = {cpu}

@@ -87,6 +87,9 @@ pub struct Guest {
     pub files: Vec<(PathBuf, &'static str)>,
     /// The runner's arguments after `partita`.
     pub args: Vec<String>,
+    /// partita's own guest kernel and base archive (in its cache), which the runner reads where they are: its
+    /// partition sees them there, read-only.
+    pub seen: Vec<PathBuf>,
     pub accel: Accel,
 }
 
@@ -227,12 +230,16 @@ impl Guests {
         // The runner, confined, reads the system file's kernel and archive where they are bound in its view;
         // partita's own (in its cache, which partitions see) where they are.
         let mut files = vec![(archive.clone(), GUEST_ARCHIVE)];
+        let mut seen = vec![base.path.clone()];
         let kernel = match &place.vm.kernel {
             Some(k) => {
                 files.push((k.clone(), GUEST_KERNEL));
                 PathBuf::from(GUEST_KERNEL)
             }
-            None => kernel,
+            None => {
+                seen.push(kernel.clone());
+                kernel
+            }
         };
         let mut initrds = vec![base.path.clone()];
         if let Some(extra) = &place.vm.initramfs {
@@ -247,7 +254,7 @@ impl Guests {
         run.boot_timeout = place.vm.boot_timeout.to_std();
         // After the taps: the pipe whose end tells that the guest's command started (`launch_guest`).
         run.ready_fd = Some(3 + taps.len() as i32);
-        Ok(Guest { taps, kvm, archive, files, args: run.runner_args(), accel })
+        Ok(Guest { taps, kvm, archive, files, seen, args: run.runner_args(), accel })
     }
 }
 

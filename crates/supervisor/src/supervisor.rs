@@ -395,6 +395,7 @@ impl Supervisor {
                 confine,
                 pass_fds: Vec::new(),
             };
+            let mut guest_seen: Vec<PathBuf> = Vec::new();
             if let Some(vm) = vm {
                 // The partition's program is the runner, QEMU its child; the guest gets the command, its file's
                 // environment and the supervisor's variables.
@@ -419,8 +420,14 @@ impl Supervisor {
                 spec.pass_fds = guest.pass_fds();
                 confine.kvm = guest.kvm_node();
                 confine.guest_files = guest.files.clone();
+                guest_seen = guest.seen.clone();
                 s.taps.extend(guest.taps);
                 s.kvm_nodes.extend(guest.kvm);
+            }
+            // What of the host it sees: its program (partita's runner for a VM partition, with QEMU) and binds.
+            if let (Some(confine), Some(granted)) = (spec.confine.as_mut(), &tree.confinement) {
+                let program = crate::launch::resolve_program(&spec.program)?;
+                confine.seen = crate::launch::view::seen(&program, &granted.binds, vm.is_some(), &guest_seen).map_err(|e| SupervisorError::Invalid(format!("{}: {e}", member.name)))?;
             }
             s.namespaces.push(ns);
             let address = |id: fn(&NetworkId) -> bool| tree.nics.iter().find(|n| id(&n.network)).map(|n| n.address);
@@ -634,7 +641,7 @@ fn confine(c: &partita_system::Confinement, root: &Path, dds_config: Option<&Pat
     std::os::unix::fs::chown(&c.state_dir, Some(c.uid), Some(c.uid)).map_err(path_err("chown", &c.state_dir))?;
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&c.state_dir, std::fs::Permissions::from_mode(0o700)).map_err(path_err("chmod", &c.state_dir))?;
-    Ok(Confine { granted: c.clone(), dds_config: dds_config.map(Path::to_path_buf), root: root.to_path_buf(), memory: None, kvm: None, guest_files: Vec::new(), fastdds_profile: None })
+    Ok(Confine { granted: c.clone(), dds_config: dds_config.map(Path::to_path_buf), root: root.to_path_buf(), memory: None, kvm: None, guest_files: Vec::new(), fastdds_profile: None, seen: Default::default() })
 }
 
 /// A partition or native node, as the build loop sees it.

@@ -193,10 +193,12 @@ pub struct Side<'a> {
 }
 
 /// The UDP ports of DDS domain `domain` (the RTPS port mapping both Cyclone DDS and Fast DDS use: 7400 + 250 per
-/// domain, the participants' ports within).
+/// domain, the participants' ports within), 0..=232.
 pub fn domain_ports(domain: u32) -> (u32, u32) {
     let first = 7400 + 250 * domain;
-    (first, first + 249)
+    // Domain 232, the highest, runs past the last port; iproute2 takes ranges up to 65534 (its participants use the
+    // first 52 ports of the domain's at most: `MaxAutoParticipantIndex` 20).
+    (first, (first + 249).min(65534))
 }
 
 /// The strong host model in a namespace with several interfaces, set from outside it (the partition has no

@@ -29,6 +29,7 @@ cpus = [1]
 name = "attacker"
 command = ["sh", "-c", "while [ ! -f \"$PARTITA_STATE_DIR/context.json\" ]; do sleep 0.05; done; exec python3 \"$PARTITA_STATE_DIR/attack.py\" all \"$PARTITA_STATE_DIR/context.json\""]
 criticality = "low"
+{binds}
 memory = "64MiB"
 pids = 64
 health = {{ action = "stop" }}
@@ -53,7 +54,8 @@ window = [{{ partition = "attacker", start = "0us", duration = "700us" }}, {{ pa
 name = "peer"
 command = ["sleep", "300"]
 cpus = [0]
-"#
+"#,
+        binds = binds(&["sleep", "python3"])
     )
 }
 

@@ -23,12 +23,14 @@ domain = 5
 [[module.partition]]
 name = "ping"
 command = ["sh", "-c", "exec ddsperf -i $PARTITA_DOMAIN -D 8 -Qroundtrips:5 ping"]
+binds = ["ddsperf"]
 memory = "256MiB"
 pids = 64
 health = {{ action = "stop" }}
 [[module.partition]]
 name = "pong"
 command = ["sh", "-c", "exec ddsperf -i $PARTITA_DOMAIN -D 12 pong"]
+binds = ["ddsperf"]
 memory = "256MiB"
 pids = 64
 health = {{ action = "stop" }}

@@ -32,6 +32,7 @@ cpus = [1]
 [[module.partition]]
 name = "attacker"
 command = ["sh", "-c", "{attacker}"]
+{binds}
 health = {{ action = "stop" }}
 log_size = "64KiB"
 state = {{ size = "16MiB", inodes = {STATE_INODES} }}
@@ -39,11 +40,13 @@ state = {{ size = "16MiB", inodes = {STATE_INODES} }}
 [[module.partition]]
 name = "io"
 command = ["sh", "-c", "{listener}"]
+{binds}
 io = true
 health = {{ action = "stop" }}
 "#,
         attacker = wait("attacker"),
         listener = wait("listener"),
+        binds = binds(&["sleep", "python3"]),
     )
 }
 
@@ -55,6 +58,15 @@ fn wait_for_text(path: &Path, text: &str, within: Duration) -> String {
             return now;
         }
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Makes and removes a scratch file in each place the view attacks watch.
+fn touch_watched_places() {
+    for dir in ["/etc", "/var/lib", "/usr/bin"] {
+        let p = Path::new(dir).join(format!("partita-probe-{}", std::process::id()));
+        std::fs::write(&p, b"x").unwrap();
+        std::fs::remove_file(&p).unwrap();
     }
 }
 
@@ -101,8 +113,22 @@ fn space_attacks_from_a_partition_are_refused_and_leave_the_host_and_the_io_part
         "plain_port": 9999,
         "tcp_port": 9998,
     });
+    // Another system's state, and the places whose file events the attacker watches.
+    let other = tempdir("other");
+    let other_state = Path::new(partita_system::confinement::STATE_ROOT).join(format!("{name}-other"));
+    std::fs::create_dir_all(other_state.join("p")).unwrap();
+    let _other_cleanup = TempDir(other_state.clone());
+    let source_tree = Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap().to_path_buf();
+    let view = serde_json::json!({
+        "source_tree": source_tree, "other_state": other_state,
+        // The source tree, the supervisor's state (where the partition's DDS configuration is written), another
+        // system's state, a scratch directory of the test's.
+        "host_paths": [source_tree.display().to_string(), root.0.file_name().unwrap().to_string_lossy(), format!("{name}-other"), other.0.display().to_string()],
+        "watch": ["/etc", "/var/lib", "/usr/bin"], "watched": attacker_state.join("watched"),
+    });
     let context = |state: &Path| {
         serde_json::json!({
+            "view": view,
             "state": state, "disk_bytes": DISK_TRY, "files": 5000, "log_bytes": 1 << 20, "targets": targets,
             "release": attacker_state.join("release"), "check": io_state.join("check"),
         })
@@ -119,6 +145,9 @@ fn space_attacks_from_a_partition_are_refused_and_leave_the_host_and_the_io_part
             wait_for_text(&io_log, "LISTENING", Duration::from_secs(30));
             let free_before = free_bytes(partita_system::confinement::STATE_ROOT);
             std::fs::write(attacker_state.join("context.json"), ctx_attacker.to_string()).unwrap();
+            wait_for_text(&attacker_log, "WATCHING", Duration::from_secs(60));
+            touch_watched_places();
+            std::fs::write(attacker_state.join("watched"), b"").unwrap();
             let held = wait_for_text(&attacker_log, "HOLDING", Duration::from_secs(120));
             let free_held = free_bytes(partita_system::confinement::STATE_ROOT);
             // While the attacker holds all it could take: root on the host, then the I/O partition.
@@ -172,6 +201,10 @@ fn space_attacks_from_a_partition_are_refused_and_leave_the_host_and_the_io_part
     assert!(!io_said.contains("other-address"), "a datagram to the inter-module address arrived through the module V-NIC:\n{io_said}");
     assert!(!io_said.contains("other-domain"), "a datagram for the inter-module domain's ports arrived through the module V-NIC:\n{io_said}");
     assert!(result(&got, "TCP to the other side's address").starts_with("REFUSED"), "{got:?}");
+    // 6. A minimal root: nothing of the host's activity in view.
+    for attack in ["read the source tree", "see the host's home directories", "see another system's state", "read host paths in mountinfo", "watch the host's files"] {
+        assert!(result(&got, attack).starts_with("REFUSED"), "{attack}: {got:?}");
+    }
 }
 
 #[test]
@@ -188,13 +221,27 @@ fn the_same_space_attacks_work_on_the_host_against_scratch_targets() {
     Command::new("chown").args(["-R", &format!("{scratch_uid}:{scratch_uid}"), &dir.0.display().to_string()]).status().unwrap();
     let ctx = dir.0.join("context.json");
     let release = dir.0.join("release");
-    std::fs::write(&ctx, serde_json::json!({"state": state, "disk_bytes": 32 << 20, "files": 500, "log_bytes": 1 << 20, "release": release, "check": dir.0.join("check")}).to_string()).unwrap();
+    // The view attacks' scratch targets: a directory with a file (the source tree, another system's state), a
+    // mount of its own (a path the host's mount table names).
+    let scratch_tree = dir.0.join("tree");
+    std::fs::create_dir_all(scratch_tree.join("src")).unwrap();
+    let mounted = dir.0.join("mounted");
+    std::fs::create_dir_all(&mounted).unwrap();
+    assert!(Command::new("mount").args(["-t", "tmpfs", "scratch", &mounted.display().to_string()]).status().unwrap().success());
+    let view = serde_json::json!({
+        "source_tree": scratch_tree, "other_state": scratch_tree, "host_paths": [mounted.display().to_string()],
+        "watch": ["/etc", "/var/lib", "/usr/bin"], "watched": dir.0.join("watched"),
+    });
+    std::fs::write(&ctx, serde_json::json!({"view": view, "state": state, "disk_bytes": 32 << 20, "files": 500, "log_bytes": 1 << 20, "release": release, "check": dir.0.join("check")}).to_string()).unwrap();
     let out_path = dir.0.join("stdout");
     // stdin: a terminal (`script` gives the program one), as `partita up` run at a terminal has; stdout and
     // stderr: a file, as the landed supervisor's partition log was.
     let as_scratch = ["--reuid", scratch_uid, "--regid", scratch_uid, "--clear-groups", "/usr/bin/python3"];
     let cmdline = format!("setpriv {} {} attacker {} >{} 2>&1", as_scratch.join(" "), script.display(), ctx.display(), out_path.display());
     let mut attacker = Command::new("script").args(["-q", "-c", &cmdline, "/dev/null"]).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    wait_for_text(&out_path, "WATCHING", Duration::from_secs(60));
+    touch_watched_places();
+    std::fs::write(dir.0.join("watched"), b"").unwrap();
     let held = wait_for_text(&out_path, "HOLDING", Duration::from_secs(120));
     let probe = Command::new("setpriv").args(as_scratch).arg(&script).arg("probe").arg(&ctx).output().unwrap();
     let same_user = String::from_utf8_lossy(&probe.stdout).into_owned();
@@ -202,9 +249,21 @@ fn the_same_space_attacks_work_on_the_host_against_scratch_targets() {
     let _ = wait_for_text(&out_path, "ATTACKER DONE", Duration::from_secs(60));
     let _ = attacker.kill();
     let _ = attacker.wait();
+    let _ = Command::new("umount").arg(&mounted).status();
     eprintln!("on the host:\n{held}\nthe same user while it held them:\n{same_user}");
     let got = results(&held);
-    for attack in ["read the operator's terminal", "grow the log", "erase the log", "fill the host's disk", "use up the host's inodes"] {
+    for attack in [
+        "read the operator's terminal",
+        "grow the log",
+        "erase the log",
+        "fill the host's disk",
+        "use up the host's inodes",
+        "read the source tree",
+        "see the host's home directories",
+        "see another system's state",
+        "read host paths in mountinfo",
+        "watch the host's files",
+    ] {
         assert!(result(&got, attack).starts_with("DONE"), "{attack} did not work on the host, so the test could not see it work from a partition: {got:?}");
     }
     for line in ["inotify: failed", "mq_open: failed", "sigqueue: failed"] {

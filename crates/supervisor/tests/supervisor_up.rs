@@ -265,7 +265,7 @@ fn a_partition_granted_lock_memory_may_lock_up_to_its_memory_limit_or_up_says_wh
     let name = system_name("ml");
     let root = tempdir("state");
     let sys = system(&format!(
-        "[system]\nname = \"{name}\"\n[[module]]\nname = \"m\"\ncpus = [1]\n[[module.partition]]\nname = \"p\"\ncommand = [\"sh\", \"-c\", \"ulimit -l; sleep 30\"]\nmemory = \"48MiB\"\nlock_memory = true\n\
+        "[system]\nname = \"{name}\"\n[[module]]\nname = \"m\"\ncpus = [1]\n[[module.partition]]\nname = \"p\"\ncommand = [\"sh\", \"-c\", \"ulimit -l; sleep 30\"]\nbinds = [\"sleep\"]\nmemory = \"48MiB\"\nlock_memory = true\n\
          [[module.plan]]\ncpu = 1\nmajor_frame = \"2ms\"\nwindow = [{{ partition = \"p\", start = \"0us\", duration = \"1ms\" }}]\n"
     ));
     // Raising a hard limit needs CAP_SYS_RESOURCE (capability 24), which some machines' root lacks.
@@ -304,7 +304,7 @@ fn a_partition_holds_no_privilege_and_runs_in_a_session_of_its_own() {
     let root = tempdir("state");
     let sys = system(&format!(
         "[system]\nname = \"{name}\"\n[[module]]\nname = \"m\"\ncpus = [1]\n[[module.partition]]\nname = \"p\"\n\
-         command = [\"sh\", \"-c\", \"cat /proc/self/status /proc/self/uid_map; echo END; sleep 30\"]\n"
+         command = [\"sh\", \"-c\", \"cat /proc/self/status /proc/self/uid_map; echo END; sleep 30\"]\nbinds = [\"cat\", \"sleep\"]\n"
     ));
     let sup = Supervisor::up(&sys, &options(&root)).unwrap();
     let events = sup.events().clone();
@@ -362,9 +362,10 @@ fn a_partition_granted_fifo_89_keeps_it_and_cannot_rise_to_the_executors_priorit
                   print('89', try_(89)); print('90', try_(90)); print('99', try_(99))\n\
                   print('now', os.sched_getparam(0).sched_priority)\n";
     let sys = system(&format!(
-        "[system]\nname = \"{name}\"\n[[module]]\nname = \"m\"\ncpus = [1]\n[[module.partition]]\nname = \"p\"\ncommand = [\"sh\", \"-c\", \"exec python3 -c \\\"$SCRIPT\\\"\"]\nenv = {{ SCRIPT = '''{}''' }}\n\
+        "[system]\nname = \"{name}\"\n[[module]]\nname = \"m\"\ncpus = [1]\n[[module.partition]]\nname = \"p\"\ncommand = [\"sh\", \"-c\", \"exec python3 -c \\\"$SCRIPT\\\"\"]\n{}\nenv = {{ SCRIPT = '''{}''' }}\n\
          scheduling = {{ policy = \"fifo\", priority = 89 }}\nhealth = {{ action = \"stop\" }}\n\
          [[module.plan]]\ncpu = 1\nmajor_frame = \"2ms\"\nwindow = [{{ partition = \"p\", start = \"0us\", duration = \"1ms\" }}]\n",
+        binds(&["python3"]),
         script
     ));
     let sup = Supervisor::up(&sys, &options(&root)).unwrap();

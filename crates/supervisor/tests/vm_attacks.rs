@@ -82,6 +82,8 @@ kind = "vm"
 vm = {{ memory = "160MiB", accel = "tcg" }}
 command = ["true"]
 pids = 64
+# The compromised QEMU's `ip` attempts need `ip` in its view (else they fail for want of the program).
+binds = ["ip"]
 health = {{ action = "stop" }}
 [[module.partition]]
 name = "granted"
@@ -89,6 +91,7 @@ kind = "vm"
 vm = {{ memory = "160MiB", accel = "tcg" }}
 command = ["true"]
 pids = 64
+binds = ["ip"]
 seccomp = {{ allow = ["ioctl/tun-admin"] }}
 health = {{ action = "stop" }}
 "#

@@ -97,6 +97,7 @@ health = {{ action = "stop" }}
 [[module.partition]]
 name = "pong"
 command = ["sh", "-c", "exec ddsperf -i $PARTITA_DOMAIN pong"]
+binds = ["ddsperf"]
 memory = "256MiB"
 pids = 64
 health = {{ action = "stop" }}

@@ -35,6 +35,9 @@ pub struct Confinement {
     pub limits: KernelLimits,
     /// The size of its state directory (`state`): a file system of its own, so writing past it fails inside.
     pub state_quota: StateQuota,
+    /// What of the host it sees beyond its program and the libraries it links (`binds`): absolute paths of
+    /// files and directories, or programs found in `PATH`, each seen read-only at its own path.
+    pub binds: Vec<String>,
 }
 
 /// A partition's limits on the kernel's per-user counts (`limits = { ... }`). The partition's user namespace

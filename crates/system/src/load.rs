@@ -293,6 +293,8 @@ struct RawPartition {
     limits: Option<S<toml::Value>>,
     /// `{ size, inodes }` of its state directory.
     state: Option<S<toml::Value>>,
+    /// What of the host it sees besides its program: paths, or programs found in PATH.
+    binds: Option<S<Vec<String>>>,
 }
 
 #[derive(Deserialize)]
@@ -1038,7 +1040,18 @@ impl Cx<'_> {
         }
         let limits = p.limits.as_ref().map_or(DEFAULT_KERNEL_LIMITS, |l| self.kernel_limits(l, &format!("{ppath}.limits")));
         let state_quota = p.state.as_ref().map_or(DEFAULT_STATE_QUOTA, |q| self.state_quota(q, &format!("{ppath}.state")));
-        Confinement { uid, capabilities, seccomp_allow, state_dir: PathBuf::new(), lock_memory: p.lock_memory.unwrap_or(false), limits, state_quota }
+        let mut binds = Vec::new();
+        if let Some(list) = &p.binds {
+            for b in list.get_ref() {
+                let found = if b.starts_with('/') { Path::new(b).exists() } else { !b.is_empty() && !b.contains('/') && search_path().iter().any(|d| is_executable(&d.join(b))) };
+                if found && !b.contains('\0') {
+                    binds.push(b.clone());
+                } else {
+                    self.err(&list.span(), &format!("{ppath}.binds"), Problem::BadValue(format!("{b:?} is neither a path this machine has nor a program in its PATH; give an absolute path that exists, or the name of an installed program")));
+                }
+            }
+        }
+        Confinement { uid, capabilities, seccomp_allow, state_dir: PathBuf::new(), lock_memory: p.lock_memory.unwrap_or(false), limits, state_quota, binds }
     }
 
     /// A size of at least `floor` (`what` names it in the fix).

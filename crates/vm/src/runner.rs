@@ -193,13 +193,19 @@ pub fn run(config: &RunConfig, console: &mut dyn Write, stop: &AtomicBool) -> Ou
 /// QEMU does not hold it) when the guest's command starts.
 pub fn run_reporting(config: &RunConfig, console: &mut dyn Write, stop: &AtomicBool, mut ready: Option<std::os::fd::OwnedFd>) -> Outcome {
     let started = Instant::now();
+    // A failure before QEMU runs is the runner's last line too.
+    let failed = |console: &mut dyn Write, reason: String| {
+        let outcome = Outcome::QemuFailed { reason };
+        let _ = writeln!(console, "{}", outcome.summary());
+        outcome
+    };
     let initrd = match concatenate(&config.initrds) {
         Ok(f) => f,
-        Err(e) => return Outcome::QemuFailed { reason: format!("preparing the initramfs: {e}") },
+        Err(e) => return failed(console, format!("preparing the initramfs: {e}")),
     };
     for n in &config.nets {
         if let Err(e) = check_tap(n.fd) {
-            return Outcome::QemuFailed { reason: format!("--net-fd {}: {e}", n.fd) };
+            return failed(console, format!("--net-fd {}: {e}", n.fd));
         }
     }
     let initrd_path = PathBuf::from(format!("/proc/self/fd/{}", initrd.as_raw_fd()));
@@ -212,7 +218,7 @@ pub fn run_reporting(config: &RunConfig, console: &mut dyn Write, stop: &AtomicB
     tracing::debug!(target: "partita::vm", "{} {}", config.qemu.display(), args.join(" "));
     let mut child = match Command::new(&config.qemu).args(&args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn() {
         Ok(c) => c,
-        Err(e) => return Outcome::QemuFailed { reason: format!("starting {}: {e} (Debian package qemu-system-x86; scripts/setup.sh installs it)", config.qemu.display()) },
+        Err(e) => return failed(console, format!("starting {}: {e} (Debian package qemu-system-x86; scripts/setup.sh installs it)", config.qemu.display())),
     };
     drop(initrd); // QEMU holds its own copy of the descriptor.
     let pid = child.id() as i32;

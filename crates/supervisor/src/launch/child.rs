@@ -175,6 +175,21 @@ unsafe fn fail(report: RawFd, stage: Stage) -> ! {
 unsafe fn mount_step(step: &Step, report: RawFd) {
     let ptr = |c: &Option<std::ffi::CString>| c.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
     match step {
+        Step::Write { path, content } => {
+            let fd = libc::open(path.as_ptr(), libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC | libc::O_CLOEXEC, 0o444);
+            if fd < 0 {
+                fail(report, Stage::MakeMountPoint);
+            }
+            let mut done = 0;
+            while done < content.len() {
+                let n = libc::write(fd, content[done..].as_ptr().cast(), content.len() - done);
+                if n <= 0 {
+                    fail(report, Stage::MakeMountPoint);
+                }
+                done += n as usize;
+            }
+            libc::close(fd);
+        }
         Step::Mount { source, target, fstype, flags, data, optional } => {
             if libc::mount(ptr(source), target.as_ptr(), ptr(fstype), *flags, ptr(data).cast()) != 0 {
                 let errno = *libc::__errno_location();

@@ -24,6 +24,7 @@
 mod child;
 pub mod rootfs;
 pub mod seccomp;
+pub mod view;
 
 use crate::error::{path_err, sys_failed, Result, SupervisorError};
 use crate::partition_log::PartitionLog;
@@ -87,6 +88,8 @@ pub struct Confine {
     /// files, each bound read-only where its runner finds it ([`rootfs::View::guest_files`]).
     pub kvm: Option<PathBuf>,
     pub guest_files: Vec<(PathBuf, &'static str)>,
+    /// What of the host it sees ([`view::seen`]), found once when the system comes up.
+    pub seen: view::Seen,
 }
 
 /// Variables of the supervisor's environment a confined partition gets (beside its own and the file's):
@@ -186,7 +189,13 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
     let mounts = match &spec.confine {
         Some(c) => {
             std::fs::create_dir_all(&c.root).map_err(path_err("mkdir", &c.root))?;
-            rootfs::steps(&rootfs::View { root: &c.root, uid: c.granted.uid, state_dir: &c.granted.state_dir, dds_config: c.dds_config.as_deref(), fastdds_profile: c.fastdds_profile.as_deref(), kvm: c.kvm.as_deref(), guest_files: &c.guest_files, program: hidden.then_some(program.as_path()) })
+            let mut writes = Vec::new();
+            for (host, inside) in [(&c.dds_config, rootfs::DDS_CONFIG), (&c.fastdds_profile, rootfs::FASTDDS_PROFILE)] {
+                if let Some(h) = host {
+                    writes.push((inside, std::fs::read(h).map_err(path_err("read", h))?));
+                }
+            }
+            rootfs::steps(&rootfs::View { root: &c.root, uid: c.granted.uid, state_dir: &c.granted.state_dir, kvm: c.kvm.as_deref(), guest_files: &c.guest_files, program: hidden.then_some(program.as_path()), seen: &c.seen, writes: &writes })
         }
         None => vec![
             rootfs::Step::Mount { source: None, target: c"/".into(), fstype: None, flags: libc::MS_REC | libc::MS_PRIVATE, data: None, optional: false },

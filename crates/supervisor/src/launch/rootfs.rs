@@ -1,9 +1,9 @@
 //! A confined partition's view of the file system, as a list of steps its launcher carries out before it
 //! enters its own user namespace (while it is still root on the host, in its own mount namespace):
 //!
-//! - the host's root, bound recursively and made read-only, nosuid and nodev, becomes the partition's root
-//!   (`pivot_root`), so programs and libraries are where they are on the host and nothing of the host can be
-//!   changed;
+//! - a fresh, read-only tmpfs becomes the partition's root (`pivot_root`); in it, each at its own path and
+//!   read-only, nosuid and nodev, only what [`super::view`] found it needs of the host (its program and the
+//!   libraries it links, what its file binds, a few files of `/etc`), with the symbolic links on the way;
 //! - over it: a fresh `/proc` of its PID namespace (with the paths runc masks masked, and the ones it makes
 //!   read-only read-only), a fresh read-only `/sys` of its network namespace (no cgroup file system in it), a
 //!   `/dev` with only `null`, `zero`, `full`, `random`, `urandom` and `tty`, and private writable `/tmp`,
@@ -20,6 +20,8 @@ use std::path::{Path, PathBuf};
 /// One step of building the view.
 #[derive(Debug)]
 pub enum Step {
+    /// Creates (or empties) a file and writes `content` into it, mode 0444.
+    Write { path: CString, content: Vec<u8> },
     /// mount(2); `optional`: a missing target (ENOENT) is not an error (a masked path this kernel lacks).
     Mount { source: Option<CString>, target: CString, fstype: Option<CString>, flags: libc::c_ulong, data: Option<CString>, optional: bool },
     /// mount_setattr(2) on a whole tree (AT_RECURSIVE): `set` attributes (MOUNT_ATTR_*).
@@ -85,10 +87,6 @@ pub struct View<'a> {
     pub uid: u32,
     /// Its state directory (the same path on the host and inside).
     pub state_dir: &'a Path,
-    /// Its DDS configuration on the host, bound at [`DDS_CONFIG`].
-    pub dds_config: Option<&'a Path>,
-    /// Its Fast DDS profile on the host, bound at [`FASTDDS_PROFILE`].
-    pub fastdds_profile: Option<&'a Path>,
     /// A device node for KVM owned by the partition's uid, bound at `/dev/kvm` (a VM partition under hardware
     /// virtualization; the host's own node is root's alone).
     pub kvm: Option<&'a Path>,
@@ -98,6 +96,10 @@ pub struct View<'a> {
     pub guest_files: &'a [(PathBuf, &'static str)],
     /// The program on the host when it lies in a [`PRIVATE`] place, bound read-only (and executable) at [`PROGRAM`].
     pub program: Option<&'a Path>,
+    /// What of the host it sees, each at its own path ([`super::view::seen`]).
+    pub seen: &'a super::view::Seen,
+    /// Files written into its `/run/partita` (its DDS configurations): `(path inside, content)`.
+    pub writes: &'a [(&'static str, Vec<u8>)],
 }
 
 fn c(p: impl AsRef<Path>) -> CString {
@@ -127,15 +129,52 @@ pub fn steps(v: &View) -> Vec<Step> {
         data,
         optional: false,
     };
+    const ROOT_TMPFS: &str = "mode=755,size=256k";
     let mut out = vec![
         // Nothing mounted from here on reaches the host's mount namespace.
         mount(None, s("/"), None, libc::MS_REC | libc::MS_PRIVATE, None),
-        mount(Some(s("/")), c(r), None, libc::MS_BIND | libc::MS_REC, None),
-        Step::SetAttr { target: c(r), set: libc::MOUNT_ATTR_RDONLY | libc::MOUNT_ATTR_NOSUID | libc::MOUNT_ATTR_NODEV },
+        mount(Some(s("tmpfs")), c(r), Some("tmpfs"), nosuid_nodev, Some(s(ROOT_TMPFS))),
+    ];
+    // The directories on the way to each path it sees, once each.
+    let mut made: std::collections::BTreeSet<PathBuf> = std::collections::BTreeSet::new();
+    let mut mkdirs = |out: &mut Vec<Step>, path: &Path| {
+        let mut dir = PathBuf::from("/");
+        for part in path.components().skip(1) {
+            dir.push(part);
+            if made.insert(dir.clone()) {
+                out.push(Step::Mkdir { path: c(under(r, &dir)), mode: 0o755 });
+            }
+        }
+    };
+    for (link, target) in &v.seen.links {
+        if let Some(parent) = link.parent() {
+            mkdirs(&mut out, parent);
+        }
+        out.push(Step::Symlink { target: c(target), link: c(under(r, link)) });
+    }
+    for host in &v.seen.binds {
+        if let Some(parent) = host.parent() {
+            mkdirs(&mut out, parent);
+        }
+        if host.is_dir() {
+            mkdirs(&mut out, host);
+            out.push(mount(Some(c(host)), c(under(r, host)), None, libc::MS_BIND | libc::MS_REC, None));
+            out.push(Step::SetAttr { target: c(under(r, host)), set: libc::MOUNT_ATTR_RDONLY | libc::MOUNT_ATTR_NOSUID | libc::MOUNT_ATTR_NODEV });
+        } else {
+            out.push(Step::Touch { path: c(under(r, host)) });
+            out.push(mount(Some(c(host)), c(under(r, host)), None, libc::MS_BIND, None));
+            out.push(mount(None, c(under(r, host)), None, libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | nosuid_nodev, None));
+        }
+    }
+    let state_root = Path::new(partita_system::confinement::STATE_ROOT);
+    for place in [Path::new("/proc"), Path::new("/sys"), Path::new("/dev"), Path::new("/tmp"), Path::new("/run"), state_root] {
+        mkdirs(&mut out, place);
+    }
+    out.extend([
         mount(Some(s("proc")), at("/proc"), Some("proc"), nosuid_nodev | libc::MS_NOEXEC, None),
         mount(Some(s("sysfs")), at("/sys"), Some("sysfs"), nosuid_nodev | libc::MS_NOEXEC | libc::MS_RDONLY, None),
         mount(Some(s("tmpfs")), at("/dev"), Some("tmpfs"), libc::MS_NOSUID | libc::MS_NOEXEC, Some(s("mode=755,size=64k"))),
-    ];
+    ]);
     for d in DEVICES {
         let node = format!("/dev/{d}");
         out.push(Step::Touch { path: at(&node) });
@@ -153,9 +192,16 @@ pub fn steps(v: &View) -> Vec<Step> {
     out.push(mount(None, at("/dev"), None, libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NOEXEC, Some(s("mode=755,size=64k"))));
     out.push(mount(Some(s("tmpfs")), at("/tmp"), Some("tmpfs"), nosuid_nodev, owned("1777")));
     out.push(mount(Some(s("tmpfs")), at("/run"), Some("tmpfs"), nosuid_nodev | libc::MS_NOEXEC, owned("755")));
+    // Its DDS configurations, written in (root's, read-only for it): no host path shows in its mount table.
+    if !v.writes.is_empty() {
+        out.push(Step::Mkdir { path: at("/run/partita"), mode: 0o755 });
+    }
+    for (inside, content) in v.writes {
+        out.push(Step::Write { path: at(inside), content: content.clone() });
+    }
     // Files of the host bound read-only under /run/partita (the program one executable, the others not).
     let guest = v.guest_files.iter().map(|(h, i)| (Some(h.as_path()), *i, libc::MS_NOEXEC));
-    let files = [(v.dds_config, DDS_CONFIG, libc::MS_NOEXEC), (v.fastdds_profile, FASTDDS_PROFILE, libc::MS_NOEXEC), (v.program, PROGRAM, 0)].into_iter().chain(guest);
+    let files = [(v.program, PROGRAM, 0)].into_iter().chain(guest);
     for (host, inside, noexec) in files.filter_map(|(h, i, x)| Some((h?, i, x))) {
         out.push(Step::Mkdir { path: at("/run/partita"), mode: 0o755 });
         out.push(Step::Touch { path: at(inside) });
@@ -163,7 +209,6 @@ pub fn steps(v: &View) -> Vec<Step> {
         out.push(mount(None, at(inside), None, libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | nosuid_nodev | noexec, None));
     }
     // /var/lib/partita: only this partition's state directory, writable.
-    let state_root = Path::new(partita_system::confinement::STATE_ROOT);
     out.push(mount(Some(s("tmpfs")), c(under(r, state_root)), Some("tmpfs"), nosuid_nodev | libc::MS_NOEXEC, Some(s("mode=755,size=64k"))));
     let mut dir = state_root.to_path_buf();
     for part in v.state_dir.strip_prefix(state_root).unwrap_or(v.state_dir).components() {
@@ -185,6 +230,8 @@ pub fn steps(v: &View) -> Vec<Step> {
         out.push(Step::Mount { source: Some(at(path)), target: at(path), fstype: None, flags: libc::MS_BIND | libc::MS_REC, data: None, optional: true });
         out.push(Step::Mount { source: None, target: at(path), fstype: None, flags: libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | nosuid_nodev | libc::MS_NOEXEC, data: None, optional: true });
     }
+    // The root itself read-only from here on (what is mounted on it keeps its own options).
+    out.push(mount(None, c(r), None, libc::MS_REMOUNT | libc::MS_RDONLY | nosuid_nodev, Some(s(ROOT_TMPFS))));
     out.push(Step::PivotRoot { new_root: c(r) });
     out
 }
@@ -212,15 +259,22 @@ mod tests {
     }
 
     #[test]
-    fn the_view_is_read_only_first_then_private_writable_places_then_the_pivot() {
-        let v = View { root: Path::new("/run/x/p.root"), uid: 7, state_dir: Path::new("/var/lib/partita/s/p"), dds_config: Some(Path::new("/run/x/p.xml")), fastdds_profile: None, kvm: None, guest_files: &[], program: None };
+    fn the_view_is_a_fresh_root_with_what_it_sees_read_only_then_private_writable_places_then_the_pivot() {
+        let seen = crate::launch::view::Seen { binds: vec![PathBuf::from("/usr/bin/dash"), PathBuf::from("/usr/lib")], links: vec![(PathBuf::from("/bin"), PathBuf::from("usr/bin"))] };
+        let writes = [(DDS_CONFIG, b"<CycloneDDS/>".to_vec())];
+        let v = View { root: Path::new("/run/x/p.root"), uid: 7, state_dir: Path::new("/var/lib/partita/s/p"), kvm: None, guest_files: &[], program: None, seen: &seen, writes: &writes };
         let steps = steps(&v);
         assert!(matches!(steps.last(), Some(Step::PivotRoot { new_root }) if new_root.to_str() == Ok("/run/x/p.root")));
-        let ro = steps.iter().position(|s| matches!(s, Step::SetAttr { set, .. } if set & libc::MOUNT_ATTR_RDONLY != 0)).expect("the host view is read-only");
         let t = targets(&steps);
-        let first_writable = t.iter().position(|t| t.ends_with("/tmp")).unwrap();
-        assert!(ro < first_writable + 1, "read-only before the writable mounts");
-        for needed in ["/run/x/p.root/proc", "/run/x/p.root/sys", "/run/x/p.root/run", "/run/x/p.root/var/lib/partita/s/p", "/run/x/p.root/run/partita/dds.xml", "/run/x/p.root/proc/sys"] {
+        assert_eq!(t[1], "/run/x/p.root", "a fresh root: {t:?}");
+        let root_bound = steps.iter().any(|s| matches!(s, Step::Mount { source: Some(src), flags, .. } if src.to_str() == Ok("/") && flags & libc::MS_BIND != 0));
+        assert!(!root_bound, "the host's root is not bound");
+        assert!(steps.iter().any(|s| matches!(s, Step::SetAttr { target, set } if target.to_str() == Ok("/run/x/p.root/usr/lib") && set & libc::MOUNT_ATTR_RDONLY != 0)), "a bound directory is read-only");
+        assert!(steps.iter().any(|s| matches!(s, Step::Symlink { link, target } if link.to_str() == Ok("/run/x/p.root/bin") && target.to_str() == Ok("usr/bin"))), "the links on the way are made");
+        assert!(steps.iter().any(|s| matches!(s, Step::Write { path, .. } if path.to_str() == Ok("/run/x/p.root/run/partita/dds.xml"))), "the DDS configuration is written in");
+        let root_ro = steps.iter().rposition(|s| matches!(s, Step::Mount { target, flags, .. } if target.to_str() == Ok("/run/x/p.root") && flags & libc::MS_RDONLY != 0)).expect("the root is made read-only");
+        assert_eq!(root_ro + 2, steps.len(), "last before the pivot");
+        for needed in ["/run/x/p.root/proc", "/run/x/p.root/sys", "/run/x/p.root/run", "/run/x/p.root/var/lib/partita/s/p", "/run/x/p.root/usr/bin/dash", "/run/x/p.root/usr/lib", "/run/x/p.root/proc/sys"] {
             assert!(t.iter().any(|x| x == needed), "no mount at {needed}: {t:?}");
         }
         // the writable places belong to the partition's root

@@ -10,7 +10,8 @@ Usage: space.py ROLE CONTEXT.json, ROLE one of:
              (`NEIGHBOUR <count>: ok|failed <why>`)
   probe      checks the kernel counts (as `listener` does) once and exits
 
-CONTEXT: state (a writable directory: the partition's state directory, or a scratch one), disk_bytes (how much
+CONTEXT: view (the host's paths the view attacks look for: source_tree, other_state, host_paths, watch, and
+watched, the file that says the host has touched the watched places), state (a writable directory: the partition's state directory, or a scratch one), disk_bytes (how much
 the disk attack tries to write), files (how many files the inode attack tries), log_bytes (how much the flood
 writes to stdout), targets (the attack on the other side: {device, other_address, module_address, dds_port,
 plain_port, tcp_port}, or absent), release and check (paths of files that end the holding and start the
@@ -219,6 +220,56 @@ def other_side():
     return out
 
 
+def view_attacks():
+    v = ctx.get("view")
+    if not v:
+        return []
+    out = []
+
+    def source_tree():
+        names = os.listdir(v["source_tree"])
+        return "DONE listed %s: %s" % (v["source_tree"], ",".join(sorted(names)[:6]))
+
+    def homes():
+        found = [d for d in ("/home", "/root", "/srv", "/work") if os.path.exists(d)]
+        if not found:
+            raise OSError(errno.ENOENT, "none of /home /root /srv /work in view")
+        return "DONE saw %s" % ",".join(found)
+
+    def other_state():
+        names = os.listdir(v["other_state"])
+        return "DONE listed %s: %s" % (v["other_state"], ",".join(names))
+
+    def mountinfo():
+        text = open("/proc/self/mountinfo").read()
+        named = [p for p in v["host_paths"] if p in text]
+        if not named:
+            raise OSError(errno.ENOENT, "no host path in mountinfo (%d lines)" % len(text.splitlines()))
+        return "DONE mountinfo names %s" % ",".join(named)
+
+    out += [("read the source tree", source_tree), ("see the host's home directories", homes),
+            ("see another system's state", other_state), ("read host paths in mountinfo", mountinfo)]
+    return out
+
+
+def watch_the_host():
+    v = ctx["view"]
+    fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+    libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+    watching = [d for d in v["watch"] if os.path.isdir(d) and libc.inotify_add_watch(fd, d.encode(), 0x100 | 0x200 | 0x2 | 0x4) >= 0]
+    say("WATCHING " + ",".join(watching))
+    wait_for(v["watched"])
+    time.sleep(0.5)
+    try:
+        data = os.read(fd, 65536)
+    except BlockingIOError:
+        data = b""
+    os.close(fd)
+    if data:
+        return "DONE saw %d bytes of events on %s" % (len(data), ",".join(watching))
+    return "REFUSED no event on %s" % (",".join(watching) or "nothing in view")
+
+
 def wait_for(path):
     while not os.path.exists(path):
         time.sleep(0.05)
@@ -230,6 +281,10 @@ if role == "attacker":
         result(attack, fn)
     for attack, fn in other_side():
         result(attack, fn)
+    for attack, fn in view_attacks():
+        result(attack, fn)
+    if ctx.get("view"):
+        result("watch the host's files", watch_the_host)
     for count, fn in [("inotify", inotify_instances), ("mq", message_queues), ("signals", queued_signals)]:
         say("TOOK %s: %s" % (count, fn()))
     for line in said:

@@ -75,3 +75,11 @@ pub fn partita_binary() -> std::path::PathBuf {
     assert!(p.is_file(), "{} is missing: build it first (cargo build --release -p partita-cli)", p.display());
     p
 }
+
+/// What a partition running `sh -c` scripts with `programs` needs bound (a partition sees only its program and
+/// what its file binds): the programs, found in PATH; `python3` is the system's (`/usr/bin/python3`, which brings
+/// its standard library), not a version manager's shim.
+pub fn binds(programs: &[&str]) -> String {
+    let name = |p: &&str| if *p == "python3" { "/usr/bin/python3".to_string() } else { p.to_string() };
+    format!("binds = [{}]", programs.iter().map(|p| format!("\"{}\"", name(p))).collect::<Vec<_>>().join(", "))
+}
