@@ -43,7 +43,6 @@ duration = "1ms"
 [[node]]
 name = "pong"
 command = ["sh", "-c", "exec ddsperf -i $PARTITA_DOMAIN pong"]
-binds = ["ddsperf"]
 "#;
 
 /// (round trips, smallest round trip in µs) from ddsperf ping's per-second lines

@@ -127,6 +127,8 @@ fn recording_goes_on_through_a_request_flood_and_a_killed_routing_partition_and_
     // The flood lasts longer than the monitor: it reports its count every second until the system goes down.
     let flooded: u64 = flood.rsplit("flooded ").next().and_then(|t| t.split(' ').next()).and_then(|n| n.parse().ok()).unwrap_or(0);
     assert!(flooded > 10_000, "the flooder wrote requests all along: {flood}");
+    // The recorder partition's state directory is its image, unmounted now that the system is down.
+    let _inspect = partita_supervisor::state_image::StateImage::mount_to_inspect(recording.parent().unwrap()).unwrap();
     let (ring, report) = RingWriter::open(RingConfig::new(&recording, 16 << 20)).unwrap();
     assert_eq!(report.damaged, 0);
     let index = ring.index();

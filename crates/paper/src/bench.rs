@@ -339,6 +339,10 @@ pub fn granted(setup: &Setup) -> String {
 /// directories above it, when empty).
 fn remove_recording(ring: &std::path::Path) {
     let _ = std::fs::remove_dir_all(ring);
+    // The recorder partition's state directory is an image of its own, kept across runs: it goes too.
+    if let Some(state) = ring.parent() {
+        partita_supervisor::state_image::remove(state);
+    }
     let _ = ring.parent().map(std::fs::remove_dir);
     let _ = ring.parent().and_then(|p| p.parent()).map(std::fs::remove_dir);
 }

@@ -203,8 +203,11 @@ pub fn system_toml(cfg: &RtConfig, profile: Profile, tp: u8, name: &str) -> Stri
             let _ = writeln!(t, "kind = \"vm\"\nvm = {{ memory = \"{mem}MiB\", vcpus = 2, accel = \"{}\", boot_timeout = \"90s\"{tools} }}", cfg.accel);
         } else {
             let _ = writeln!(t, "memory = \"{mem}MiB\"");
-            // A partition sees its program and what its file binds: the shell's programs.
-            let _ = writeln!(t, "binds = {}", crate::toml_strings(&["cyclictest".to_string(), "stress-ng".to_string(), "sleep".to_string()]));
+            // A partition sees its program and what its file binds: the programs its shell line runs.
+            if cmd.first().is_some_and(|p| p == "sh") {
+                let used: Vec<String> = ["cyclictest", "stress-ng", "sleep"].iter().filter(|p| cmd.iter().any(|a| a.contains(*p))).map(|p| p.to_string()).collect();
+                let _ = writeln!(t, "binds = {}", crate::toml_strings(&used));
+            }
             if rt {
                 let _ = writeln!(t, "scheduling = {{ policy = \"fifo\", priority = {PARTITION_PRIORITY} }}");
             }
@@ -749,7 +752,12 @@ mod tests {
                 // Under the plan the load cannot leave the plan's CPU: it is not pinned there.
                 assert_eq!(has("--taskset", "0"), affinity && beside && p != Profile::ProcessPlan, "{} TP{tp}", p.key());
                 assert_eq!(has("--sched", "other"), beside || neighbours, "the load runs under normal scheduling: {} TP{tp}", p.key());
-                assert_eq!(text.matches("stress-ng").count(), if beside { 1 } else if neighbours { 2 } else { 0 }, "{} TP{tp}", p.key());
+                let commands: String = text.lines().filter(|l| !l.starts_with("binds = ")).collect::<Vec<_>>().join("\n");
+                assert_eq!(commands.matches("stress-ng").count(), if beside { 1 } else if neighbours { 2 } else { 0 }, "{} TP{tp}", p.key());
+                // A shell line's programs are bound (a partition sees only its program and its binds).
+                if beside && p != Profile::Vm {
+                    assert!(text.contains("binds = [\"cyclictest\", \"stress-ng\"]"), "{} TP{tp}:\n{text}", p.key());
+                }
                 assert_eq!(text.contains("[[module.plan]]"), p == Profile::ProcessPlan, "{} TP{tp}", p.key());
                 assert_eq!(text.matches("kind = \"vm\"").count(), if p == Profile::Vm { names.len() } else { 0 }, "{} TP{tp}", p.key());
                 let prio = if p == Profile::Vm { GUEST_PRIORITY } else { PARTITION_PRIORITY };

@@ -20,6 +20,8 @@ pub fn image_of(state_dir: &Path) -> PathBuf {
 pub struct StateImage {
     dir: PathBuf,
     image: PathBuf,
+    /// Mounted to inspect what a partition left: never deleted.
+    kept: bool,
 }
 
 impl StateImage {
@@ -47,7 +49,7 @@ impl StateImage {
         }
         let (i, d) = (image.display().to_string(), dir.display().to_string());
         run("mount", &["-t", "ext4", "-o", "loop,nosuid,nodev", &i, &d])?;
-        let mounted = StateImage { dir: dir.to_path_buf(), image };
+        let mounted = StateImage { dir: dir.to_path_buf(), image, kept: false };
         std::os::unix::fs::chown(dir, Some(uid), Some(uid)).map_err(path_err("chown", dir))?;
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(path_err("chmod", dir))?;
@@ -57,12 +59,25 @@ impl StateImage {
     pub fn image(&self) -> &Path {
         &self.image
     }
+
+    /// Mounts the image of a system that is down at its directory, to look at or take what the partition left
+    /// there (`mount -o loop <image> <dir>` does the same by hand); unmounted on drop, the image kept.
+    pub fn mount_to_inspect(dir: &Path) -> Result<StateImage> {
+        let image = image_of(dir);
+        if !image.is_file() {
+            return Err(SupervisorError::Invalid(format!("{}: no state image (the partition left nothing, or never ran)", image.display())));
+        }
+        std::fs::create_dir_all(dir).map_err(path_err("mkdir", dir))?;
+        let (i, d) = (image.display().to_string(), dir.display().to_string());
+        run("mount", &["-t", "ext4", "-o", "loop,nosuid,nodev,noexec", &i, &d])?;
+        Ok(StateImage { dir: dir.to_path_buf(), image, kept: true })
+    }
 }
 
 impl Drop for StateImage {
     fn drop(&mut self) {
         let empty = std::fs::read_dir(&self.dir).map(|d| d.flatten().all(|e| e.file_name() == "lost+found")).unwrap_or(false);
-        if unmount(&self.dir).is_ok() && empty {
+        if unmount(&self.dir).is_ok() && empty && !self.kept {
             let _ = std::fs::remove_file(&self.image);
         }
     }
@@ -108,6 +123,14 @@ fn copy_in(dir: &Path, image: &Path) -> Result<()> {
         let _ = if p.is_dir() && !p.is_symlink() { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
     }
     Ok(())
+}
+
+/// Removes a partition's state of a system that is down: its directory and its image (the next run starts empty).
+pub fn remove(dir: &Path) {
+    if !is_mount_point(dir) {
+        let _ = std::fs::remove_file(image_of(dir));
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
 
 fn unmount(dir: &Path) -> Result<()> {
