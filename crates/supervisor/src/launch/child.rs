@@ -31,10 +31,11 @@ pub enum Stage {
     AllowMemoryLock,
     SetLimits,
     BecomeOwner,
+    WriteFile,
 }
 
 impl Stage {
-    pub const ALL: [Stage; 19] = [
+    pub const ALL: [Stage; 20] = [
         Stage::ResetSignals,
         Stage::NewSession,
         Stage::JoinNetwork,
@@ -54,6 +55,7 @@ impl Stage {
         Stage::AllowMemoryLock,
         Stage::SetLimits,
         Stage::BecomeOwner,
+        Stage::WriteFile,
     ];
 
     pub fn from_u32(n: u32) -> Option<Stage> {
@@ -81,6 +83,7 @@ impl Stage {
             Stage::AllowMemoryLock => "raise RLIMIT_MEMLOCK to its memory limit for lock_memory (the supervisor needs CAP_SYS_RESOURCE)",
             Stage::SetLimits => "set its limits (RLIMIT_MSGQUEUE, RLIMIT_SIGPENDING)",
             Stage::BecomeOwner => "become its host uid, the owner of its user namespace",
+            Stage::WriteFile => "write its DDS configuration into its view",
         }
     }
 }
@@ -178,13 +181,13 @@ unsafe fn mount_step(step: &Step, report: RawFd) {
         Step::Write { path, content } => {
             let fd = libc::open(path.as_ptr(), libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC | libc::O_CLOEXEC, 0o444);
             if fd < 0 {
-                fail(report, Stage::MakeMountPoint);
+                fail(report, Stage::WriteFile);
             }
             let mut done = 0;
             while done < content.len() {
                 let n = libc::write(fd, content[done..].as_ptr().cast(), content.len() - done);
                 if n <= 0 {
-                    fail(report, Stage::MakeMountPoint);
+                    fail(report, Stage::WriteFile);
                 }
                 done += n as usize;
             }
@@ -347,7 +350,7 @@ unsafe fn run(p: &Plan) -> ! {
         if libc::setgroups(0, std::ptr::null()) != 0 {
             fail(report, Stage::DropGroups);
         }
-        let c = p.confined.as_ref().expect("confined");
+        let Some(c) = p.confined.as_ref() else { fail(report, Stage::SetLimits) };
         for (resource, value) in c.limits {
             let limit = libc::rlimit { rlim_cur: *value, rlim_max: *value };
             if libc::setrlimit(*resource, &limit) != 0 {
