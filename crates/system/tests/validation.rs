@@ -742,7 +742,7 @@ fn bad_time_protection_keys_name_the_field_and_the_fix() {
 }
 
 #[test]
-fn a_partitions_state_limits_and_log_have_defaults_and_take_the_files_values() {
+fn a_partitions_binds_state_limits_and_log_have_defaults_and_take_the_files_values() {
     let s = parse(GOOD, "sys.toml", &host()).unwrap();
     let a = &s.modules[0].partitions[0];
     let c = a.tree.confinement.clone().unwrap();
@@ -760,11 +760,15 @@ fn a_partitions_state_limits_and_log_have_defaults_and_take_the_files_values() {
     assert_eq!((c.state_quota.bytes, c.state_quota.inodes), (8 << 20, 100));
     assert_eq!((c.limits.message_queue_bytes, c.limits.queued_signals), (64 << 10, 16));
     assert_eq!(a.tree.log_size, 1 << 20);
+    let s = parse(&GOOD.replacen("command = [\"prog\"]", "command = [\"prog\"]\nbinds = [\"/etc/passwd\", \"sh\"]", 1), "sys.toml", &host()).unwrap();
+    assert_eq!(s.modules[0].partitions[0].tree.confinement.clone().unwrap().binds, vec!["/etc/passwd".to_string(), "sh".to_string()]);
 }
 
 #[test]
-fn bad_state_limits_and_log_sizes_name_the_field_and_the_fix() {
-    let cases: [(&str, &str, &str); 7] = [
+fn bad_binds_state_limits_and_log_sizes_name_the_field_and_the_fix() {
+    let cases: [(&str, &str, &str); 9] = [
+        ("binds = [\"/no/such/path\"]", "module[m].partition[a].binds", "neither a path this machine has nor a program in its PATH"),
+        ("binds = [\"no-such-program-here\"]", "module[m].partition[a].binds", "an installed program"),
         ("state = { size = \"1MiB\" }", "module[m].partition[a].state.size", "at least 4MiB"),
         ("state = { size = \"big\" }", "module[m].partition[a].state.size", "`64MiB`"),
         ("state = { inodes = 3 }", "module[m].partition[a].state.inodes", "at least 64"),
