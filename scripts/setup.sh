@@ -11,13 +11,15 @@ cd "$(dirname "$0")/.."
 # qemu-system-x86, busybox-static: VM partitions (crates/vm): QEMU runs the guest, busybox is the guest's
 # userland in the initramfs partita builds; kmod's depmod indexes the guest kernel's modules, lz4 unpacks the
 # kernel for direct (PVH) boot (below).
+# e2fsprogs, util-linux, bsdutils: mkfs.ext4 and mount -o loop, for each partition's state directory (an ext4 image of
+# its own size); script and setpriv, for the space attacks made on the host.
 # librsvg2-bin: rsvg-convert, the PNG copies of bench virt's and bench rt's figures.
 # mold: a faster linker for the build (scripts/link-gcc uses it when installed).
 # libfastrtps-dev, fastddsgen: eProsima Fast DDS 2.9 and its type generator, for the Fast DDS probe of the
 # interoperability tests (crates/interop builds it).
 PACKAGES=(cmake libclang-dev build-essential pkg-config iproute2 cyclonedds-tools rt-tests stress-ng
           python3-venv tcpdump qemu-system-x86 busybox-static kmod lz4 libfastrtps-dev fastddsgen librsvg2-bin mold
-          libssl-dev openssl)
+          libssl-dev openssl e2fsprogs util-linux bsdutils)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
