@@ -224,7 +224,8 @@ pub fn strong_host(namespace: &NetNamespace, sides: &[Side]) -> Result<()> {
     for side in sides {
         for other in sides.iter().filter(|o| o.interface != side.interface) {
             ip(&["-n", ns, "rule", "add", "pref", "100", "iif", side.interface, "to", &format!("{}/32", other.address), "blackhole"])?;
-            if sides.iter().all(|s| s.interface == other.interface || s.domain != other.domain) && other.domain != side.domain {
+            // A domain spoken only on `other` (`side` is among the sides, so not on `side` either).
+            if sides.iter().all(|s| s.interface == other.interface || s.domain != other.domain) {
                 let (first, last) = domain_ports(other.domain);
                 ip(&["-n", ns, "rule", "add", "pref", "101", "iif", side.interface, "ipproto", "udp", "dport", &format!("{first}-{last}"), "blackhole"])?;
             }

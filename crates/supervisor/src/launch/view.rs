@@ -177,8 +177,9 @@ fn loader_list(elf: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// `name` looked up in `PATH` as the launcher looks up a program.
 fn find_in_path(name: &str) -> Option<PathBuf> {
-    partita_system::search_path().into_iter().map(|d| d.join(name)).find(|p| partita_os::process::is_executable(p))
+    super::resolve_program(name).ok()
 }
 
 /// What a partition running `program` (a path on the host) sees of the host, with `binds` (absolute paths, or
