@@ -1,7 +1,8 @@
 //! partita-system: the system description. One TOML file describes modules (machines) with their
 //! partitions, cyclic plans and V-NETWORKs, native nodes, and the inter-module network. [`parse`] and
 //! [`load`] turn it into a validated [`System`] or report every problem found ([`Errors`]), each naming the
-//! file, line, field path and the fix. [`plan`] holds the plan analysis, [`names`] the host names.
+//! file, line, field path and the fix. [`plan`] holds the plan analysis, [`names`] the host names, [`spec`] a
+//! system built in code ([`SystemSpec`]), validated as a file is.
 //! The format is documented in `docs/configuration.md`.
 #![forbid(unsafe_code)]
 pub mod confinement;
@@ -10,6 +11,7 @@ mod load;
 pub mod model;
 pub mod names;
 pub mod plan;
+pub mod spec;
 pub mod uplink;
 
 pub use confinement::{Confinement, KernelLimits, StateQuota};
@@ -17,6 +19,10 @@ pub use error::{Diagnostic, Errors, Problem};
 pub use load::{load, parse, search_path, Host, MAX_FRAME, MEMORY_FLOOR, PARTITA_PROGRAM};
 pub use model::*;
 pub use names::HostNames;
+pub use spec::{
+    CpuDmaLatency, DiskLimit, DiskLimitsSpec, DiskSpec, ExitAction, HealthSpec, HostSpec, KernelLimitsSpec, ModuleSpec, NetworkSpec, NodeSpec, PartitionKind, PartitionSpec, PeerSpec,
+    PlanSpec, RequestPathSpec, SchedulingPolicy, SchedulingSpec, SeccompSpec, SecuritySpec, StateSpec, SystemSection, SystemSpec, TimeOverrunSpec, UplinkSpec, VmSpec, WindowSpec,
+};
 /// The environment variable carrying an I/O partition's router configuration to `partita route`.
 pub use partita_router_config::EMBEDDED_ENV as ROUTER_ENV;
 

@@ -229,6 +229,21 @@ pub enum HealthAction {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ByteSize(pub u64);
 
+impl ByteSize {
+    /// `n` KiB.
+    pub const fn kib(n: u64) -> ByteSize {
+        ByteSize(n << 10)
+    }
+    /// `n` MiB.
+    pub const fn mib(n: u64) -> ByteSize {
+        ByteSize(n << 20)
+    }
+    /// `n` GiB.
+    pub const fn gib(n: u64) -> ByteSize {
+        ByteSize(n << 30)
+    }
+}
+
 /// Why a memory size string was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0:?} is not a memory size; write a whole number and a unit: `64MiB`, `512KiB`, `1GiB`")]

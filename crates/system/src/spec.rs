@@ -1,0 +1,1016 @@
+//! A system built in code, validated as a file is.
+//!
+//! [`SystemSpec`] mirrors the system file (`docs/configuration.md`) table for table and key for key: each
+//! struct here is one table of the file, each field one of its keys, spelled as in the file. It is built with
+//! the constructors and chainable setters below (every field is public, for anything unusual), written as TOML
+//! with [`SystemSpec::to_toml`] where a file is wanted, and read back with [`SystemSpec::from_toml`]. It is never
+//! validated on its own: [`SystemSpec::build`] writes the TOML and hands it to [`crate::parse`], so a spec is
+//! accepted or refused exactly as the same file would be, and every error names a line and field of that text.
+//!
+//! ```
+//! use partita_system::spec::*;
+//! use partita_system::{ByteSize, Duration, Host};
+//! let us = Duration::from_micros;
+//! let system = SystemSpec::new("demo")
+//!     .module(
+//!         ModuleSpec::new("m")
+//!             .cpus([0])
+//!             .partition(PartitionSpec::new("app", ["sh", "-c", "exec sleep 3600"]).memory(ByteSize::mib(64)).binds(["sleep"]))
+//!             .partition(PartitionSpec::new("routing", ["partita", "route"]).io(true))
+//!             .plan(PlanSpec::new(0, us(1500)).window("app", us(0), us(700)).window("routing", us(700), us(800))),
+//!     )
+//!     .node(NodeSpec::new("monitor", ["partita", "app", "monitor"]));
+//! let built = system.build(&Host::with_cpus(1), "<demo>").unwrap();
+//! assert_eq!(built.modules[0].partitions.len(), 2);
+//! ```
+//!
+//! Durations, sizes and subnets are the model's own types ([`Duration`], [`ByteSize`], [`Subnet`]), written in
+//! the file's syntax (`"700us"`, `"64MiB"`, `"198.18.4.0/24"`); the words of the file (`criticality`,
+//! `preemption`, `accel`, `mode`, a time overrun's `action`) are the model's enums; a few words that have no
+//! model type of their own ([`PartitionKind`], [`ExitAction`], [`SchedulingPolicy`]) are small enums here. The
+//! router table (`[module.partition.router]`) is a plain [`toml::Table`], validated by `partita-router-config`
+//! as in a file.
+use crate::error::{Diagnostic, Errors, Problem};
+use crate::load::Host;
+use crate::model::{Accel, ByteSize, Criticality, Duration, OverrunAction, Preemption, Subnet, System, UplinkMode};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn strings<S: Into<String>>(items: impl IntoIterator<Item = S>) -> Vec<String> {
+    items.into_iter().map(Into::into).collect()
+}
+
+/// A whole system file: `[system]`, `[network]`, `[[host]]`, `[[peer]]`, `[[module]]` and `[[node]]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SystemSpec {
+    pub system: SystemSection,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkSpec>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host: Vec<HostSpec>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub peer: Vec<PeerSpec>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub module: Vec<ModuleSpec>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node: Vec<NodeSpec>,
+}
+
+impl SystemSpec {
+    /// A system named `name` with nothing in it yet.
+    pub fn new(name: impl Into<String>) -> SystemSpec {
+        SystemSpec { system: SystemSection::new(name), network: None, host: Vec::new(), peer: Vec::new(), module: Vec::new(), node: Vec::new() }
+    }
+    /// Adds a `[[module]]`.
+    pub fn module(mut self, m: ModuleSpec) -> Self {
+        self.module.push(m);
+        self
+    }
+    /// Adds a `[[node]]`.
+    pub fn node(mut self, n: NodeSpec) -> Self {
+        self.node.push(n);
+        self
+    }
+    /// Sets `[network]`.
+    pub fn network(mut self, n: NetworkSpec) -> Self {
+        self.network = Some(n);
+        self
+    }
+    /// Adds a `[[host]]` named `name`.
+    pub fn host(mut self, name: impl Into<String>) -> Self {
+        self.host.push(HostSpec { name: name.into() });
+        self
+    }
+    /// Adds a `[[peer]]`.
+    pub fn peer(mut self, name: impl Into<String>, address: Ipv4Addr) -> Self {
+        self.peer.push(PeerSpec { name: name.into(), address });
+        self
+    }
+    /// Sets `system.cpu_dma_latency`.
+    pub fn cpu_dma_latency(mut self, l: CpuDmaLatency) -> Self {
+        self.system.cpu_dma_latency = Some(l);
+        self
+    }
+    /// Sets `system.preemption`.
+    pub fn preemption(mut self, p: Preemption) -> Self {
+        self.system.preemption = Some(p);
+        self
+    }
+    /// Sets `system.housekeeping_cpus` (empty: leave the host alone).
+    pub fn housekeeping_cpus(mut self, cpus: impl IntoIterator<Item = usize>) -> Self {
+        self.system.housekeeping_cpus = Some(cpus.into_iter().collect());
+        self
+    }
+
+    /// The system file this spec stands for.
+    ///
+    /// # Panics
+    /// When a number is beyond TOML's integers (above `i64::MAX`), which no valid system has;
+    /// [`SystemSpec::build`] reports that as an error instead.
+    pub fn to_toml(&self) -> String {
+        self.try_to_toml().unwrap_or_else(|e| panic!("system {:?} cannot be written as TOML: {e}", self.system.name))
+    }
+
+    /// [`SystemSpec::to_toml`], or why the spec cannot be written (a number beyond TOML's integers).
+    pub fn try_to_toml(&self) -> Result<String, toml::ser::Error> {
+        toml::to_string(self)
+    }
+
+    /// Reads a system file's text as a spec: its keys, not yet validated (unknown keys and wrong types are
+    /// refused, as the loader refuses them).
+    pub fn from_toml(text: &str) -> Result<SystemSpec, toml::de::Error> {
+        toml::from_str(text)
+    }
+
+    /// Validates the spec exactly as the file [`SystemSpec::to_toml`] writes would be ([`crate::parse`] of that
+    /// text against `host`): errors name `name_for_errors` and a line and field of that text (write it to a file
+    /// of that name to read them).
+    pub fn build(&self, host: &Host, name_for_errors: &str) -> Result<System, Errors> {
+        match self.try_to_toml() {
+            Ok(text) => crate::load::parse(&text, name_for_errors, host),
+            Err(e) => Err(Errors(vec![Diagnostic {
+                file: name_for_errors.to_string(),
+                line: 1,
+                column: 1,
+                path: "(spec)".into(),
+                problem: Problem::BadValue(format!("the spec cannot be written as a system file: {e}; give numbers a system file can hold")),
+            }])),
+        }
+    }
+}
+
+/// The `[system]` table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SystemSection {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_dma_latency: Option<CpuDmaLatency>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preemption: Option<Preemption>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub housekeeping_cpus: Option<Vec<usize>>,
+}
+
+impl SystemSection {
+    pub fn new(name: impl Into<String>) -> SystemSection {
+        SystemSection { name: name.into(), cpu_dma_latency: None, preemption: None, housekeeping_cpus: None }
+    }
+}
+
+/// `system.cpu_dma_latency`: `"off"`, or the wake-up latency bound to hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpuDmaLatency {
+    Off,
+    Bound(Duration),
+}
+
+impl std::str::FromStr for CpuDmaLatency {
+    type Err = crate::model::BadDuration;
+    /// `"off"` or a duration, as in the file.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == "off" {
+            Ok(CpuDmaLatency::Off)
+        } else {
+            s.parse().map(CpuDmaLatency::Bound)
+        }
+    }
+}
+
+impl Serialize for CpuDmaLatency {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            CpuDmaLatency::Off => s.serialize_str("off"),
+            CpuDmaLatency::Bound(d) => d.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for CpuDmaLatency {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// The `[network]` table: the inter-module network.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subnet: Option<Subnet>,
+}
+
+impl NetworkSpec {
+    pub fn new() -> NetworkSpec {
+        NetworkSpec::default()
+    }
+    pub fn domain(mut self, d: u64) -> Self {
+        self.domain = Some(d);
+        self
+    }
+    pub fn subnet(mut self, s: Subnet) -> Self {
+        self.subnet = Some(s);
+        self
+    }
+}
+
+/// A `[[host]]`: a machine the system spans.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostSpec {
+    pub name: String,
+}
+
+/// A `[[peer]]`: a DDS program on another machine that partita does not start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PeerSpec {
+    pub name: String,
+    pub address: Ipv4Addr,
+}
+
+/// A `[[module]]`: a partitioned machine with its partitions, plans and request paths.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModuleSpec {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<Vec<usize>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subnet: Option<Subnet>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partition: Vec<PartitionSpec>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plan: Vec<PlanSpec>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path: Vec<RequestPathSpec>,
+}
+
+impl ModuleSpec {
+    /// A module named `name` with nothing in it yet.
+    pub fn new(name: impl Into<String>) -> ModuleSpec {
+        ModuleSpec { name: name.into(), host: None, cpus: None, domain: None, subnet: None, partition: Vec::new(), plan: Vec::new(), path: Vec::new() }
+    }
+    /// Adds a `[[module.partition]]`.
+    pub fn partition(mut self, p: PartitionSpec) -> Self {
+        self.partition.push(p);
+        self
+    }
+    /// Adds a `[[module.plan]]`.
+    pub fn plan(mut self, p: PlanSpec) -> Self {
+        self.plan.push(p);
+        self
+    }
+    /// Adds a `[[module.path]]`: a request's visits to the module's partitions, in order.
+    pub fn path<S: Into<String>>(mut self, name: impl Into<String>, through: impl IntoIterator<Item = S>) -> Self {
+        self.path.push(RequestPathSpec { name: name.into(), through: strings(through) });
+        self
+    }
+    pub fn cpus(mut self, cpus: impl IntoIterator<Item = usize>) -> Self {
+        self.cpus = Some(cpus.into_iter().collect());
+        self
+    }
+    pub fn host(mut self, host: impl Into<String>) -> Self {
+        self.host = Some(host.into());
+        self
+    }
+    pub fn domain(mut self, d: u64) -> Self {
+        self.domain = Some(d);
+        self
+    }
+    pub fn subnet(mut self, s: Subnet) -> Self {
+        self.subnet = Some(s);
+        self
+    }
+}
+
+/// A `[[module.path]]`: a request path through the module's partitions, for the schedule analysis.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestPathSpec {
+    pub name: String,
+    pub through: Vec<String>,
+}
+
+/// A `[[module.partition]]`. Besides the setters, the struct-update form sets any other key:
+/// `PartitionSpec { uid: Some(2_000_000_000), ..PartitionSpec::new("p", ["prog"]) }`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PartitionSpec {
+    pub name: String,
+    pub command: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<PartitionKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub criticality: Option<Criticality>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<ByteSize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pids: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<Vec<usize>>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub io: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<Ipv4Addr>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_memory: Option<bool>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capabilities: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub binds: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_size: Option<ByteSize>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<HealthSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduling: Option<SchedulingSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seccomp: Option<SeccompSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_overrun: Option<TimeOverrunSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk: Option<DiskSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<KernelLimitsSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<StateSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm: Option<VmSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uplink: Option<UplinkSpec>,
+    /// The routing service's configuration (I/O partition only): the keys of a router file without `[[side]]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router: Option<toml::Table>,
+}
+
+impl PartitionSpec {
+    /// A partition named `name` running `command` (argv), every other key left to its default.
+    pub fn new<S: Into<String>>(name: impl Into<String>, command: impl IntoIterator<Item = S>) -> PartitionSpec {
+        PartitionSpec {
+            name: name.into(),
+            command: strings(command),
+            kind: None,
+            criticality: None,
+            memory: None,
+            pids: None,
+            cpus: None,
+            io: false,
+            domain: None,
+            address: None,
+            uid: None,
+            lock_memory: None,
+            capabilities: Vec::new(),
+            binds: Vec::new(),
+            log_size: None,
+            env: BTreeMap::new(),
+            health: None,
+            scheduling: None,
+            seccomp: None,
+            time_overrun: None,
+            disk: None,
+            limits: None,
+            state: None,
+            vm: None,
+            uplink: None,
+            router: None,
+        }
+    }
+    pub fn criticality(mut self, c: Criticality) -> Self {
+        self.criticality = Some(c);
+        self
+    }
+    pub fn memory(mut self, m: ByteSize) -> Self {
+        self.memory = Some(m);
+        self
+    }
+    pub fn pids(mut self, n: u64) -> Self {
+        self.pids = Some(n);
+        self
+    }
+    pub fn cpus(mut self, cpus: impl IntoIterator<Item = usize>) -> Self {
+        self.cpus = Some(cpus.into_iter().collect());
+        self
+    }
+    /// Whether it is the module's I/O partition.
+    pub fn io(mut self, io: bool) -> Self {
+        self.io = io;
+        self
+    }
+    pub fn domain(mut self, d: u64) -> Self {
+        self.domain = Some(d);
+        self
+    }
+    pub fn address(mut self, a: Ipv4Addr) -> Self {
+        self.address = Some(a);
+        self
+    }
+    /// Adds an environment variable.
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.insert(key.into(), value.into());
+        self
+    }
+    /// Adds to `binds`: absolute paths, or programs found in `PATH`.
+    pub fn binds<S: Into<String>>(mut self, binds: impl IntoIterator<Item = S>) -> Self {
+        self.binds.extend(strings(binds));
+        self
+    }
+    /// Adds to the capabilities it keeps.
+    pub fn capabilities<S: Into<String>>(mut self, caps: impl IntoIterator<Item = S>) -> Self {
+        self.capabilities.extend(strings(caps));
+        self
+    }
+    /// Adds to `seccomp.allow`.
+    pub fn seccomp_allow<S: Into<String>>(mut self, allow: impl IntoIterator<Item = S>) -> Self {
+        self.seccomp.get_or_insert_with(SeccompSpec::default).allow.extend(strings(allow));
+        self
+    }
+    pub fn log_size(mut self, s: ByteSize) -> Self {
+        self.log_size = Some(s);
+        self
+    }
+    pub fn health(mut self, h: HealthSpec) -> Self {
+        self.health = Some(h);
+        self
+    }
+    pub fn scheduling(mut self, s: SchedulingSpec) -> Self {
+        self.scheduling = Some(s);
+        self
+    }
+    pub fn time_overrun(mut self, t: TimeOverrunSpec) -> Self {
+        self.time_overrun = Some(t);
+        self
+    }
+    pub fn disk(mut self, d: DiskSpec) -> Self {
+        self.disk = Some(d);
+        self
+    }
+    pub fn limits(mut self, l: KernelLimitsSpec) -> Self {
+        self.limits = Some(l);
+        self
+    }
+    pub fn state(mut self, s: StateSpec) -> Self {
+        self.state = Some(s);
+        self
+    }
+    /// Makes it a VM partition (`kind = "vm"`) with this guest.
+    pub fn vm(mut self, vm: VmSpec) -> Self {
+        self.kind = Some(PartitionKind::Vm);
+        self.vm = Some(vm);
+        self
+    }
+    pub fn uplink(mut self, u: UplinkSpec) -> Self {
+        self.uplink = Some(u);
+        self
+    }
+    /// Sets the router table (`[module.partition.router]`).
+    pub fn router(mut self, r: toml::Table) -> Self {
+        self.router = Some(r);
+        self
+    }
+}
+
+/// A partition's `kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PartitionKind {
+    Process,
+    Vm,
+}
+
+/// The `health` table of a partition or node: what the health monitor does when it exits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HealthSpec {
+    pub action: ExitAction,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_restarts: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backoff: Option<Duration>,
+}
+
+impl HealthSpec {
+    /// `{ action = "restart" }`; the limits default unless set.
+    pub fn restart() -> HealthSpec {
+        HealthSpec { action: ExitAction::Restart, max_restarts: None, window: None, backoff: None }
+    }
+    /// `{ action = "stop" }`.
+    pub fn stop() -> HealthSpec {
+        HealthSpec { action: ExitAction::Stop, ..HealthSpec::restart() }
+    }
+    /// `{ action = "ignore" }`.
+    pub fn ignore() -> HealthSpec {
+        HealthSpec { action: ExitAction::Ignore, ..HealthSpec::restart() }
+    }
+    pub fn max_restarts(mut self, n: u32) -> Self {
+        self.max_restarts = Some(n);
+        self
+    }
+    pub fn window(mut self, d: Duration) -> Self {
+        self.window = Some(d);
+        self
+    }
+    pub fn backoff(mut self, d: Duration) -> Self {
+        self.backoff = Some(d);
+        self
+    }
+}
+
+/// `health.action`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExitAction {
+    Restart,
+    Stop,
+    Ignore,
+}
+
+/// The `scheduling` table of a partition or node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchedulingSpec {
+    pub policy: SchedulingPolicy,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u64>,
+}
+
+impl SchedulingSpec {
+    /// `{ policy = "normal" }`.
+    pub fn normal() -> SchedulingSpec {
+        SchedulingSpec { policy: SchedulingPolicy::Normal, priority: None }
+    }
+    /// `{ policy = "fifo", priority = priority }`.
+    pub fn fifo(priority: u64) -> SchedulingSpec {
+        SchedulingSpec { policy: SchedulingPolicy::Fifo, priority: Some(priority) }
+    }
+}
+
+/// `scheduling.policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SchedulingPolicy {
+    Normal,
+    Fifo,
+}
+
+/// A partition's `seccomp` table: entries of the default profile let through.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeccompSpec {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow: Vec<String>,
+}
+
+/// A partition's `time_overrun` table; every key has a default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimeOverrunSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frames: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<OverrunAction>,
+}
+
+impl TimeOverrunSpec {
+    pub fn new() -> TimeOverrunSpec {
+        TimeOverrunSpec::default()
+    }
+    pub fn tolerance(mut self, d: Duration) -> Self {
+        self.tolerance = Some(d);
+        self
+    }
+    pub fn count(mut self, n: u32) -> Self {
+        self.count = Some(n);
+        self
+    }
+    pub fn frames(mut self, n: u32) -> Self {
+        self.frames = Some(n);
+        self
+    }
+    pub fn action(mut self, a: OverrunAction) -> Self {
+        self.action = Some(a);
+        self
+    }
+}
+
+/// A partition's `disk`: `"unlimited"`, or a table of limits (keys left out are unlimited).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DiskSpec {
+    Unlimited,
+    Limits(DiskLimitsSpec),
+}
+
+/// The table form of `disk`: sizes per second (`*_bps`) and operations per second (`*_iops`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiskLimitsSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_bps: Option<DiskLimit<ByteSize>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_bps: Option<DiskLimit<ByteSize>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_iops: Option<DiskLimit<u64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_iops: Option<DiskLimit<u64>>,
+}
+
+/// One key of a `disk` table: a limit, or `"unlimited"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiskLimit<T> {
+    Unlimited,
+    At(T),
+}
+
+const UNLIMITED: &str = "unlimited";
+
+impl Serialize for DiskSpec {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            DiskSpec::Unlimited => s.serialize_str(UNLIMITED),
+            DiskSpec::Limits(l) => l.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for DiskSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match toml::Value::deserialize(d)? {
+            toml::Value::String(w) if w == UNLIMITED => Ok(DiskSpec::Unlimited),
+            v @ toml::Value::Table(_) => v.try_into().map(DiskSpec::Limits).map_err(serde::de::Error::custom),
+            other => Err(serde::de::Error::custom(format!("{other} is not a disk limit; write \"unlimited\" or a table of limits"))),
+        }
+    }
+}
+
+impl<T: Serialize> Serialize for DiskLimit<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            DiskLimit::Unlimited => s.serialize_str(UNLIMITED),
+            DiskLimit::At(v) => v.serialize(s),
+        }
+    }
+}
+
+impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for DiskLimit<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match toml::Value::deserialize(d)? {
+            toml::Value::String(w) if w == UNLIMITED => Ok(DiskLimit::Unlimited),
+            v => v.try_into().map(DiskLimit::At).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// A partition's `limits` table: its limits on the kernel's per-user counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelLimitsSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_queue_bytes: Option<ByteSize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued_signals: Option<u64>,
+}
+
+/// A partition's `state` table: the room of its state directory.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<ByteSize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inodes: Option<u64>,
+}
+
+/// A VM partition's `vm` table: the guest.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VmSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<ByteSize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vcpus: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accel: Option<Accel>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initramfs: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub append: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_timeout: Option<Duration>,
+}
+
+impl VmSpec {
+    /// A guest with every key at its default.
+    pub fn new() -> VmSpec {
+        VmSpec::default()
+    }
+    pub fn memory(mut self, m: ByteSize) -> Self {
+        self.memory = Some(m);
+        self
+    }
+    pub fn vcpus(mut self, n: u64) -> Self {
+        self.vcpus = Some(n);
+        self
+    }
+    pub fn accel(mut self, a: Accel) -> Self {
+        self.accel = Some(a);
+        self
+    }
+    pub fn kernel(mut self, path: impl Into<String>) -> Self {
+        self.kernel = Some(path.into());
+        self
+    }
+    pub fn initramfs(mut self, path: impl Into<String>) -> Self {
+        self.initramfs = Some(path.into());
+        self
+    }
+    /// Adds a kernel command-line argument.
+    pub fn append(mut self, arg: impl Into<String>) -> Self {
+        self.append.push(arg.into());
+        self
+    }
+    pub fn boot_timeout(mut self, d: Duration) -> Self {
+        self.boot_timeout = Some(d);
+        self
+    }
+}
+
+/// A `[[module.plan]]`: the cyclic plan of one CPU.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<usize>,
+    pub major_frame: Duration,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub freeze_ahead: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_ahead: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub demote: Option<bool>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub window: Vec<WindowSpec>,
+}
+
+impl PlanSpec {
+    /// A plan of `major_frame` on `cpu`, with no windows yet.
+    pub fn new(cpu: usize, major_frame: Duration) -> PlanSpec {
+        PlanSpec { cpu: Some(cpu), major_frame, freeze_ahead: None, wake_ahead: None, demote: None, window: Vec::new() }
+    }
+    /// Adds a window of `partition` from `start` for `duration` (offsets in the major frame).
+    pub fn window(mut self, partition: impl Into<String>, start: Duration, duration: Duration) -> Self {
+        self.window.push(WindowSpec { partition: partition.into(), start, duration });
+        self
+    }
+    pub fn freeze_ahead(mut self, d: Duration) -> Self {
+        self.freeze_ahead = Some(d);
+        self
+    }
+    pub fn wake_ahead(mut self, d: Duration) -> Self {
+        self.wake_ahead = Some(d);
+        self
+    }
+    pub fn demote(mut self, demote: bool) -> Self {
+        self.demote = Some(demote);
+        self
+    }
+}
+
+/// A `[[module.plan.window]]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WindowSpec {
+    pub partition: String,
+    pub start: Duration,
+    pub duration: Duration,
+}
+
+/// A `[[node]]`: a native process on the inter-module network, never frozen by a plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSpec {
+    pub name: String,
+    pub command: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<ByteSize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pids: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<Vec<usize>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<Ipv4Addr>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_size: Option<ByteSize>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<HealthSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduling: Option<SchedulingSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uplink: Option<UplinkSpec>,
+}
+
+impl NodeSpec {
+    /// A node named `name` running `command` (argv), every other key left to its default.
+    pub fn new<S: Into<String>>(name: impl Into<String>, command: impl IntoIterator<Item = S>) -> NodeSpec {
+        NodeSpec {
+            name: name.into(),
+            command: strings(command),
+            host: None,
+            memory: None,
+            pids: None,
+            cpus: None,
+            domain: None,
+            address: None,
+            log_size: None,
+            env: BTreeMap::new(),
+            health: None,
+            scheduling: None,
+            uplink: None,
+        }
+    }
+    pub fn host(mut self, host: impl Into<String>) -> Self {
+        self.host = Some(host.into());
+        self
+    }
+    pub fn memory(mut self, m: ByteSize) -> Self {
+        self.memory = Some(m);
+        self
+    }
+    pub fn pids(mut self, n: u64) -> Self {
+        self.pids = Some(n);
+        self
+    }
+    pub fn cpus(mut self, cpus: impl IntoIterator<Item = usize>) -> Self {
+        self.cpus = Some(cpus.into_iter().collect());
+        self
+    }
+    pub fn domain(mut self, d: u64) -> Self {
+        self.domain = Some(d);
+        self
+    }
+    pub fn address(mut self, a: Ipv4Addr) -> Self {
+        self.address = Some(a);
+        self
+    }
+    pub fn log_size(mut self, s: ByteSize) -> Self {
+        self.log_size = Some(s);
+        self
+    }
+    /// Adds an environment variable.
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.insert(key.into(), value.into());
+        self
+    }
+    pub fn health(mut self, h: HealthSpec) -> Self {
+        self.health = Some(h);
+        self
+    }
+    pub fn scheduling(mut self, s: SchedulingSpec) -> Self {
+        self.scheduling = Some(s);
+        self
+    }
+    pub fn uplink(mut self, u: UplinkSpec) -> Self {
+        self.uplink = Some(u);
+        self
+    }
+}
+
+/// An `uplink` table of an I/O partition or a node: a host interface it owns (docs/deployment.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UplinkSpec {
+    pub interface: String,
+    pub mode: UplinkMode,
+    /// `"a.b.c.d/prefix"`: the address with its prefix on the machines' network.
+    pub address: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<Ipv4Addr>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multicast: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_host_connection_loss: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security: Option<SecuritySpec>,
+}
+
+impl UplinkSpec {
+    /// The host interface `interface`, handed over by `mode`, at `address` (`"a.b.c.d/prefix"`).
+    pub fn new(interface: impl Into<String>, mode: UplinkMode, address: impl Into<String>) -> UplinkSpec {
+        UplinkSpec { interface: interface.into(), mode, address: address.into(), gateway: None, mtu: None, domain: None, multicast: None, allow_host_connection_loss: None, security: None }
+    }
+    pub fn gateway(mut self, g: Ipv4Addr) -> Self {
+        self.gateway = Some(g);
+        self
+    }
+    pub fn mtu(mut self, mtu: u64) -> Self {
+        self.mtu = Some(mtu);
+        self
+    }
+    pub fn domain(mut self, d: u64) -> Self {
+        self.domain = Some(d);
+        self
+    }
+    pub fn multicast(mut self, on: bool) -> Self {
+        self.multicast = Some(on);
+        self
+    }
+    pub fn allow_host_connection_loss(mut self, allow: bool) -> Self {
+        self.allow_host_connection_loss = Some(allow);
+        self
+    }
+    pub fn security(mut self, s: SecuritySpec) -> Self {
+        self.security = Some(s);
+        self
+    }
+}
+
+/// An uplink's `security` table: the DDS Security files (absolute paths).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecuritySpec {
+    pub ca: String,
+    pub certificate: String,
+    pub private_key: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permissions_ca: Option<String>,
+    pub governance: String,
+    pub permissions: String,
+}
+
+// How the model's values are written in a system file: durations, sizes and subnets as their text
+// (`Display`, read back by `FromStr`), the words as the file spells them.
+
+macro_rules! as_text {
+    ($($t:ty),*) => {$(
+        impl Serialize for $t {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(self)
+            }
+        }
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    )*};
+}
+as_text!(Duration, ByteSize, Subnet);
+
+macro_rules! as_word {
+    ($t:ident { $($v:ident => $w:literal),* $(,)? }) => {
+        impl Serialize for $t {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(match self { $($t::$v => $w),* })
+            }
+        }
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let w = String::deserialize(d)?;
+                match w.as_str() {
+                    $($w => Ok($t::$v),)*
+                    _ => Err(serde::de::Error::unknown_variant(&w, &[$($w),*])),
+                }
+            }
+        }
+    };
+}
+as_word!(Criticality { High => "high", Medium => "medium", Low => "low" });
+as_word!(Preemption { Full => "full", Keep => "keep" });
+as_word!(Accel { Auto => "auto", Kvm => "kvm", Tcg => "tcg" });
+as_word!(UplinkMode { Move => "move", Macvlan => "macvlan", Ipvlan => "ipvlan" });
+as_word!(OverrunAction { Restart => "restart", Stop => "stop", Idle => "idle", Ignore => "ignore" });
