@@ -6,6 +6,7 @@
 //! - [`udp`]: the same request/response over raw UDP, the NETWORK baseline of the paper's Table 1.
 //! - [`exchange`]: paper 003's client-server exchange (data both ways, server work of a given length), over
 //!   DDS and raw UDP, and the client that sweeps it.
+//! - [`size`]: byte counts as the command lines take them (`1KiB`).
 //! - [`fault`]: programs that make the kernel work on a partition's behalf (issue 31's fault suite, run by
 //!   `partita bench isolation`).
 #![forbid(unsafe_code)]
@@ -13,6 +14,7 @@ pub mod exchange;
 pub mod fault;
 pub mod monitor;
 pub mod pattern;
+pub mod size;
 pub mod recorder;
 pub mod ring;
 pub mod summary;

@@ -14,13 +14,15 @@ pub struct Summary {
     pub max_us: f64,
 }
 
-/// The nearest-rank `q`-quantile (0..=1) of sorted values.
+/// The nearest-rank `q`-quantile (0..=1) of sorted values, `None` when there are none: the one definition of a
+/// percentile every report of partita uses (the monitor's, the benchmarks' and the studies').
+pub fn nearest_rank<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
+    let n = sorted.len();
+    (n > 0).then(|| sorted[((q * n as f64).ceil() as usize).clamp(1, n) - 1])
+}
+
 fn quantile(sorted: &[u64], q: f64) -> u64 {
-    if sorted.is_empty() {
-        return 0;
-    }
-    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1]
+    nearest_rank(sorted, q).unwrap_or(0)
 }
 
 impl Summary {

@@ -158,7 +158,7 @@ impl Trigger {
 /// Runs `ddsperf pong` and `ddsperf ping` for one payload size; `repeat` counts the cell's runs from 1. Both
 /// inherit this process's scheduling class; being another project's program, they do not lock their memory.
 pub fn run(size: usize, repeat: u32, cfg: &RrConfig, stop: &AtomicBool, trigger: Trigger) -> Result<ScenarioResult, BenchError> {
-    let started = crate::machine::now_rfc3339();
+    let started = partita_lab::machine::now_rfc3339();
     let dsize = size.max(MIN_SIZE);
     let domain = domain_id();
     let uri = loopback_config();
@@ -272,7 +272,7 @@ pub fn run(size: usize, repeat: u32, cfg: &RrConfig, stop: &AtomicBool, trigger:
         count_requested: cfg.count,
         lost: 0,
         started,
-        finished: crate::machine::now_rfc3339(),
+        finished: partita_lab::machine::now_rfc3339(),
         stats: None,
         reference,
         server_iterations_per_us: None,

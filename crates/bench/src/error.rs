@@ -56,16 +56,12 @@ pub enum BenchError {
     Interrupted,
     #[error("entering a private network namespace: {0}")]
     Sandbox(String),
-    #[error("real-time setup: {0}")]
-    Realtime(String),
     #[error("--busy-poll under the real-time setup: a spinning SCHED_FIFO client would keep the other processes of the run off its CPU; add --normal-scheduling to busy-poll")]
     BusyPollUnderFifo,
     #[error("--fifo {0}: give a SCHED_FIFO priority from 1 to 89 (below the plan executors' 90)")]
     BadPriority(u8),
-    #[error("--cpu-dma-latency {0}: give a bound from 0 to 1000000 µs")]
-    BadCpuDmaLatency(u32),
-    #[error("{0} with --normal-scheduling: it sets the real-time setup; leave out one of them")]
-    SetupConflict(String),
+    #[error(transparent)]
+    Setup(#[from] partita_lab::setup::SetupError),
     #[error("--repeat must be at least 1")]
     BadRepeat,
     #[error("--batch-delay {text:?}: {reason}")]
@@ -75,6 +71,9 @@ pub enum BenchError {
 impl BenchError {
     /// True when the user gave arguments that cannot work (the command exits with status 2).
     pub fn is_usage(&self) -> bool {
+        if let BenchError::Setup(e) = self {
+            return e.is_usage();
+        }
         matches!(
             self,
             BenchError::BadSize { .. }
@@ -85,8 +84,6 @@ impl BenchError {
                 | BenchError::BadRate(_)
                 | BenchError::BusyPollUnderFifo
                 | BenchError::BadPriority(_)
-                | BenchError::BadCpuDmaLatency(_)
-                | BenchError::SetupConflict(_)
                 | BenchError::BadRepeat
                 | BenchError::BadBatchDelay { .. }
                 | BenchError::BadTimeout
@@ -95,5 +92,11 @@ impl BenchError {
                 | BenchError::NoTransport
                 | BenchError::NoSize
         )
+    }
+}
+
+impl From<partita_apps::size::BadSize> for BenchError {
+    fn from(e: partita_apps::size::BadSize) -> Self {
+        BenchError::BadSize { text: e.text, reason: e.reason }
     }
 }

@@ -4,8 +4,8 @@
 //! resident memory is sampled from `/proc/PID/status` throughout, and its own statistics (topic
 //! `partita/router/stats`) tell in how many batches it sent the forwarded samples.
 use crate::error::BenchError;
-use crate::repeat::Spread;
-use crate::setup::SetupRecord;
+use partita_lab::repeat::Spread;
+use partita_lab::setup::SetupRecord;
 use std::fmt::Write as _;
 use partita_dds::{qos::Reliability, DomainConfig, ListeningReader, Participant, Qos, Reader, Topic, TopicType, Writer};
 use partita_router::{RouteStats, RouterConfig};
@@ -125,7 +125,7 @@ pub fn run(cfg: &FloodConfig, repeat: u32, program: &std::path::Path, stop: &Ato
 
 fn flood(cfg: &FloodConfig, program: &std::path::Path, conf: &std::path::Path, a: u32, b: u32, stop: &AtomicBool) -> Result<FloodResult, BenchError> {
     let child = Command::new(program)
-        .args(crate::setup::child_args())
+        .args(partita_lab::setup::child_args())
         .args(["route", &conf.to_string_lossy()])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -236,7 +236,7 @@ pub struct FloodCell {
     pub samples_per_batch: Spread,
     pub router_cpu_us_per_sample: Spread,
     pub router_rss_kib_max: Spread,
-    /// Whether the spread of received/s exceeds [`crate::repeat::FLAG_SPREAD`].
+    /// Whether the spread of received/s exceeds [`partita_lab::repeat::FLAG_SPREAD`].
     pub flagged: bool,
 }
 
@@ -316,7 +316,7 @@ impl FloodReport {
             );
         }
         if self.cells.iter().any(|c| c.flagged) {
-            let _ = writeln!(t, "\n{}", crate::repeat::flag_note("The received/s of a row marked", "received/s"));
+            let _ = writeln!(t, "\n{}", partita_lab::repeat::flag_note("The received/s of a row marked", "received/s"));
         }
         if let (Some(r), [first, .., last]) = (&self.ratio, self.cells.as_slice()) {
             let _ = write!(t, "\nreceived/s with batch_delay {} against {}: {:.2}x", last.batch_delay, first.batch_delay, r.median);
@@ -332,7 +332,7 @@ impl FloodReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::setup::Setup;
+    use partita_lab::setup::Setup;
 
     fn run(batch_delay: &str, repeat: u32, received_per_s: f64) -> FloodResult {
         FloodResult {

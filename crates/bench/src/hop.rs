@@ -32,7 +32,7 @@ impl Drop for Forwarder {
 fn spawn_self(args: &[String]) -> Result<(Forwarder, String), DriverError> {
     let exe = std::env::current_exe().map_err(|e| DriverError::io("finding this executable", e))?;
     let mut child = Command::new(&exe)
-        .args(crate::setup::child_args())
+        .args(partita_lab::setup::child_args())
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -215,7 +215,7 @@ fn start_router(address: &str, session: &str) -> Result<(Forwarder, String), Dri
     std::fs::write(&cfg, text).map_err(|e| DriverError::io(format!("writing {}", cfg.display()), e))?;
     let exe = std::env::current_exe().map_err(|e| DriverError::io("finding this executable", e))?;
     let child = Command::new(&exe)
-        .args(crate::setup::child_args())
+        .args(partita_lab::setup::child_args())
         .args(["route", &cfg.to_string_lossy()])
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -7,24 +7,19 @@
 //! benchmark ([`ddsperf`]).
 #![forbid(unsafe_code)]
 pub mod dds;
-pub mod cyclictest;
 pub mod ddsperf;
 pub mod driver;
 pub mod error;
 pub mod flood;
 pub mod hop;
-pub mod machine;
-pub mod repeat;
 pub mod report;
 pub mod rr;
-pub mod setup;
-pub mod size;
-pub mod stats;
+pub use partita_apps::size;
 pub mod udp;
 
 pub use error::{BenchError, DriverError};
-pub use repeat::Spread;
+pub use partita_lab::repeat::Spread;
 pub use rr::{RrConfig, ServerConfig};
-pub use setup::Setup;
+pub use partita_lab::setup::Setup;
 pub use size::parse_size;
-pub use stats::Stats;
+pub use partita_lab::stats::Stats;

@@ -2,10 +2,10 @@
 //! `runs.csv` (one row per run), `raw-<scenario>-r<repeat>.csv` (with `--raw`), and `table.md`, a Markdown
 //! table shaped like the papers' tables. Each of them says which measurement setup produced it.
 use crate::error::BenchError;
-use crate::machine::Machine;
-use crate::repeat::Spread;
+use partita_lab::machine::Machine;
+use partita_lab::repeat::Spread;
 use crate::rr::{Cell, RrConfig, ScenarioResult};
-use crate::setup::SetupRecord;
+use partita_lab::setup::SetupRecord;
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -136,7 +136,7 @@ pub fn markdown(report: &Report) -> String {
         }
     }
     if flagged {
-        let _ = writeln!(t, "\n{}", crate::repeat::flag_note("The p50 of a row marked", "p50s"));
+        let _ = writeln!(t, "\n{}", partita_lab::repeat::flag_note("The p50 of a row marked", "p50s"));
     }
     for n in notes {
         let _ = writeln!(t, "\n{n}");
@@ -271,7 +271,7 @@ pub fn write_all(dir: &Path, report: &Report) -> Result<Vec<PathBuf>, BenchError
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::setup::Setup;
+    use partita_lab::setup::Setup;
 
     fn run(transport: &str, size: usize, repeat: u32, rtt_us: u64) -> ScenarioResult {
         ScenarioResult {

@@ -2,9 +2,9 @@
 //! server process the client starts and ends.
 use crate::driver::{self, ClientEndpoint, Entry, ServerEndpoint, Transport, Wait};
 use crate::error::BenchError;
-use crate::repeat::{interleaved, Spread};
-use crate::setup::Setup;
-use crate::stats::Stats;
+use partita_lab::repeat::{interleaved, Spread};
+use partita_lab::setup::Setup;
+use partita_lab::stats::Stats;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -57,7 +57,7 @@ impl RrConfig {
             return Err(BenchError::BadRepeat);
         }
         if let Some(p) = self.setup.fifo_priority() {
-            if !(1..=crate::setup::MAX_PRIORITY).contains(&p) {
+            if !(1..=partita_lab::setup::MAX_PRIORITY).contains(&p) {
                 return Err(BenchError::BadPriority(p));
             }
             if self.busy_poll {
@@ -219,7 +219,7 @@ fn start_server(
 ) -> Result<(ServerProcess, f64, String), BenchError> {
     let fail = |reason: String| BenchError::Server { transport: cfg.transport.clone(), reason };
     let child = Command::new(&launcher.program)
-        .args(crate::setup::child_args())
+        .args(partita_lab::setup::child_args())
         .args(&launcher.args)
         .args(["--transport", &cfg.transport, "--size", &cfg.size.to_string()])
         .args(["--server-work", &cfg.server_work_us.to_string(), "--session", &cfg.session])
@@ -418,7 +418,7 @@ pub fn run_driver(
     launcher: &ServerLauncher,
     stop: &AtomicBool,
 ) -> Result<ScenarioResult, BenchError> {
-    let started = crate::machine::now_rfc3339();
+    let started = partita_lab::machine::now_rfc3339();
     // Unique per run: every repeat meets a fresh server on a domain and topics of its own.
     let session = format!("{}-{}-{}-r{repeat}", std::process::id(), t.name(), size);
     let scfg = ServerConfig {
@@ -474,7 +474,7 @@ pub fn run_driver(
         count_requested: cfg.count,
         lost,
         started,
-        finished: crate::machine::now_rfc3339(),
+        finished: partita_lab::machine::now_rfc3339(),
         stats: Stats::from_ns(&rtts),
         reference: None,
         server_iterations_per_us: if cfg.server_work_us > 0.0 { Some(iters) } else { None },
@@ -513,7 +513,7 @@ pub struct CellFigures {
     pub p99_9_us: Option<Spread>,
     /// (max − min) / median of the runs' p50s; `None` with one run.
     pub p50_spread: Option<f64>,
-    /// Whether the p50 spread exceeds [`crate::repeat::FLAG_SPREAD`].
+    /// Whether the p50 spread exceeds [`partita_lab::repeat::FLAG_SPREAD`].
     pub flagged: bool,
 }
 

@@ -6,7 +6,8 @@
 use clap::{Args, Subcommand};
 use partita_bench::report::{self, Report, Versions};
 use partita_bench::rr::{self, RrConfig, ServerConfig, ServerLauncher};
-use partita_bench::{machine, parse_size, BenchError, Setup};
+use partita_bench::{parse_size, BenchError, Setup};
+use partita_lab::machine;
 use partita_os::signal::{install_stop_signals, stop_flag};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -96,7 +97,7 @@ pub struct SetupArgs {
 
 impl SetupArgs {
     pub fn setup(&self) -> Result<Setup, BenchError> {
-        Setup::from_options(self.normal_scheduling, self.fifo, self.cpu_dma_latency)
+        Ok(Setup::from_options(self.normal_scheduling, self.fifo, self.cpu_dma_latency)?)
     }
 
     /// Whether any of the flags was given.
@@ -318,7 +319,7 @@ fn run_flood(a: RouterFloodArgs) -> Result<(), BenchError> {
     install_stop_signals();
     let repeat = a.measure.repeat;
     let mut runs = Vec::new();
-    for (k, i) in partita_bench::repeat::interleaved(a.batch_delay.len(), repeat) {
+    for (k, i) in partita_lab::repeat::interleaved(a.batch_delay.len(), repeat) {
         let d = &a.batch_delay[i];
         let cfg = partita_bench::flood::FloodConfig { size, seconds: a.seconds, reliable: !a.best_effort, batch_delay: d.clone() };
         let r = partita_bench::flood::run(&cfg, k, &program, stop_flag())?;

@@ -52,7 +52,7 @@ pub fn demo(a: DemoArgs) -> ExitCode {
     };
     let mut text = String::from("# partita demo: the video-surveillance system of paper 001\n\n");
     text.push_str("Response time of one frame request from the native monitoring node, through the routing partition, to the recorder partition and back:\n\n");
-    text.push_str(&crate::app::table(&r.report));
+    text.push_str(&partita_programs::monitor::table(&r.report));
     if let Some(d) = r.window_delay {
         text.push_str(&format!(
             "\nThe plan alone delays a request by {:.0}–{:.0} µs (routing window, then the recorder's, then routing again); \
@@ -331,8 +331,7 @@ pub fn vm_accel(asked: &str) -> Result<(String, String), String> {
         return Ok((asked.to_string(), "asked for with --accel".into()));
     }
     let cache = partita_vm::image::cache_dir();
-    let mut spec = partita_vm::BaseSpec::new(&cache).map_err(|e| e.to_string())?;
-    spec.partita = std::env::current_exe().map_err(|e| e.to_string())?;
+    let spec = partita_vm::BaseSpec::new(&cache).map_err(|e| e.to_string())?;
     let base = partita_vm::prepare_base(&spec).map_err(|e| e.to_string())?;
     let v = partita_vm::probe::probe(&base.kernel.image, &base.path, &cache, partita_vm::probe::DEFAULT_TIMEOUT, false).map_err(|e| e.to_string())?;
     Ok((v.accel.to_string(), v.reason))

@@ -65,7 +65,7 @@ pub struct SoakArgs {
 /// The measurement setup granted to every partition and node of the built-in system, as `bench paper`'s
 /// system files grant it: their scheduling class, the system's cpu_dma_latency (the supervisor holds it while
 /// the system is up), and the native nodes' memory lock.
-fn grant(s: &mut partita_system::System, setup: &partita_bench::Setup) {
+fn grant(s: &mut partita_system::System, setup: &partita_lab::setup::Setup) {
     let scheduling = match setup.fifo_priority() {
         Some(p) => partita_system::Scheduling::Fifo { priority: p },
         None => partita_system::Scheduling::Normal,
@@ -79,7 +79,7 @@ fn grant(s: &mut partita_system::System, setup: &partita_bench::Setup) {
     for n in &mut s.nodes {
         n.tree.scheduling = scheduling;
         if setup.locks_memory() {
-            n.tree.command.push(partita_bench::setup::LOCK_MEMORY_FLAG.into());
+            n.tree.command.push(partita_lab::setup::LOCK_MEMORY_FLAG.into());
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Supervisor commands: `partita down`, `partita status`, and the
 //! hidden `partita isolation-bench` (freezing backends, the 1500 µs reference frame).
 use clap::{Args, Subcommand};
-use partita_supervisor::bench;
+use partita_lab::freezing;
 use partita_supervisor::{cleanup, registry};
 use partita_supervisor::freeze::FreezeBackend;
 use partita_supervisor::supervisor::{read_states, STATE_DIR};
@@ -161,11 +161,11 @@ pub fn isolation_bench(a: IsolationBenchArgs) -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let mut results = bench::freeze_backends(iterations, 0, 1);
+            let mut results = freezing::freeze_backends(iterations, 0, 1);
             if let (Ok(r), Some(accel)) = (&mut results, accel) {
                 let exe = std::env::current_exe().unwrap_or_else(|_| "partita".into());
                 let work = std::path::Path::new(STATE_DIR).join(format!(".freeze-vm-{}", std::process::id()));
-                let vm = bench::freeze_vm(iterations, 0, 1, &exe, accel, &work);
+                let vm = freezing::freeze_vm(iterations, 0, 1, &exe, accel, &work);
                 let _ = std::fs::remove_dir_all(&work);
                 match vm {
                     Ok(v) => r.extend(v),
@@ -216,7 +216,7 @@ pub fn isolation_bench(a: IsolationBenchArgs) -> ExitCode {
                 None => None,
             };
             partita_os::signal::install_stop_signals();
-            match bench::crash_loop(cpu, seconds, rounds, backend, Path::new(STATE_DIR)) {
+            match freezing::crash_loop(cpu, seconds, rounds, backend, Path::new(STATE_DIR)) {
                 Ok(r) => {
                     println!("window-start lateness on CPU {}, a 700 + 800 µs plan, {} rounds of {} s per phase:", r.cpu, r.rounds, r.phase_seconds);
                     println!("| neighbour | window starts | p50 µs | p99 µs | max µs | restarts |");
@@ -244,7 +244,7 @@ pub fn isolation_bench(a: IsolationBenchArgs) -> ExitCode {
                 eprintln!("{}: {e}", dir.display());
                 return ExitCode::FAILURE;
             }
-            let r = bench::reference_frame(frames, cpu, backend, (&exe, &["app".to_string(), "probe".to_string()]), &dir);
+            let r = freezing::reference_frame(frames, cpu, backend, (&exe, &["app".to_string(), "probe".to_string()]), &dir);
             let _ = std::fs::remove_dir_all(&dir);
             match r {
                 Ok(r) => {
@@ -374,14 +374,14 @@ pub fn up(a: UpArgs) -> ExitCode {
             }
             if a.compare_cyclictest && !partita_supervisor::supervisor::stop_requested() {
                 let Some(&cpu) = cpus.get(i) else { continue };
-                let cfg = partita_bench::cyclictest::CyclicConfig {
+                let cfg = partita_lab::cyclictest::CyclicConfig {
                     cpu,
                     priority: partita_system::EXECUTOR_PRIORITY,
                     interval_us: 1000,
                     duration: ran.elapsed().clamp(std::time::Duration::from_secs(5), std::time::Duration::from_secs(60)),
                 };
                 eprintln!("plan {i}: cyclictest on CPU {cpu} for {} s…", cfg.duration.as_secs());
-                match partita_bench::cyclictest::run(&cfg) {
+                match partita_lab::cyclictest::run(&cfg) {
                     Ok(c) => eprintln!(
                         "plan {i}: cyclictest on CPU {cpu} (SCHED_FIFO {}, 1 ms interval, after the run): {} wake-ups, latency p50/p99/max {:.1}/{:.1}/{:.1} µs; executor p99 / cyclictest p99 = {:.2}",
                         cfg.priority,

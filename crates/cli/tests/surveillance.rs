@@ -4,7 +4,7 @@
 use partita_apps::monitor::Report;
 use partita_apps::pattern;
 use partita_apps::ring::{segment_path, RingConfig, RingWriter};
-use partita_paper::run::run_until_monitor_exits;
+use partita_lab::run::run_until_monitor_exits;
 use partita_paper::scenario::{Params, Scenario};
 use partita_supervisor::UpOptions;
 use std::path::Path;
@@ -49,7 +49,7 @@ fn recording_goes_on_through_a_request_flood_and_a_killed_routing_partition_and_
         routing_cpu: 1,
         memory_bytes: 256 << 20,
         monitor_extra: ["--rate", "50", "--duration", "9", "--connect-timeout", "6"].map(String::from).to_vec(),
-        setup: partita_bench::Setup::default(),
+        setup: partita_lab::setup::Setup::default(),
         plan: None,
     };
     // The paper's system (its routing table protects the recorder with a per-monitor request rate), with a

@@ -5,8 +5,8 @@ use crate::agent::channel::{Durability, History, QosChoice, Reliability};
 use crate::agent::output::{self, Line};
 use crate::matrix::Implementation;
 use crate::system::{agent_for, argv, shell_line, toml_strings, Programs, ADDRESS_A};
-use partita_bench::setup::Setup;
-use partita_paper::run::run_until_exit;
+use partita_lab::setup::Setup;
+use partita_lab::run::run_until_exit;
 use partita_supervisor::UpOptions;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -96,7 +96,7 @@ pub fn run(programs: &Programs, setup: &Setup, state_root: &Path, machine: &str,
             pairs.push(pair);
         }
     }
-    InteropResult { measured_at: partita_bench::machine::now_rfc3339(), machine: machine.into(), pairs }
+    InteropResult { measured_at: partita_lab::machine::now_rfc3339(), machine: machine.into(), pairs }
 }
 
 /// Reads a pair's outcome from its node's output.

@@ -6,7 +6,7 @@ use crate::agent::channel::{Durability, History, Reliability};
 use crate::interop::InteropResult;
 use crate::matrix::{Architecture, Group, Implementation, Matrix, Metric};
 use crate::store::CellResult;
-use partita_studies::plot::{self, Line};
+use partita_lab::plot::{self, Line};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 use std::path::Path;
@@ -43,7 +43,7 @@ fn is_figure_cell(c: &CellResult, nodes: u32) -> bool {
         && (g.reliability == Reliability::Reliable || (g.implementation == Implementation::Udp && g.reliability == Reliability::BestEffort))
 }
 
-fn stats(c: &CellResult) -> Option<&partita_bench::Stats> {
+fn stats(c: &CellResult) -> Option<&partita_lab::stats::Stats> {
     c.latency.as_ref()?.stats.as_ref()
 }
 

@@ -4,9 +4,9 @@ use crate::agent::output::{self, Line, ProcessFigures};
 use crate::matrix::{Matrix, Metric, Planned};
 use crate::store::{CellResult, Latency, Store, Throughput};
 use crate::system::{self, Programs};
-use partita_bench::setup::Setup;
-use partita_bench::Stats;
-use partita_paper::run::{run_until_exit, RunError};
+use partita_lab::setup::Setup;
+use partita_lab::stats::Stats;
+use partita_lab::run::{run_until_exit, RunError};
 use partita_supervisor::UpOptions;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -162,7 +162,7 @@ fn cells(p: &Planned, cfg: &RunConfig, lines: Vec<Line>) -> Result<Vec<(CellResu
             _ => {}
         }
     }
-    let now = partita_bench::machine::now_rfc3339();
+    let now = partita_lab::machine::now_rfc3339();
     let mut out = Vec::new();
     for &size in &p.sizes {
         let mut cell = empty_cell(p, cfg, size, &now);
@@ -234,7 +234,7 @@ pub fn run(groups: &[&Planned], skipped: usize, store: &Store, cfg: &RunConfig, 
             Err(e) => {
                 log(&format!("[{}/{}] {id}: failed: {e}", i + 1, groups.len()));
                 for &size in &p.sizes {
-                    let mut cell = empty_cell(p, cfg, size, &partita_bench::machine::now_rfc3339());
+                    let mut cell = empty_cell(p, cfg, size, &partita_lab::machine::now_rfc3339());
                     cell.error = Some(e.clone());
                     store.put(&cell, None).map_err(|e| e.to_string())?;
                     summary.failed.push((cell.id, e.clone()));

@@ -2,7 +2,7 @@
 //! (`<test id>.rtt.csv`, one ns value per line). A rerun finds what is measured and skips it unless asked.
 use crate::agent::output::ProcessFigures;
 use crate::matrix::Group;
-use partita_bench::Stats;
+use partita_lab::stats::Stats;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -64,7 +64,7 @@ pub struct StoreError {
 
 /// A name for this machine in the tree: its host name and CPU count, as file-name characters.
 pub fn machine_key() -> String {
-    let m = partita_bench::machine::Machine::probe();
+    let m = partita_lab::machine::Machine::probe();
     let raw = format!("{}-{}cpu", m.hostname, m.cores);
     raw.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' }).collect()
 }

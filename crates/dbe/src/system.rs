@@ -10,7 +10,7 @@
 //! | federated | — | module `a` (CPU 0, domain 1): partition `ping` and the I/O partition `daemon-a` running `partita route`; module `b` (CPU 1, domain 2): `pong` and `daemon-b`; the daemons meet on domain 0 |
 use crate::agent::args::{AgentArgs, Role};
 use crate::matrix::{Architecture, Implementation, Metric, Planned};
-use partita_bench::setup::{Setup, LOCK_MEMORY_FLAG};
+use partita_lab::setup::{Setup, LOCK_MEMORY_FLAG};
 use std::fmt::Write;
 
 /// The inter-module network's addresses: node `a` (or the only node) and node `b`.

@@ -15,6 +15,7 @@
 //! | `CYCLONEDDS_URI` | `file://` of the Cyclone DDS configuration the supervisor wrote: every domain on its V-NIC |
 //! | `FASTRTPS_DEFAULT_PROFILES_FILE` | the Fast DDS XML profile the supervisor wrote: its V-NICs only, unicast peers, no multicast, no shared memory |
 #![forbid(unsafe_code)]
+pub mod programs;
 
 /// The partition's or node's name.
 pub const PARTITION: &str = "PARTITA_PARTITION";

@@ -7,11 +7,11 @@
 //! the whole run, between systems too.
 use partita_schedule::optimise::{layouts, Objective, Search};
 use partita_schedule::{predict, window_delay, Arrivals, Background, Model, PlanWindows, Predicted, WindowDelay};
-use crate::run::{measure_thaw_herd, run_until_monitor_exits, RunError};
+use partita_lab::run::{measure_thaw_herd, run_until_monitor_exits, RunError};
 use crate::scenario::{Params, Scenario, MONITOR, RECORDER_FPS};
 use partita_apps::summary::Summary;
-use partita_bench::repeat::{interleaved, Spread};
-use partita_bench::setup::{Setup, SetupRecord};
+use partita_lab::repeat::{interleaved, Spread};
+use partita_lab::setup::{Setup, SetupRecord};
 use partita_supervisor::executor::Summary as ExecutorSummary;
 use partita_supervisor::UpOptions;
 use serde::Serialize;
@@ -412,7 +412,7 @@ pub const CHAIN: [&str; 3] = ["routing", "recorder", "routing"];
 pub fn run(cfg: &BenchConfig, mut log: impl FnMut(&str)) -> Result<Results, RunError> {
     let t0 = std::time::Instant::now();
     // Before any system is up: the supervisor keeps this thread off the plans' CPUs while one runs.
-    let machine = machine();
+    let machine = partita_lab::machine::describe();
     let _latency = cfg.setup.hold_cpu_latency().map_err(|e| RunError::Setup(e.to_string()))?;
     let mut runs: Vec<(Vec<Run>, Option<WindowDelay>)> = vec![(Vec::new(), None); cfg.scenarios.len()];
     for (k, i) in interleaved(cfg.scenarios.len(), cfg.repeat) {
@@ -631,20 +631,3 @@ fn row_of(rows: &[Row], s: Scenario) -> Option<&Row> {
     rows.iter().find(|r| r.scenario == s)
 }
 
-/// CPU model, CPUs, kernel.
-pub fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| t.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
-        .unwrap_or_else(|| "unknown CPU".into());
-    let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    // Whether a held wake-up latency bound of 0 µs keeps idle CPUs polling through the kernel's cpuidle driver, or
-    // through partita's own idle pollers (partita_os::cpu_latency): figures taken either way are comparable,
-    // figures of a machine whose idle CPUs halt are not.
-    let idle = match partita_os::cpu_latency::idle_driver() {
-        Some(d) => format!("cpuidle driver {d}"),
-        None => "no cpuidle driver (idle CPUs kept polling by partita's idle pollers while a 0 µs bound is held)".into(),
-    };
-    format!("{cpu}, {n} CPUs, Linux {}, {idle}", kernel.trim())
-}

@@ -1,7 +1,7 @@
 //! `partita demo`: the paper's video-surveillance system on its built-in defaults, measured by its monitor.
 use crate::bench::CHAIN;
 use partita_schedule::{window_delay, PlanWindows, WindowDelay};
-use crate::run::{run_until_monitor_exits, RunError};
+use partita_lab::run::{run_until_monitor_exits, RunError};
 use partita_apps::monitor::Report;
 use crate::scenario::MONITOR;
 use partita_supervisor::UpOptions;

@@ -2,7 +2,8 @@
 //! plot as SVG. Each says which measurement setup produced it.
 use crate::bench::{Results, Row};
 use crate::scenario::Scenario;
-use partita_bench::repeat::{flag_note, FLAG_SPREAD};
+use partita_lab::repeat::{flag_note, FLAG_SPREAD};
+use partita_lab::stats::fmt_us;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -73,7 +74,7 @@ pub fn markdown(res: &Results, command: &str) -> String {
              runs' p50s) show how far the runs agree, and a spread above {:.0} % is marked {}.",
             res.repeat,
             FLAG_SPREAD * 100.0,
-            partita_bench::repeat::FLAG
+            partita_lab::repeat::FLAG
         )
     } else {
         "Every row was measured once (no spread to report; the default is three runs).".to_string()
@@ -334,16 +335,6 @@ pub fn svg(res: &Results) -> String {
     o
 }
 
-/// A time in µs as an axis label: `µs`, `ms` or `s`.
-pub fn fmt_us(v: f64) -> String {
-    if v >= 1e6 {
-        format!("{} s", v / 1e6)
-    } else if v >= 1e3 {
-        format!("{} ms", v / 1e3)
-    } else {
-        format!("{v} µs")
-    }
-}
 
 /// The trade-off figure: predicted layouts of the paper's plan, and the measured windowed rows.
 pub fn schedule_svg(res: &Results) -> String {

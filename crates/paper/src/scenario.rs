@@ -10,7 +10,7 @@
 //! | TRADITIONAL DDS WITH ROUTING | a native machine (a module without a plan): the recorder on its local domain, the routing service between it and the network domain |
 //! | PARTITIONED DDS WITH ROUTING | the paper's plan: recorder 700 µs, routing 800 µs, one 1500 µs frame on one CPU (examples/video-surveillance.toml) |
 //! | MULTICORE | the paper's future work: the same two partitions, each with its own CPU and a whole-frame window (examples/video-surveillance-multicore.toml) |
-use partita_bench::setup::{Setup, LOCK_MEMORY_FLAG};
+use partita_lab::setup::{Setup, LOCK_MEMORY_FLAG};
 use partita_schedule::PlanWindows;
 use partita_system::{ByteSize, Duration, Errors, Host, System};
 use serde::Serialize;

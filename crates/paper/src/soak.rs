@@ -5,7 +5,7 @@
 //! system starts, cyclictest measures the machine's own wake-up floor on each plan's CPU.
 //!
 //! A stop (Ctrl-C, SIGTERM) ends the run early; the intervals measured so far are still reported.
-use partita_bench::cyclictest::{self, CyclicConfig, CyclicResult};
+use partita_lab::cyclictest::{self, CyclicConfig, CyclicResult};
 use partita_supervisor::histogram::Snapshot;
 use partita_supervisor::supervisor::{stop_requested, Supervisor, UpOptions};
 use partita_system::System;
@@ -76,7 +76,7 @@ pub fn bound_from(results: &std::path::Path, lead: std::time::Duration) -> Resul
     if lead_us > 0.0 {
         from.push_str(&format!(" + the freeze-ahead lead {lead_us:.0} µs"));
     }
-    if let Some(m) = v["machine"].as_str().filter(|m| *m != crate::bench::machine()) {
+    if let Some(m) = v["machine"].as_str().filter(|m| *m != partita_lab::machine::describe()) {
         from.push_str(&format!(" (measured on another machine or idle policy: {m})"));
     }
     Ok((bound + lead_us, from))
@@ -232,7 +232,7 @@ pub fn parse_samples_line(line: &str) -> Option<Vec<f64>> {
 
 /// The `q` quantile (nearest rank) of sorted values; `None` for none.
 fn rank(sorted: &[f64], q: f64) -> Option<f64> {
-    (!sorted.is_empty()).then(|| partita_bench::stats::nearest_rank(sorted, q))
+    partita_lab::stats::nearest_rank(sorted, q)
 }
 
 /// Reads the lines added to a file since the last call.
@@ -404,7 +404,7 @@ fn shares(system: &System) -> Vec<(String, f64)> {
 /// Runs the soak; `log` gets a line per interval.
 pub fn run(cfg: &SoakConfig, log: impl Fn(&str) + Send + 'static) -> Result<SoakReport, SoakError> {
     std::fs::create_dir_all(&cfg.out).map_err(file_err(&cfg.out))?;
-    let machine = crate::bench::machine();
+    let machine = partita_lab::machine::describe();
     let cpus: Vec<usize> = cfg.system.modules.iter().flat_map(|m| m.plans.iter().map(|p| p.cpu)).collect();
     let mut floor = Vec::new();
     if let Some(d) = cfg.floor {

@@ -9,7 +9,7 @@
 use crate::scenario::{Params, Scenario, UDP_ADDRESS, UDP_PORT};
 use crate::wire::TwoMachines;
 use partita_apps::monitor::Report;
-use partita_bench::Setup;
+use partita_lab::setup::Setup;
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};

@@ -11,11 +11,11 @@
 //! cost on the executor's side); the CPU time the recorder used beyond its windows (the window watch's figure:
 //! how long its threads took to stop once frozen); and, for a VM, the boot time to the command's first
 //! instruction. The acceleration is named in the table's heading.
-use crate::run::{run_until_monitor_exits, RunError};
+use partita_lab::run::{run_until_monitor_exits, RunError};
 use crate::scenario::{Params, Scenario, MONITOR};
 use partita_apps::summary::Summary;
-use partita_bench::repeat::{flag_note, interleaved, Spread};
-use partita_bench::setup::Setup;
+use partita_lab::repeat::{flag_note, interleaved, Spread};
+use partita_lab::setup::Setup;
 use partita_supervisor::executor::ExecutorLog;
 use partita_supervisor::UpOptions;
 use serde::Serialize;
@@ -220,7 +220,7 @@ fn run_one(cfg: &VmBenchConfig, s: Scenario, placement: Placement, repeat: u32) 
 pub fn run(cfg: &VmBenchConfig, accel: (String, String), mut log: impl FnMut(&str)) -> Result<VmResults, RunError> {
     let t0 = std::time::Instant::now();
     // Before any system is up: the supervisor keeps this thread off the plans' CPUs while one runs.
-    let machine = crate::bench::machine();
+    let machine = partita_lab::machine::describe();
     let _latency = cfg.setup.hold_cpu_latency().map_err(|e| RunError::Setup(e.to_string()))?;
     let mut rows: Vec<VmRow> = ROWS.iter().map(|&(s, p)| VmRow { scenario: s.title(), placement: p, runs: Vec::new() }).collect();
     for (k, i) in interleaved(ROWS.len(), cfg.repeat) {

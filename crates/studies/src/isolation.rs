@@ -21,7 +21,7 @@
 //! protections ([`protection_keys`]). Each row compares a fault cell with the quiet cells of the same fault and
 //! setting (medians over `--repeat` runs).
 use partita_apps::fault::{self, Kind};
-use partita_paper::run::RunError;
+use partita_lab::run::RunError;
 use partita_supervisor::cgroup::PartitionCgroup;
 use partita_supervisor::health::{Event, EventLog};
 use partita_supervisor::supervisor::{stop_requested, Supervisor, UpOptions};
@@ -202,11 +202,7 @@ pub struct Lateness {
     pub max_us: f64,
 }
 
-/// The `q` quantile (0..=1) of sorted values, nearest rank.
-pub fn quantile(sorted: &[u64], q: f64) -> Option<u64> {
-    let n = sorted.len();
-    (n > 0).then(|| sorted[((n as f64 * q).ceil() as usize).clamp(1, n) - 1])
-}
+use partita_lab::stats::nearest_rank as quantile;
 
 impl Lateness {
     pub fn of(mut ns: Vec<u64>) -> Option<Lateness> {
@@ -533,7 +529,7 @@ pub fn run(cfg: &IsolationConfig, mut log: impl FnMut(&str)) -> Result<Isolation
         cells.push(cell);
     }
     Ok(IsolationResults {
-        machine: crate::machine(),
+        machine: partita_lab::machine::describe(),
         accel: cfg.accel.clone(),
         accel_reason: cfg.accel_reason.clone(),
         seconds: cfg.span.as_secs_f64(),
@@ -713,7 +709,7 @@ mod tests {
 
     #[test]
     fn quantiles_lateness_and_shares() {
-        assert_eq!(quantile(&[], 0.5), None);
+        assert_eq!(quantile::<u64>(&[], 0.5), None);
         let v: Vec<u64> = (1..=100).collect();
         assert_eq!((quantile(&v, 0.5), quantile(&v, 0.99), quantile(&v, 1.0)), (Some(50), Some(99), Some(100)));
         let l = Lateness::of(vec![30_000, 10_000, 20_000]).unwrap();

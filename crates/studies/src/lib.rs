@@ -10,33 +10,14 @@
 //! - [`isolation`]: `partita bench isolation`, issue 31's fault suite: what a busy partition keeps of its planned
 //!   time while its neighbour makes the kernel work (writes, fsync, huge pages, calls over many memory areas,
 //!   timers, a packet flood, fork storms…), as a process partition and as a VM partition.
-//! - [`boxstats`] and [`plot`]: the statistics of paper 004's tables and the figures (SVG, PNG through
-//!   `rsvg-convert`).
+//!
+//! Each is a study of partita-lab (its runner, statistics, box plots, figures and machine description).
 #![forbid(unsafe_code)]
-pub mod boxstats;
 pub mod isolation;
-pub mod plot;
 pub mod rt;
 pub mod virt;
 
 /// A TOML array of strings (a command in a generated system file).
 pub(crate) fn toml_strings(v: &[String]) -> String {
     toml::Value::Array(v.iter().cloned().map(toml::Value::String).collect()).to_string()
-}
-
-/// The machine, as reports name it: CPU, CPUs, kernel, and what virtualizes it (`systemd-detect-virt`, or the
-/// CPU's hypervisor flag).
-pub fn machine() -> String {
-    let virt = std::process::Command::new("systemd-detect-virt")
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .filter(|s| !s.is_empty());
-    let flag = std::fs::read_to_string("/proc/cpuinfo").map(|t| t.contains(" hypervisor")).unwrap_or(false);
-    let what = match (virt.as_deref(), flag) {
-        (Some("none"), false) | (None, false) => "bare metal (no hypervisor flag)".to_string(),
-        (Some("none") | None, true) => "a virtual machine (the CPU's hypervisor flag; systemd-detect-virt names none)".to_string(),
-        (Some(v), _) => format!("a virtual machine (systemd-detect-virt: {v}; hypervisor flag {})", if flag { "set" } else { "not set" }),
-    };
-    format!("{}; itself {what}", partita_paper::bench::machine())
 }

@@ -25,10 +25,10 @@
 //!
 //! cyclictest prints every latency (`-v`); the statistics are [`BoxStats`] of all of them and of every
 //! `slice` of the run (stability over time).
-use crate::boxstats::BoxStats;
-use crate::plot;
-use partita_bench::setup::Setup;
-use partita_paper::run::{run_until_exit, RunError};
+use partita_lab::boxstats::BoxStats;
+use partita_lab::plot;
+use partita_lab::setup::Setup;
+use partita_lab::run::{run_until_exit, RunError};
 use partita_supervisor::UpOptions;
 use serde::Serialize;
 use std::fmt::Write;
@@ -462,7 +462,7 @@ fn write_guest_tools(path: &Path) -> Result<(), RunError> {
 /// Runs every asked cell, profile by profile; `log` gets a line per cell.
 pub fn run(cfg: &RtConfig, mut log: impl FnMut(&str)) -> Result<RtResults, RunError> {
     let t0 = std::time::Instant::now();
-    let machine = crate::machine();
+    let machine = partita_lab::machine::describe();
     let raw = cfg.out.join("raw");
     std::fs::create_dir_all(&raw).map_err(|e| RunError::File { path: raw.clone(), message: e.to_string() })?;
     let mut cfg = cfg.clone();

@@ -17,12 +17,12 @@
 //! The client measures every (size, work) point in one run of the system, sizes outer and works inner, each
 //! point `warmup` + `count` requests in closed loop. The server's work is a calibrated busy loop whose CPU time
 //! it measures and returns: the report shows the work done beside the work asked for.
-use crate::plot::{self, Line};
+use partita_lab::plot::{self, Line};
 use partita_apps::exchange::SweepReport;
 use partita_apps::summary::Summary;
-use partita_bench::repeat::{interleaved, Spread};
-use partita_bench::setup::{Setup, LOCK_MEMORY_FLAG};
-use partita_paper::run::{run_until_exits, RunError};
+use partita_lab::repeat::{interleaved, Spread};
+use partita_lab::setup::{Setup, LOCK_MEMORY_FLAG};
+use partita_lab::run::{run_until_exits, RunError};
 use partita_supervisor::executor::ExecutorLog;
 use partita_supervisor::UpOptions;
 use serde::Serialize;
@@ -238,7 +238,7 @@ impl VirtResults {
 
 fn lateness_p99(logs: &[ExecutorLog]) -> Option<f64> {
     let v: Vec<f64> = logs.iter().flat_map(|l| l.starts.iter().map(|s| s.lateness_ns() as f64 / 1e3)).collect();
-    crate::boxstats::BoxStats::of(&v).map(|s| s.p99)
+    partita_lab::boxstats::BoxStats::of(&v).map(|s| s.p99)
 }
 
 fn run_one(cfg: &VirtConfig, p: Placement, k: u32) -> Result<(SweepReport, Vec<ExecutorLog>), RunError> {
@@ -268,7 +268,7 @@ fn run_one(cfg: &VirtConfig, p: Placement, k: u32) -> Result<(SweepReport, Vec<E
 /// Runs every placement `repeat` times, interleaved; `log` gets a line per run and per point.
 pub fn run(cfg: &VirtConfig, mut log: impl FnMut(&str)) -> Result<VirtResults, RunError> {
     let t0 = std::time::Instant::now();
-    let machine = crate::machine();
+    let machine = partita_lab::machine::describe();
     let _latency = cfg.setup.hold_cpu_latency().map_err(|e| RunError::Setup(e.to_string()))?;
     let mut cells: Vec<Cell> = Vec::new();
     for &p in &cfg.placements {

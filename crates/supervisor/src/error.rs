@@ -33,7 +33,8 @@ pub enum SupervisorError {
 
 pub type Result<T, E = SupervisorError> = std::result::Result<T, E>;
 
-pub(crate) fn path_err(op: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> SupervisorError {
+/// Maps an I/O error of `op` on `path` to [`SupervisorError::Path`].
+pub fn path_err(op: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> SupervisorError {
     let path = path.into();
     move |source| SupervisorError::Path { op, path, source }
 }

@@ -161,7 +161,7 @@ impl Guests {
             Some(b) => b.clone(),
             None => {
                 let mut spec = partita_vm::BaseSpec::new(&partita_vm::image::cache_dir()).map_err(|e| image_error(name, e))?;
-                spec.partita = place.partita.to_path_buf();
+                spec.partita = partita_env::programs::guest_binary(place.partita);
                 let base = partita_vm::prepare_base(&spec).map_err(|e| image_error(name, e))?;
                 if let Some(r) = &base.built {
                     tracing::info!(target: "partita::supervisor::vm", "guest base image {} built in {:.1} s", base.path.display(), r.duration.as_secs_f64());

@@ -361,7 +361,8 @@ pub fn lost_events(line: &str) -> Option<u64> {
     rest.strip_suffix(" EVENTS]")?.trim().parse().ok()
 }
 
-pub(crate) fn field<'a>(fields: &'a str, key: &str) -> Option<&'a str> {
+/// The value of `key=` in a trace event's fields.
+pub fn field<'a>(fields: &'a str, key: &str) -> Option<&'a str> {
     let at = fields.find(&format!("{key}="))? + key.len() + 1;
     fields[at..].split_whitespace().next()
 }

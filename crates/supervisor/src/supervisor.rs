@@ -359,7 +359,9 @@ impl Supervisor {
             let Some((program, args)) = tree.command.split_first() else {
                 return Err(SupervisorError::Invalid(format!("{} has no command", member.name)));
             };
-            let program = if program == PARTITA_PROGRAM || member.partition.is_some_and(|p| p.vm.is_some()) { partita.display().to_string() } else { program.clone() };
+            // `partita route`, `partita app recorder`, …: the small binary of that program, beside partita.
+            let (program, args) = if program == PARTITA_PROGRAM { partita_env::programs::resolve(&partita, args) } else { (PathBuf::from(program), args.to_vec()) };
+            let program = program.display().to_string();
             let io = member.partition.filter(|p| p.io);
             let environment = PartitionEnv {
                 partition: member.name.to_string(),
@@ -382,7 +384,7 @@ impl Supervisor {
             let mut spec = LaunchSpec {
                 partition: member.name.to_string(),
                 program,
-                args: args.to_vec(),
+                args,
                 env: tree.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
                 cgroup_procs: cg.procs_files(),
                 netns: Some(ns.path()),
@@ -414,8 +416,9 @@ impl Supervisor {
                     state_dir: &granted.state_dir,
                 };
                 let guest = guests.prepare(system, place, bridge_of)?;
-                spec.program = partita.display().to_string();
-                spec.args = guest.args.clone();
+                let (runner, args) = partita_env::programs::resolve(&partita, &guest.args);
+                spec.program = runner.display().to_string();
+                spec.args = args;
                 spec.env.clear();
                 spec.pass_fds = guest.pass_fds();
                 confine.kvm = guest.kvm_node();

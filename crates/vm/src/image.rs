@@ -182,7 +182,8 @@ impl Compression {
 pub struct BaseSpec {
     pub cache_dir: PathBuf,
     pub kernel: Kernel,
-    /// The partita binary to put in the guest (normally the running one).
+    /// The binary to put in the guest as its `/usr/bin/partita`: normally `partita-guest` beside the running
+    /// binary (the partition programs only; `partita_env::programs::guest_binary`).
     pub partita: PathBuf,
     /// A statically linked busybox (Debian's busybox-static).
     pub busybox: PathBuf,
@@ -190,9 +191,10 @@ pub struct BaseSpec {
 }
 
 impl BaseSpec {
-    /// The newest kernel of `cache_dir`, the running partita binary, `/bin/busybox`, uncompressed.
+    /// The newest kernel of `cache_dir`, the guest binary beside the running one, `/bin/busybox`, uncompressed.
     pub fn new(cache_dir: &Path) -> Result<BaseSpec, ImageError> {
-        let partita = std::env::current_exe().map_err(io_err(Path::new("/proc/self/exe")))?;
+        let running = std::env::current_exe().map_err(io_err(Path::new("/proc/self/exe")))?;
+        let partita = partita_env::programs::guest_binary(&running);
         Ok(BaseSpec { kernel: Kernel::find(cache_dir)?, cache_dir: cache_dir.into(), partita, busybox: PathBuf::from("/bin/busybox"), compression: Compression::None })
     }
 }

@@ -38,7 +38,7 @@ struct Guest {
 impl Guest {
     fn new(spec: &LaunchSpec, tag: &str) -> Guest {
         let mut base = BaseSpec::new(&common::vm_cache()).unwrap();
-        base.partita = common::partita_binary();
+        base.partita = partita_env::programs::guest_binary(&common::partita_binary());
         let img = prepare_base(&base).unwrap();
         let extra = std::env::temp_dir().join(format!("partita-vm-test-{tag}-{}.cpio", std::process::id()));
         spec.write_archive(&extra).unwrap();

@@ -31,9 +31,17 @@ pub struct Stats {
     pub clamped: u64,
 }
 
-/// The nearest-rank percentile `q` (0..=1) of sorted values (not empty).
-pub fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
-    sorted[((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1]
+pub use partita_apps::summary::nearest_rank;
+
+/// A time in µs as an axis label or a table prints it: `850 µs`, `1.5 ms`, `2 s`.
+pub fn fmt_us(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{} s", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{} ms", v / 1e3)
+    } else {
+        format!("{v} µs")
+    }
 }
 
 fn us(ns: f64) -> f64 {

@@ -2,7 +2,7 @@
 //!   isolation_bench freeze [ITERATIONS]           cost and precision of each freezing backend
 //!   isolation_bench frame [FRAMES] [BACKEND] [CPU] the 1500 µs reference frame with a probe per partition
 //!   isolation_bench probe OUTPUT DURATION_MS      (internal) the probe run inside each partition
-use partita_supervisor::bench;
+use partita_lab::freezing;
 use partita_supervisor::freeze::FreezeBackend;
 
 fn us(ns: u64) -> String {
@@ -15,12 +15,12 @@ fn main() {
         Some("probe") => {
             let out = std::path::PathBuf::from(&args[2]);
             let ms: u64 = args[3].parse().expect("duration in ms");
-            let runs = partita_supervisor::probe::spin(ms * 1_000_000, 20_000, 10_000_000);
-            partita_supervisor::probe::write_intervals(&out, &runs).expect("writing probe output");
+            let runs = partita_lab::probe::spin(ms * 1_000_000, 20_000, 10_000_000);
+            partita_lab::probe::write_intervals(&out, &runs).expect("writing probe output");
         }
         Some("freeze") => {
             let n: u32 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(2000);
-            for r in bench::freeze_backends(n, 0, 1).expect("freeze benchmark") {
+            for r in freezing::freeze_backends(n, 0, 1).expect("freeze benchmark") {
                 println!(
                     "{:<11} n={}  freeze call p50/p99/max {}/{}/{} µs  freeze→stopped {}/{}/{} µs  thaw call {}/{}/{} µs",
                     r.backend, r.iterations,
@@ -37,7 +37,7 @@ fn main() {
             let exe = std::env::current_exe().unwrap().display().to_string();
             let dir = std::env::temp_dir().join(format!("partita-frame-{}", std::process::id()));
             std::fs::create_dir_all(&dir).unwrap();
-            let r = bench::reference_frame(frames, cpu, backend, (&exe, &["probe".to_string()]), &dir).expect("frame benchmark");
+            let r = freezing::reference_frame(frames, cpu, backend, (&exe, &["probe".to_string()]), &dir).expect("frame benchmark");
             let _ = std::fs::remove_dir_all(&dir);
             println!(
                 "{} frames of 1500 µs (800+700) on CPU {}, backend {}, SCHED_FIFO {}: window-start lateness p50/p99/max {}/{}/{} µs, \

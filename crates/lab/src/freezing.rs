@@ -2,12 +2,12 @@
 //! tests): the cost and precision of each freezing backend, and the 1500 µs reference frame run by the plan
 //! executor with a probe in each partition.
 use partita_system::HostNames;
-use crate::cgroup::{Layout, Limits, PartitionCgroup};
-use crate::clock::monotonic_ns;
-use crate::executor::{Executor, ExecutorConfig, Schedule, Summary, Window};
-use crate::freeze::{FreezeBackend, Freezer};
-use crate::launch::{launch, try_wait, LaunchSpec};
-use crate::error::{Result, SupervisorError};
+use partita_supervisor::cgroup::{Layout, Limits, PartitionCgroup};
+use partita_supervisor::clock::monotonic_ns;
+use partita_supervisor::executor::{Executor, ExecutorConfig, Schedule, Summary, Window};
+use partita_supervisor::freeze::{FreezeBackend, Freezer};
+use partita_supervisor::launch::{launch, try_wait, LaunchSpec};
+use partita_supervisor::error::{Result, SupervisorError};
 use partita_os::{process, sched};
 use serde::Serialize;
 use std::time::Duration;
@@ -73,11 +73,11 @@ pub fn freeze_vm(iterations: u32, control_cpu: usize, partition_cpu: usize, part
     let invalid = |e: &dyn std::fmt::Display| SupervisorError::Invalid(format!("the guest: {e}"));
     let cache = partita_vm::image::cache_dir();
     let mut spec = partita_vm::BaseSpec::new(&cache).map_err(|e| invalid(&e))?;
-    spec.partita = partita.to_path_buf();
+    spec.partita = partita_env::programs::guest_binary(partita);
     let base = partita_vm::prepare_base(&spec).map_err(|e| invalid(&e))?;
     let env = partita_env::PartitionEnv { partition: "spin".into(), module: "bench".into(), domain: 0, external_domain: None, uplink_domain: None, router_toml: None, cyclonedds_uri: String::new(), fastdds_profile: None, state_dir: None };
     let launch_spec = partita_vm::LaunchSpec { env, extra_env: Vec::new(), nics: Vec::new(), argv: vec!["sh".into(), "-c".into(), "while :; do :; done".into()], programs: Vec::new() };
-    std::fs::create_dir_all(workdir).map_err(crate::error::path_err("mkdir", workdir))?;
+    std::fs::create_dir_all(workdir).map_err(partita_supervisor::error::path_err("mkdir", workdir))?;
     let archive = workdir.join("spin.cpio");
     launch_spec.write_archive(&archive).map_err(|e| invalid(&e))?;
     let mut run = partita_vm::RunConfig::new(base.kernel.image.clone(), vec![base.path.clone(), archive]);
@@ -105,7 +105,7 @@ fn freeze_spinning(iterations: u32, control_cpu: usize, partition_cpu: usize, ba
                 }
             };
             let mut spec = spinner_spec("spin", &cg, &spinner.program, spinner.args.clone());
-            spec.output = spinner.ready.as_ref().map(|(f, _)| crate::partition_log::PartitionLog::new(f.clone(), 1 << 20));
+            spec.output = spinner.ready.as_ref().map(|(f, _)| partita_supervisor::partition_log::PartitionLog::new(f.clone(), 1 << 20));
             let pid = launch(&spec)?.pid;
             std::thread::sleep(Duration::from_millis(50));
             if let Some((file, text)) = &spinner.ready {
@@ -135,7 +135,7 @@ fn freeze_spinning(iterations: u32, control_cpu: usize, partition_cpu: usize, ba
                 std::thread::sleep(Duration::from_micros(500));
             }
             cg.kill_all()?;
-            let _ = crate::launch::wait_blocking(pid);
+            let _ = partita_supervisor::launch::wait_blocking(pid);
             drop(cg);
             results.push(FreezeBenchResult {
                 backend: backend.name(),
@@ -314,7 +314,7 @@ window = [{{ partition = "neighbour", start = "0us", duration = "700us" }}, {{ p
         .map_err(|e| SupervisorError::Invalid(e.to_string()))?;
     let state = system.partitions().find(|(_, p)| p.name == "neighbour").and_then(|(_, p)| p.tree.confinement.clone()).map(|c| c.state_dir).expect("a partition is confined");
     let marker = state.join("crash");
-    let sup = crate::Supervisor::up(&system, &crate::UpOptions { backend, ..crate::UpOptions::new(state_root) })?;
+    let sup = partita_supervisor::Supervisor::up(&system, &partita_supervisor::UpOptions { backend, ..partita_supervisor::UpOptions::new(state_root) })?;
     let events = sup.events().clone();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     // Phase boundaries in CLOCK_MONOTONIC ns: (start, end, crashing).

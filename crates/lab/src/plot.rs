@@ -1,7 +1,7 @@
 //! The studies' figures as SVG, and PNG copies made by `rsvg-convert` (Debian's librsvg2-bin, which
 //! `scripts/setup.sh` installs).
 use crate::boxstats::BoxStats;
-use partita_paper::report::fmt_us;
+use crate::stats::fmt_us;
 use std::fmt::Write;
 use std::path::Path;
 

@@ -147,7 +147,7 @@ pub fn run_until_exit(system: &System, options: &UpOptions, name: &str, limit: D
 pub struct HerdMeasured {
     /// Threads of the partition when the trace started.
     pub threads: usize,
-    pub herds: partita_supervisor::herd::ThawHerds,
+    pub herds: crate::herd::ThawHerds,
 }
 
 /// Where the executors' logs find `partition`: the log of the plan with its windows (the supervisor returns
@@ -162,7 +162,7 @@ fn herd_target(system: &System, partition: &str) -> Option<(usize, usize, usize)
 
 /// Runs `system` for `settle` + `span`, tracing every scheduler switch of the CPU whose plan runs `partition`
 /// for `span` after `settle` (an ftrace instance of partita's own, removed after), then tears it down: the
-/// herd at each window start of the partition in that time (crates/supervisor/src/herd.rs). The system's load
+/// herd at each window start of the partition in that time (crates/lab/src/herd.rs). The system's load
 /// is the caller's: `bench paper` runs the partitioned scenario with its monitor asking once a second, so the
 /// herd is the freezer's cost alone, not the partition's work.
 pub fn measure_thaw_herd(system: &System, options: &UpOptions, partition: &str, settle: Duration, span: Duration) -> Result<HerdMeasured, RunError> {
@@ -208,7 +208,7 @@ pub fn measure_thaw_herd(system: &System, options: &UpOptions, partition: &str, 
     let thaws: Vec<u64> =
         logs.get(executor).map(|l| l.starts.iter().filter(|s| s.partition == index).map(|s| s.switched_ns).collect()).unwrap_or_default();
     let events = partita_supervisor::stalls::parse_trace(&text);
-    Ok(HerdMeasured { threads: threads.len(), herds: partita_supervisor::herd::thaw_herds(&events, &thaws, &threads) })
+    Ok(HerdMeasured { threads: threads.len(), herds: crate::herd::thaw_herds(&events, &thaws, &threads) })
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! `partita route CONFIG`: the DDS routing service as a program (standalone, or inside an I/O partition).
+//! The DDS routing service as a program (`partita-route`, `partita route CONFIG`): standalone, or inside an I/O partition.
 use clap::Args;
 use partita_router::{stats, Router, RouterConfig};
 use std::path::PathBuf;
@@ -59,7 +59,7 @@ pub fn run(args: RouteArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    partita_supervisor::supervisor::install_stop_signals();
+    partita_os::signal::install_stop_signals();
     let period = config.stats_period();
     let router = match Router::start(config) {
         Ok(r) => Arc::new(r),
@@ -70,7 +70,7 @@ pub fn run(args: RouteArgs) -> ExitCode {
     };
     let start = Instant::now();
     let mut next = start + period;
-    while !partita_supervisor::supervisor::stop_requested() {
+    while !partita_os::signal::stop_requested() {
         if args.duration.is_some_and(|d| start.elapsed().as_secs_f64() >= d) {
             break;
         }

@@ -2,8 +2,8 @@
 //! A gap larger than a threshold (20 µs by default) between two consecutive readings means the process was
 //! not running: frozen, or preempted. Comparing these intervals with the executor's windows shows whether a
 //! partition ran outside its windows.
-use crate::clock::monotonic_ns;
-use crate::error::{path_err, Result};
+use partita_supervisor::clock::monotonic_ns;
+use partita_supervisor::error::{path_err, Result};
 use std::io::Write;
 use std::path::Path;
 

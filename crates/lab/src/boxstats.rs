@@ -5,7 +5,7 @@
 //! is always upper whisker − lower whisker (e.g. 0.572 − 0.005 = 0.567 ms for the baseline's TP3), far above
 //! its upper quartile plus 1.5 IQR: so the whiskers here are the 2.5th and 97.5th percentiles (the central 95 %
 //! of samples) and the max jitter their difference. The quartiles are nearest-rank percentiles.
-use partita_bench::stats::nearest_rank as rank;
+use crate::stats::nearest_rank;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -36,18 +36,20 @@ impl BoxStats {
         let n = v.len() as f64;
         let mean = v.iter().sum::<f64>() / n;
         let sigma = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt();
-        let (lw, uw) = (rank(&v, 0.025), rank(&v, 0.975));
+        // Not empty: every rank exists.
+        let rank = |q: f64| nearest_rank(&v, q).unwrap_or(f64::NAN);
+        let (lw, uw) = (rank(0.025), rank(0.975));
         Some(BoxStats {
             samples: v.len(),
             lower_whisker: lw,
-            lower_quartile: rank(&v, 0.25),
-            median: rank(&v, 0.5),
+            lower_quartile: rank(0.25),
+            median: rank(0.5),
             mean,
             sigma,
-            upper_quartile: rank(&v, 0.75),
+            upper_quartile: rank(0.75),
             upper_whisker: uw,
             max_jitter: uw - lw,
-            p99: rank(&v, 0.99),
+            p99: rank(0.99),
             min: v[0],
             max: v[v.len() - 1],
         })

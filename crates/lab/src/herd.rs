@@ -2,8 +2,8 @@
 //! each runs once, in the order the freezer woke them, to leave the freezer before it takes up its work or
 //! sleeps again. A thread of the partition can run only once the threads woken before it have: the window opens
 //! to the last of them this long after the executor's thaw. Read from a trace of the plan's CPU (every task's
-//! `sched_switch`, [`crate::stalls::Tracer::switches`]) and the executor's log of when it thawed.
-use crate::stalls::{field, TraceEvent, EXECUTOR_COMM};
+//! `sched_switch`, [`partita_supervisor::stalls::Tracer::switches`]) and the executor's log of when it thawed.
+use partita_supervisor::stalls::{field, TraceEvent, EXECUTOR_COMM};
 use std::collections::HashSet;
 
 /// The herds of one partition's window starts.
@@ -65,7 +65,7 @@ pub fn thaw_herds(events: &[TraceEvent], thaws_ns: &[u64], threads: &HashSet<u32
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stalls::parse_trace;
+    use partita_supervisor::stalls::parse_trace;
 
     fn switch(t: &str, prev: (&str, u32), next: (&str, u32)) -> String {
         format!(

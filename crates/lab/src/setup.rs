@@ -15,10 +15,29 @@
 //! it starts lock their own memory ([`child_args`]; memory locks are not inherited). A benchmark whose measured
 //! processes are partitions (`bench paper`) cannot set their class itself: the system file grants it, and the
 //! benchmark only holds the latency bound ([`Setup::hold_cpu_latency`]).
-use crate::error::BenchError;
 use partita_os::cpu_latency::CpuLatencyHold;
 use serde::Serialize;
 use std::sync::OnceLock;
+
+/// Why a measurement setup was refused or could not be entered.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("{0} with --normal-scheduling: it sets the real-time setup; leave out one of them")]
+    Conflict(String),
+    #[error("--fifo {0}: give a SCHED_FIFO priority from 1 to 89 (below the plan executors' 90)")]
+    BadPriority(u8),
+    #[error("--cpu-dma-latency {0}: give a bound from 0 to 1000000 µs")]
+    BadCpuDmaLatency(u32),
+    #[error("real-time setup: {0}")]
+    Realtime(String),
+}
+
+impl SetupError {
+    /// True when the user gave options that cannot work (the command exits with status 2).
+    pub fn is_usage(&self) -> bool {
+        !matches!(self, SetupError::Realtime(_))
+    }
+}
 
 /// The SCHED_FIFO priority of the real-time setup.
 pub const DEFAULT_PRIORITY: u8 = 50;
@@ -66,23 +85,23 @@ pub fn child_args() -> &'static [&'static str] {
 impl Setup {
     /// The setup the command-line options ask for: real-time unless `normal_scheduling`; `fifo` and
     /// `cpu_dma_latency_us` change the real-time setup and conflict with `normal_scheduling`.
-    pub fn from_options(normal_scheduling: bool, fifo: Option<u8>, cpu_dma_latency_us: Option<u32>) -> Result<Setup, BenchError> {
+    pub fn from_options(normal_scheduling: bool, fifo: Option<u8>, cpu_dma_latency_us: Option<u32>) -> Result<Setup, SetupError> {
         if normal_scheduling {
             if let Some(p) = fifo {
-                return Err(BenchError::SetupConflict(format!("--fifo {p}")));
+                return Err(SetupError::Conflict(format!("--fifo {p}")));
             }
             if let Some(us) = cpu_dma_latency_us {
-                return Err(BenchError::SetupConflict(format!("--cpu-dma-latency {us}")));
+                return Err(SetupError::Conflict(format!("--cpu-dma-latency {us}")));
             }
             return Ok(Setup::Normal);
         }
         let priority = fifo.unwrap_or(DEFAULT_PRIORITY);
         if !(1..=MAX_PRIORITY).contains(&priority) {
-            return Err(BenchError::BadPriority(priority));
+            return Err(SetupError::BadPriority(priority));
         }
         let cpu_dma_latency_us = cpu_dma_latency_us.unwrap_or(0);
         if cpu_dma_latency_us > MAX_CPU_DMA_LATENCY_US {
-            return Err(BenchError::BadCpuDmaLatency(cpu_dma_latency_us));
+            return Err(SetupError::BadCpuDmaLatency(cpu_dma_latency_us));
         }
         Ok(Setup::Realtime { priority, cpu_dma_latency_us })
     }
@@ -150,13 +169,13 @@ impl Setup {
     /// any other thread or process of the benchmark exists, but after any step that needs a single-threaded
     /// process (entering a private network namespace): the latency hold starts idle pollers
     /// (`partita_os::idle_poll`, on a kernel without a cpuidle driver) from the process as it is then.
-    pub fn enter(&self) -> Result<SetupGuard, BenchError> {
+    pub fn enter(&self) -> Result<SetupGuard, SetupError> {
         let guard = self.hold_cpu_latency()?;
         if let Setup::Realtime { priority, .. } = *self {
             partita_os::sched::set_current_thread_fifo(i32::from(priority))
-                .map_err(|e| BenchError::Realtime(format!("{e}; run as root, or measure with --normal-scheduling")))?;
+                .map_err(|e| SetupError::Realtime(format!("{e}; run as root, or measure with --normal-scheduling")))?;
             partita_os::sched::lock_all_memory().map_err(|e| {
-                BenchError::Realtime(format!("locking memory (mlockall): {e} (needs root or CAP_IPC_LOCK); or measure with --normal-scheduling"))
+                SetupError::Realtime(format!("locking memory (mlockall): {e} (needs root or CAP_IPC_LOCK); or measure with --normal-scheduling"))
             })?;
         }
         let _ = ENTERED.set(*self);
@@ -164,9 +183,9 @@ impl Setup {
     }
 
     /// Holds the setup's wake-up latency bound (nothing under normal scheduling) until the guard is dropped.
-    pub fn hold_cpu_latency(&self) -> Result<SetupGuard, BenchError> {
+    pub fn hold_cpu_latency(&self) -> Result<SetupGuard, SetupError> {
         let hold = match self.cpu_dma_latency_us() {
-            Some(us) => Some(CpuLatencyHold::new(us).map_err(|e| BenchError::Realtime(format!("{e}; or hold --cpu-dma-latency 1 (idle CPUs may halt), or measure with --normal-scheduling")))?),
+            Some(us) => Some(CpuLatencyHold::new(us).map_err(|e| SetupError::Realtime(format!("{e}; or hold --cpu-dma-latency 1 (idle CPUs may halt), or measure with --normal-scheduling")))?),
             None => None,
         };
         Ok(SetupGuard { _hold: hold })
