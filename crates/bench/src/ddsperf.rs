@@ -159,6 +159,7 @@ impl Trigger {
 /// inherit this process's scheduling class; being another project's program, they do not lock their memory.
 pub fn run(size: usize, repeat: u32, cfg: &RrConfig, stop: &AtomicBool, trigger: Trigger) -> Result<ScenarioResult, BenchError> {
     let started = partita_lab::machine::now_rfc3339();
+    let watch = partita_lab::machine::Watch::start();
     let dsize = size.max(MIN_SIZE);
     let domain = domain_id();
     let uri = loopback_config();
@@ -277,6 +278,7 @@ pub fn run(size: usize, repeat: u32, cfg: &RrConfig, stop: &AtomicBool, trigger:
         reference,
         server_iterations_per_us: None,
         samples_ns: None,
+        disturbance: Some(watch.stop()),
     })
 }
 

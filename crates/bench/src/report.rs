@@ -106,8 +106,8 @@ pub fn caption(report: &Report) -> String {
 pub fn markdown(report: &Report) -> String {
     let mut t = String::new();
     let _ = writeln!(t, "{}\n", caption(report));
-    let _ = writeln!(t, "| Scenario | MIN | AVG | MAX | STD | PER99 | P50 | P99.9 | P50 min–max | P50 spread | samples | lost |");
-    let _ = writeln!(t, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(t, "| Scenario | MIN | AVG | MAX | STD | PER99 | P50 | P99.9 | P50 min–max | P50 spread | samples | lost | host |");
+    let _ = writeln!(t, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
     let mut notes = Vec::new();
     let mut flagged = false;
     for c in &report.scenarios {
@@ -119,7 +119,7 @@ pub fn markdown(report: &Report) -> String {
         };
         let _ = writeln!(
             t,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {range} | {spread} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {range} | {spread} | {} | {} | {} |",
             c.scenario,
             med(&x.min_us),
             med(&x.mean_us),
@@ -129,7 +129,8 @@ pub fn markdown(report: &Report) -> String {
             med(&x.p50_us),
             med(&x.p99_9_us),
             x.samples,
-            x.lost
+            x.lost,
+            x.disturbance.map_or("—".to_string(), |d| d.note())
         );
         if let Some(n) = c.note() {
             notes.push(format!("{}: {n}", c.scenario));
@@ -138,6 +139,7 @@ pub fn markdown(report: &Report) -> String {
     if flagged {
         let _ = writeln!(t, "\n{}", partita_lab::repeat::flag_note("The p50 of a row marked", "p50s"));
     }
+    let _ = writeln!(t, "\n{}", partita_lab::machine::HOST_NOTE);
     for n in notes {
         let _ = writeln!(t, "\n{n}");
     }
@@ -291,6 +293,7 @@ mod tests {
             reference: None,
             server_iterations_per_us: None,
             samples_ns: None,
+            disturbance: None,
         }
     }
 

@@ -1,5 +1,6 @@
 //! The request/response benchmark: configuration, the client's closed and open loops, the server loop, and the
 //! server process the client starts and ends.
+use partita_lab::machine::{Disturbance, Watch};
 use crate::driver::{self, ClientEndpoint, Entry, ServerEndpoint, Transport, Wait};
 use crate::error::BenchError;
 use partita_lab::repeat::{interleaved, Spread};
@@ -143,6 +144,9 @@ pub struct ScenarioResult {
     /// Raw round trips in ns with their sequence numbers (only with `--raw`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub samples_ns: Option<Vec<(u64, u64)>>,
+    /// What the host did to the machine during the run (steal time, CPU frequency); `None` in results of
+    /// versions that did not record it.
+    pub disturbance: Option<Disturbance>,
 }
 
 pub use partita_os::busy::BusyWork;
@@ -419,6 +423,7 @@ pub fn run_driver(
     stop: &AtomicBool,
 ) -> Result<ScenarioResult, BenchError> {
     let started = partita_lab::machine::now_rfc3339();
+    let watch = Watch::start();
     // Unique per run: every repeat meets a fresh server on a domain and topics of its own.
     let session = format!("{}-{}-{}-r{repeat}", std::process::id(), t.name(), size);
     let scfg = ServerConfig {
@@ -479,6 +484,7 @@ pub fn run_driver(
         reference: None,
         server_iterations_per_us: if cfg.server_work_us > 0.0 { Some(iters) } else { None },
         samples_ns: if cfg.raw { Some(measured) } else { None },
+        disturbance: Some(watch.stop()),
     })
 }
 
@@ -515,6 +521,8 @@ pub struct CellFigures {
     pub p50_spread: Option<f64>,
     /// Whether the p50 spread exceeds [`partita_lab::repeat::FLAG_SPREAD`].
     pub flagged: bool,
+    /// The most the host disturbed any of the runs ([`Disturbance::worst`]).
+    pub disturbance: Option<Disturbance>,
 }
 
 /// A run's figures, µs: min, mean, max, σ, p50, p90, p99, p99.9 (from its statistics, or a reference tool's).
@@ -550,6 +558,7 @@ impl Cell {
             p99_9_us: fig(7),
             p50_spread: p50.and_then(|s| s.spread),
             flagged: p50.is_some_and(|s| s.flagged()),
+            disturbance: Disturbance::worst(&runs.iter().filter_map(|r| r.disturbance).collect::<Vec<_>>()),
         };
         let first = &runs[0];
         Cell { scenario: first.scenario.clone(), transport: first.transport.clone(), size: first.size, figures, runs }

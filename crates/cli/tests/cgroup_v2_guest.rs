@@ -101,7 +101,8 @@ fn a_module_with_a_plan_comes_up_keeps_its_windows_and_limits_and_leaves_nothing
     let list = modules.iter().map(|m| m.display().to_string()).collect::<Vec<_>>().join(" ");
     let script = format!("SYSTEM=$(cat <<'XEOF'\n{SYSTEM}\nXEOF\n)\nINNER=$(cat <<'XEOF'\n{INNER}\nXEOF\n)\nMODULES={list:?}\nexport SYSTEM INNER MODULES\n{OUTER}");
     let mut cmd = Command::new(EXE);
-    cmd.args(["vm", "run", "--accel", "tcg", "--memory", "1GiB", "--boot-timeout", "120s", "--program", "/usr/bin/ip", "--program", "/usr/sbin/mkfs.ext4"]);
+    // The guest runs the supervisor itself: it gets the operator's partita, not the partition programs' partita-guest.
+    cmd.args(["vm", "run", "--partita", EXE, "--accel", "tcg", "--memory", "1GiB", "--boot-timeout", "120s", "--program", "/usr/bin/ip", "--program", "/usr/sbin/mkfs.ext4"]);
     for m in &modules {
         cmd.arg("--program").arg(m);
     }

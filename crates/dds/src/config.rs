@@ -188,6 +188,19 @@ impl DomainConfig {
     }
 }
 
+/// The Cyclone DDS configuration file of several domains, one `<Domain>` each with its own settings: the one
+/// writer of the files partita gives its partitions, nodes and VM guests (`CYCLONEDDS_URI`). Every configuration
+/// must be built from settings (not a supervisor-provided URI).
+pub fn document(domains: &[DomainConfig]) -> Result<String> {
+    let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CycloneDDS xmlns=\"https://cdds.io/config\">\n");
+    for d in domains {
+        let settings = d.settings().ok_or_else(|| DdsError::Config(format!("domain {}: a configuration read from CYCLONEDDS_URI cannot be written again", d.domain_id)))?;
+        x.push_str(&settings.domain_xml(&d.domain_id.to_string())?);
+    }
+    x.push_str("</CycloneDDS>\n");
+    Ok(x)
+}
+
 impl NetworkSettings {
     /// Cyclone DDS XML for these settings. Valid for any domain id (`Domain id="any"`): the domain id itself is
     /// given to `dds_create_domain`.

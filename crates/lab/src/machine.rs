@@ -80,6 +80,12 @@ pub struct Disturbance {
     pub mhz_end: Option<f64>,
 }
 
+/// What a table's `host` column says (one note under the table).
+pub const HOST_NOTE: &str = "Host: the most the host disturbed any run of the row: the CPUs' steal time (time the hypervisor gave \
+     this machine's CPUs to others, from /proc/stat) and their mean frequency at the run's start and end, where the kernel \
+     says; `(moved)` when steal exceeded 1 % or the frequency moved more than 5 %: the row's figures then carry the host's \
+     noise as well as the program's.";
+
 /// Above this share of steal time a figure is flagged: the host took a CPU away often enough to show in a tail.
 pub const STEAL_FLAG_PCT: f64 = 1.0;
 /// A frequency that moved more than this share between a run's start and end flags its figure.

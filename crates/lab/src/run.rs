@@ -1,4 +1,5 @@
 //! Boots a system, waits for its monitor to finish, tears the system down and reads the monitor's report.
+use crate::machine::{Disturbance, Watch};
 use partita_apps::monitor::Report;
 use partita_supervisor::executor::ExecutorLog;
 use partita_supervisor::supervisor::{stop_requested, Supervisor, UpOptions};
@@ -27,6 +28,8 @@ pub enum RunError {
 pub struct Finished {
     pub report: Report,
     pub executors: Vec<ExecutorLog>,
+    /// What the host did to the machine while the system ran (steal time, CPU frequency).
+    pub disturbance: Disturbance,
 }
 
 impl Finished {
@@ -67,8 +70,9 @@ pub fn run_until_monitor_exits(
     report_path: &Path,
     limit: Duration,
 ) -> Result<Finished, RunError> {
+    let watch = Watch::start();
     let (report, executors) = run_until_exits::<Report>(system, options, monitor, report_path, limit)?;
-    Ok(Finished { report, executors })
+    Ok(Finished { report, executors, disturbance: watch.stop() })
 }
 
 /// [`run_until_monitor_exits`] for any report a measuring program writes as JSON: the report and the plan

@@ -10,6 +10,7 @@ use partita_schedule::{predict, window_delay, Arrivals, Background, Model, PlanW
 use partita_lab::run::{measure_thaw_herd, run_until_monitor_exits, RunError};
 use crate::scenario::{Params, Scenario, MONITOR, RECORDER_FPS};
 use partita_apps::summary::Summary;
+use partita_lab::machine::Disturbance;
 use partita_lab::repeat::{interleaved, Spread};
 use partita_lab::setup::{Setup, SetupRecord};
 use partita_supervisor::executor::Summary as ExecutorSummary;
@@ -67,6 +68,8 @@ pub struct Run {
     pub window_entries_ns: Vec<u64>,
     /// Where the raw samples are (relative to the output folder).
     pub raw: String,
+    /// What the host did to the machine during the run (steal time, CPU frequency).
+    pub disturbance: Disturbance,
 }
 
 /// One scenario at one size: its runs and their figures.
@@ -100,6 +103,8 @@ pub struct Row {
     pub predicted: Option<Predicted>,
     /// The row's plan (windowed rows): window switches per ms.
     pub switches_per_ms: Option<f64>,
+    /// The most the host disturbed any of its runs ([`Disturbance::worst`]).
+    pub disturbance: Option<Disturbance>,
     /// In the order they were made.
     pub runs: Vec<Run>,
 }
@@ -150,6 +155,7 @@ impl Row {
             window_delay,
             predicted: None,
             switches_per_ms: None,
+            disturbance: Disturbance::worst(&runs.iter().map(|r| r.disturbance).collect::<Vec<_>>()),
             runs,
         }
     }
@@ -388,7 +394,7 @@ fn run_one(cfg: &BenchConfig, s: Scenario, size: usize, count: u64, warmup: u64,
         let json = serde_json::json!({ "window_entry_ns": window_entries_ns });
         std::fs::write(&path, json.to_string()).map_err(|e| RunError::File { path, message: e.to_string() })?;
     }
-    let r = done.report;
+    let r = &done.report;
     let run = Run {
         repeat,
         reply_bytes: r.reply_bytes,
@@ -400,6 +406,7 @@ fn run_one(cfg: &BenchConfig, s: Scenario, size: usize, count: u64, warmup: u64,
         window_entry_us,
         window_entries_ns,
         raw: format!("raw/{name}"),
+        disturbance: done.disturbance,
     };
     Ok((run, window_delay))
 }

@@ -27,8 +27,8 @@ fn field(text: &str) -> String {
 }
 
 fn table(out: &mut String, rows: &[&Row]) {
-    out.push_str("| scenario | MIN | AVG | MAX | STD | PER99 | P50 | P50 min–max | P50 spread | paper MIN | AVG | MAX | STD | PER99 | timed out |\n");
-    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    out.push_str("| scenario | MIN | AVG | MAX | STD | PER99 | P50 | P50 min–max | P50 spread | paper MIN | AVG | MAX | STD | PER99 | timed out | host |\n");
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
     for r in rows {
         let s = &r.summary;
         let p50 = r.p50();
@@ -37,7 +37,7 @@ fn table(out: &mut String, rows: &[&Row]) {
         });
         let _ = writeln!(
             out,
-            "| {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {} | {} {paper}| {} |",
+            "| {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {} | {} {paper}| {} | {} |",
             r.title,
             s.min_us,
             s.mean_us,
@@ -47,12 +47,14 @@ fn table(out: &mut String, rows: &[&Row]) {
             s.p50_us,
             p50.range_cell(0),
             p50.spread_cell(),
-            r.timeouts
+            r.timeouts,
+            r.disturbance.map_or("–".to_string(), |d| d.note())
         );
     }
     if rows.iter().any(|r| r.flagged) {
         let _ = writeln!(out, "\n{}", flag_note("The p50 of a row marked", "p50s"));
     }
+    let _ = writeln!(out, "\n{}", partita_lab::machine::HOST_NOTE);
 }
 
 /// The Markdown report (tables, ratios, prediction, sweep, plot).
@@ -219,14 +221,14 @@ pub fn markdown(res: &Results, command: &str) -> String {
 /// and spread, and the setup.
 pub fn csv(res: &Results) -> String {
     let mut o = String::from(
-        "part,scenario,reply_size,reply_bytes,runs,requests,answered,timeouts,min_us,mean_us,std_us,p50_us,p90_us,p99_us,max_us,p50_min_us,p50_max_us,p50_spread,flagged,setup\n",
+        "part,scenario,reply_size,reply_bytes,runs,requests,answered,timeouts,min_us,mean_us,std_us,p50_us,p90_us,p99_us,max_us,p50_min_us,p50_max_us,p50_spread,flagged,steal_pct,host_moved,setup\n",
     );
     let setup = field(&res.setup.caption);
     let mut line = |part: &str, r: &Row| {
         let s = &r.summary;
         let _ = writeln!(
             o,
-            "{part},{},{},{},{},{},{},{},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{},{},{setup}",
+            "{part},{},{},{},{},{},{},{},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{},{},{},{},{setup}",
             r.key,
             r.reply_size,
             r.reply_bytes,
@@ -244,7 +246,9 @@ pub fn csv(res: &Results) -> String {
             r.low.p50_us,
             r.high.p50_us,
             r.p50_spread.map(|x| format!("{x:.4}")).unwrap_or_default(),
-            r.flagged
+            r.flagged,
+            r.disturbance.map(|d| format!("{:.2}", d.steal_pct)).unwrap_or_default(),
+            r.disturbance.is_some_and(|d| d.moved())
         );
     };
     for r in &res.tables {

@@ -30,37 +30,32 @@ impl CycloneConfig {
         CycloneConfig { multicast: u.multicast, any_peers: true, ..Self::new(partita_system::UPLINK_NIC, u.domain.get(), u.peers.clone()) }
     }
 
-    /// One XML document configuring several domains (an I/O partition: its module's and the external one).
+    /// One XML document configuring several domains (an I/O partition: its module's and the external one),
+    /// written by the DDS layer ([`partita_dds::config::document`]).
     pub fn to_xml_all(domains: &[CycloneConfig]) -> Result<String> {
-        let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CycloneDDS xmlns=\"https://cdds.io/config\">\n");
-        for d in domains {
-            x.push_str(&d.domain_xml()?);
-        }
-        x.push_str("</CycloneDDS>\n");
-        Ok(x)
+        let configs = domains.iter().map(CycloneConfig::domain_config).collect::<Result<Vec<_>>>()?;
+        partita_dds::config::document(&configs).map_err(|e| SupervisorError::Invalid(e.to_string()))
     }
 
     pub fn to_xml(&self) -> Result<String> {
         Self::to_xml_all(std::slice::from_ref(self))
     }
 
-    fn domain_xml(&self) -> Result<String> {
+    /// The DDS layer's settings for this domain on its named interface, so that every other knob is the one it
+    /// writes too.
+    fn domain_config(&self) -> Result<partita_dds::DomainConfig> {
         if self.interface.is_empty() || self.interface.len() > 15 || !self.interface.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
             return Err(SupervisorError::Invalid(format!("interface {:?} is not a Linux interface name", self.interface)));
         }
         if let Some(p) = self.peers.iter().find(|p| !self.any_peers && !crate::vnet::is_project_address(**p)) {
             return Err(SupervisorError::Invalid(format!("peer {p} is outside 198.18.0.0/15")));
         }
-        // The DDS layer's settings for a named interface, so that every other knob is the one it writes too.
         let peers = self.peers.iter().map(|p| p.to_string()).collect();
-        let config = partita_dds::DomainConfig::on_interface(self.domain_id, partita_dds::Interface::Named(self.interface.clone()), peers)
-            .with(|s| {
-                s.multicast = self.multicast;
-                s.max_participant_index = self.max_participant_index;
-                s.security = self.security.clone();
-            });
-        let settings = config.settings().expect("a configuration built from settings has them");
-        settings.domain_xml(&self.domain_id.to_string()).map_err(|e| SupervisorError::Invalid(e.to_string()))
+        Ok(partita_dds::DomainConfig::on_interface(self.domain_id, partita_dds::Interface::Named(self.interface.clone()), peers).with(|s| {
+            s.multicast = self.multicast;
+            s.max_participant_index = self.max_participant_index;
+            s.security = self.security.clone();
+        }))
     }
 
     /// Writes the XML of `domains` to `path` and returns the `CYCLONEDDS_URI` value naming it.

@@ -168,15 +168,16 @@ impl LaunchSpec {
         if self.nics.is_empty() {
             return Ok(None);
         }
-        let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CycloneDDS xmlns=\"https://cdds.io/config\">\n");
-        for n in &self.nics {
-            let peers = if n.peers.is_empty() { vec![n.address.to_string()] } else { n.peers.iter().map(|p| p.to_string()).collect() };
-            let config = partita_dds::DomainConfig::on_interface(n.domain, partita_dds::Interface::Named(n.name.clone()), peers);
-            let settings = config.settings().expect("a configuration built from settings has them");
-            x.push_str(&settings.domain_xml(&n.domain.to_string()).map_err(|e| LaunchError::Invalid(format!("NIC {}: {e}", n.name)))?);
-        }
-        x.push_str("</CycloneDDS>\n");
-        Ok(Some(x))
+        let configs: Vec<partita_dds::DomainConfig> = self
+            .nics
+            .iter()
+            .map(|n| {
+                let peers = if n.peers.is_empty() { vec![n.address.to_string()] } else { n.peers.iter().map(|p| p.to_string()).collect() };
+                partita_dds::DomainConfig::on_interface(n.domain, partita_dds::Interface::Named(n.name.clone()), peers)
+            })
+            .collect();
+        let names = self.nics.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(", ");
+        partita_dds::config::document(&configs).map(Some).map_err(|e| LaunchError::Invalid(format!("NICs {names}: {e}")))
     }
 
     fn check(&self) -> Result<(), LaunchError> {
