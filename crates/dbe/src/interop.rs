@@ -4,7 +4,9 @@ use crate::agent::args::{AgentArgs, Role};
 use crate::agent::channel::{Durability, History, QosChoice, Reliability};
 use crate::agent::output::{self, Line};
 use crate::matrix::Implementation;
-use crate::system::{agent_for, argv, shell_line, toml_strings, Programs, ADDRESS_A};
+use crate::system::{agent_for, argv, network, shell_line, Programs, ADDRESS_A};
+use partita_system::spec::{NodeSpec, SystemSpec};
+use partita_system::ByteSize;
 use partita_lab::setup::Setup;
 use partita_lab::run::run_until_exit;
 use partita_supervisor::UpOptions;
@@ -46,7 +48,7 @@ fn agent(imp: Implementation, role: Role, topic: &str) -> AgentArgs {
 }
 
 /// The system of one pair: one node running the reader, then the writer.
-pub fn system_text(writer: Implementation, reader: Implementation, name: &str, topic: &str, programs: &Programs, setup: &Setup) -> String {
+pub fn system_spec(writer: Implementation, reader: Implementation, name: &str, topic: &str, programs: &Programs, setup: &Setup) -> SystemSpec {
     let sub = shell_line(&argv(reader, programs, setup, agent(reader, Role::Sub, topic), true));
     let publ = shell_line(&argv(writer, programs, setup, agent(writer, Role::Pub, topic), true));
     // The reader starts first, except opposite a RustDDS writer: RustDDS 0.15 has no unicast discovery peers, so
@@ -58,9 +60,8 @@ pub fn system_text(writer: Implementation, reader: Implementation, name: &str, t
     } else {
         format!("{sub} & sleep 0.2; {publ}; status=$?; wait; exit $status")
     };
-    format!(
-        "[system]\nname = \"{name}\"\n\n[network]\ndomain = 0\nsubnet = \"198.18.0.0/24\"\n\n[[node]]\nname = \"node\"\ncommand = {}\ncpus = [0, 1]\nmemory = \"1GiB\"\npids = 512\naddress = \"{ADDRESS_A}\"\n",
-        toml_strings(&["sh".into(), "-c".into(), script])
+    SystemSpec::new(name).network(network()).node(
+        NodeSpec::new("node", ["sh".to_string(), "-c".into(), script]).cpus([0, 1]).memory(ByteSize::gib(1)).pids(512).address(ADDRESS_A),
     )
 }
 
@@ -71,8 +72,8 @@ pub fn run(programs: &Programs, setup: &Setup, state_root: &Path, machine: &str,
         for (j, &reader) in IMPLEMENTATIONS.iter().enumerate() {
             let name = format!("dbe-{}-interop-{k}{j}", std::process::id());
             let topic = format!("dbeinterop{}_{k}{j}", std::process::id());
-            let text = system_text(writer, reader, &name, &topic, programs, setup);
-            let pair = match partita_system::parse(&text, "<bench dbe interop>", &partita_system::Host::this_machine()) {
+            let spec = system_spec(writer, reader, &name, &topic, programs, setup);
+            let pair = match spec.build(&partita_system::Host::this_machine(), "<bench dbe interop>") {
                 Err(e) => Pair { writer, reader, written: 0, received: 0, works: false, note: format!("the generated system does not validate: {e}") },
                 Ok(system) => {
                     let options = UpOptions { partita: Some(PathBuf::from(&programs.partita)), ..UpOptions::new(state_root) };
@@ -147,8 +148,8 @@ mod tests {
         let programs = Programs { partita: "/usr/bin/partita".into(), fastdds: "/usr/lib/dbe-fastdds".into() };
         for w in IMPLEMENTATIONS {
             for r in IMPLEMENTATIONS {
-                let t = system_text(w, r, "dbe-i", "t", &programs, &Setup::Normal);
-                partita_system::parse(&t, "pair", &host).unwrap_or_else(|e| panic!("{e}\n{t}"));
+                let spec = system_spec(w, r, "dbe-i", "t", &programs, &Setup::Normal);
+                spec.build(&host, "pair").unwrap_or_else(|e| panic!("{e}\n{}", spec.to_toml()));
             }
         }
     }

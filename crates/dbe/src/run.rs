@@ -88,8 +88,7 @@ pub fn run_group(p: &Planned, cfg: &RunConfig, serial: usize) -> Result<Vec<(Cel
     let name = format!("dbe-{}-{serial}", std::process::id());
     let topic = format!("dbe{}_{serial}", std::process::id());
     let layout = system::layout(p, &name, &topic, &cfg.programs, &cfg.setup);
-    let system = partita_system::parse(&layout.text, &format!("<bench dbe {}>", p.group.id()), &partita_system::Host::this_machine())
-        .map_err(|e| format!("the generated system does not validate: {e}"))?;
+    let system = layout.spec.build(&partita_system::Host::this_machine(), &format!("<bench dbe {}>", p.group.id())).map_err(|e| format!("the generated system does not validate: {e}"))?;
     let options = UpOptions { partita: Some(cfg.programs.partita.clone().into()), ..UpOptions::new(&cfg.state_root) };
     let state = cfg.state_root.join(&system.name);
     // Logs are appended: a state directory left by an earlier system of the same name would mix its lines in.
@@ -112,7 +111,7 @@ pub fn run_group(p: &Planned, cfg: &RunConfig, serial: usize) -> Result<Vec<(Cel
                         let _ = std::fs::copy(e.path(), dir.join(e.file_name()));
                     }
                 }
-                let _ = std::fs::write(dir.join("system.toml"), &layout.text);
+                let _ = std::fs::write(dir.join("system.toml"), layout.spec.to_toml());
             }
         }
     }

@@ -1,6 +1,6 @@
 //! A group of cells as a system file: the agents as native nodes (decentralized, centralized) or as
-//! partitions of modules whose I/O partitions run partita's routing service (federated), generated as text and
-//! validated like a user's file. The supervisor builds the namespaces, the bridge, the V-NICs and each
+//! partitions of modules whose I/O partitions run partita's routing service (federated), built as a
+//! `SystemSpec` and validated like a user's file. The supervisor builds the namespaces, the bridge, the V-NICs and each
 //! program's DDS configuration (`CYCLONEDDS_URI`, the Fast DDS profile), and removes them all afterwards.
 //!
 //! | architecture | one node | two nodes |
@@ -11,19 +11,32 @@
 use crate::agent::args::{AgentArgs, Role};
 use crate::matrix::{Architecture, Implementation, Metric, Planned};
 use partita_lab::setup::{Setup, LOCK_MEMORY_FLAG};
+use partita_system::spec::{HealthSpec, ModuleSpec, NetworkSpec, NodeSpec, PartitionSpec, SystemSpec};
+use partita_system::{ByteSize, Subnet};
 use std::fmt::Write;
+use std::net::Ipv4Addr;
 
 /// The inter-module network's addresses: node `a` (or the only node) and node `b`.
-pub const ADDRESS_A: &str = "198.18.0.10";
-pub const ADDRESS_B: &str = "198.18.0.11";
+pub const ADDRESS_A: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 10);
+pub const ADDRESS_B: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 11);
 /// Fast DDS's discovery server listens here on its node.
 pub const DISCOVERY_PORT: u16 = 11811;
 /// The UDP agents' readers listen from here on (one port per reader).
 pub const UDP_PORT: u16 = 9700;
 
 /// A federated agent's address: the `k`-th agent partition of the module on `domain` (subnet 198.18.<domain>.0/24).
-fn federated_address(domain: u32, k: usize) -> String {
-    format!("198.18.{domain}.{}", 10 + k)
+fn federated_address(domain: u32, k: usize) -> Ipv4Addr {
+    Ipv4Addr::new(198, 18, domain as u8, 10 + k as u8)
+}
+
+/// The /24 of 198.18.0.0/15 whose third byte is `third`.
+fn subnet(third: u32) -> Subnet {
+    format!("198.18.{third}.0/24").parse().expect("a /24 of 198.18.0.0/15")
+}
+
+/// The inter-module network every layout uses: domain 0 on 198.18.0.0/24.
+pub fn network() -> NetworkSpec {
+    NetworkSpec::new().domain(0).subnet(subnet(0))
 }
 
 /// The programs an agent command runs.
@@ -35,10 +48,10 @@ pub struct Programs {
     pub fastdds: String,
 }
 
-/// The partition or node whose exit ends the run, and the names whose logs hold agent output.
+/// The system, the partition or node whose exit ends the run, and the names whose logs hold agent output.
 #[derive(Debug, Clone)]
 pub struct Layout {
-    pub text: String,
+    pub spec: SystemSpec,
     pub wait_for: String,
     pub logs: Vec<String>,
 }
@@ -54,10 +67,6 @@ fn quote(w: &str) -> String {
 /// An argv as one `sh` command line.
 pub fn shell_line(argv: &[String]) -> String {
     argv.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ")
-}
-
-pub fn toml_strings(v: &[String]) -> String {
-    toml::Value::Array(v.iter().cloned().map(toml::Value::String).collect()).to_string()
 }
 
 /// One agent's argv: `imp`'s agent program with `a` (native nodes lock their memory under the real-time setup;
@@ -113,17 +122,16 @@ fn agent_args(p: &Planned, role: Role, topic: &str, domain: u32, cpu: Option<usi
 /// The system of one group. `name` is the system's name, `topic` the run's unique topic base.
 pub fn layout(p: &Planned, name: &str, topic: &str, programs: &Programs, setup: &Setup) -> Layout {
     let g = &p.group;
-    let sched = setup.scheduling_toml();
-    let dma = setup.cpu_dma_latency_value();
+    let sched = setup.scheduling_spec();
     let (lead, follow) = match g.metric {
         Metric::Latency => (Role::Ping, Role::Pong),
         Metric::Throughput => (Role::Pub, Role::Sub),
     };
     let followers = g.subscribers as usize;
-    let mut t = format!("[system]\nname = \"{name}\"\ncpu_dma_latency = \"{dma}\"\n\n[network]\ndomain = 0\nsubnet = \"198.18.0.0/24\"\n\n");
+    let t = SystemSpec::new(name).cpu_dma_latency(setup.cpu_dma_latency_spec()).network(network());
     let follower_host = if g.nodes == 1 { ADDRESS_A } else { ADDRESS_B };
     let server = format!("{follower_host}:{DISCOVERY_PORT}");
-    let with_network = |mut a: AgentArgs, k: usize, own: &str| {
+    let with_network = |mut a: AgentArgs, k: usize, own: Ipv4Addr| {
         if g.implementation == Implementation::Udp {
             if a.role == lead {
                 a.listen = Some(format!("{own}:0"));
@@ -172,42 +180,43 @@ pub fn layout(p: &Planned, name: &str, topic: &str, programs: &Programs, setup: 
                 s.push_str("wait; exit $status");
                 s
             };
-            let node = |t: &mut String, name: &str, cpus: &str, address: &str, command: Vec<String>| {
-                let _ = write!(
-                    t,
-                    "[[node]]\nname = \"{name}\"\ncommand = {}\ncpus = [{cpus}]\nscheduling = {sched}\nmemory = \"1GiB\"\npids = 512\naddress = \"{address}\"\n\n",
-                    toml_strings(&command)
-                );
+            let node = |name: &str, cpus: &[usize], address: Ipv4Addr, command: Vec<String>| {
+                NodeSpec::new(name, command).cpus(cpus.iter().copied()).scheduling(sched.clone()).memory(ByteSize::gib(1)).pids(512).address(address)
             };
             if g.nodes == 1 {
-                node(&mut t, "node", "0, 1", ADDRESS_A, vec!["sh".into(), "-c".into(), script(Some(&lead_cmd), &follow_cmds)]);
-                Layout { text: t, wait_for: "node".into(), logs: vec!["node".into()] }
+                let t = t.node(node("node", &[0, 1], ADDRESS_A, vec!["sh".into(), "-c".into(), script(Some(&lead_cmd), &follow_cmds)]));
+                Layout { spec: t, wait_for: "node".into(), logs: vec!["node".into()] }
             } else {
-                node(&mut t, "a", "0", ADDRESS_A, lead_cmd);
-                node(&mut t, "b", "1", ADDRESS_B, vec!["sh".into(), "-c".into(), script(None, &follow_cmds)]);
-                Layout { text: t, wait_for: "a".into(), logs: vec!["a".into(), "b".into()] }
+                let t = t.node(node("a", &[0], ADDRESS_A, lead_cmd)).node(node("b", &[1], ADDRESS_B, vec!["sh".into(), "-c".into(), script(None, &follow_cmds)]));
+                Layout { spec: t, wait_for: "a".into(), logs: vec!["a".into(), "b".into()] }
             }
         }
         Architecture::Federated => {
-            let module = |t: &mut String, m: &str, cpu: usize, domain: u32, agents: Vec<(String, Vec<String>)>| {
-                let _ = write!(t, "[[module]]\nname = \"{m}\"\ncpus = [{cpu}]\ndomain = {domain}\nsubnet = \"198.18.{domain}.0/24\"\n\n");
+            let module = |m: &str, cpu: usize, domain: u32, agents: Vec<(String, Vec<String>)>| {
+                let mut module = ModuleSpec::new(m).cpus([cpu]).domain(u64::from(domain)).subnet(subnet(domain));
                 for (k, (pname, cmd)) in agents.into_iter().enumerate() {
-                    let _ = write!(
-                        t,
-                        "[[module.partition]]\nname = \"{pname}\"\ncommand = {}\nscheduling = {sched}\nmemory = \"512MiB\"\npids = 256\nhealth = {{ action = \"stop\" }}\naddress = \"{}\"\n\n",
-                        toml_strings(&cmd),
-                        federated_address(domain, k)
+                    module = module.partition(
+                        PartitionSpec::new(pname, cmd)
+                            .scheduling(sched.clone())
+                            .memory(ByteSize::mib(512))
+                            .pids(256)
+                            .health(HealthSpec::stop())
+                            .address(federated_address(domain, k)),
                     );
                 }
                 // A daemon routes a topic as soon as a writer appears on either side: the far daemon's writer is
                 // the only endpoint the near one sees on the network, and it appears only once the near one wrote.
-                let _ = write!(
-                    t,
-                    "[[module.partition]]\nname = \"daemon-{m}\"\ncommand = [\"partita\", \"route\"]\nio = true\nscheduling = {sched}\nmemory = \"512MiB\"\npids = 256\n\n\
-                     [module.partition.router]\n\n[[module.partition.router.route]]\nfrom = \"module\"\nto = \"network\"\nboth_ways = true\ntrigger = \"writer\"\n\n"
-                );
+                let router: toml::Table = toml::from_str("[[route]]\nfrom = \"module\"\nto = \"network\"\nboth_ways = true\ntrigger = \"writer\"\n").expect("a router table");
+                module.partition(
+                    PartitionSpec::new(format!("daemon-{m}"), ["partita", "route"])
+                        .io(true)
+                        .scheduling(sched.clone())
+                        .memory(ByteSize::mib(512))
+                        .pids(256)
+                        .router(router),
+                )
             };
-            let rustdds = |mut a: AgentArgs, address: String| {
+            let rustdds = |mut a: AgentArgs, address: Ipv4Addr| {
                 if g.implementation == Implementation::Rustdds {
                     a.listen = Some(format!("{address}:0"));
                 }
@@ -222,9 +231,8 @@ pub fn layout(p: &Planned, name: &str, topic: &str, programs: &Programs, setup: 
                 .collect();
             let mut logs = vec![lead.key().to_string()];
             logs.extend(follows.iter().map(|f| f.0.clone()));
-            module(&mut t, "a", 0, 1, vec![(lead.key().into(), lead_cmd)]);
-            module(&mut t, "b", 1, 2, follows);
-            Layout { text: t, wait_for: lead.key().into(), logs }
+            let t = t.module(module("a", 0, 1, vec![(lead.key().into(), lead_cmd)])).module(module("b", 1, 2, follows));
+            Layout { spec: t, wait_for: lead.key().into(), logs }
         }
     }
 }
@@ -242,11 +250,12 @@ mod tests {
         for setup in [Setup::Normal, Setup::from_options(false, None, None).unwrap()] {
             for p in &m.planned {
                 let l = layout(p, "dbe-test", "dbe_t", &programs, &setup);
-                let sys = partita_system::parse(&l.text, &p.group.id(), &host).unwrap_or_else(|e| panic!("{}: {e}\n{}", p.group.id(), l.text));
+                let text = l.spec.to_toml();
+                let sys = l.spec.build(&host, &p.group.id()).unwrap_or_else(|e| panic!("{}: {e}\n{text}", p.group.id()));
                 assert!(sys.node(&l.wait_for).is_some() || sys.partitions().any(|(_, q)| q.name == l.wait_for), "{}", p.group.id());
-                let agents = l.text.matches("dbe-agent").count() + l.text.matches("dbe-fastdds").count();
+                let agents = text.matches("dbe-agent").count() + text.matches("dbe-fastdds").count();
                 let expected = 1 + p.group.subscribers as usize + usize::from(p.group.architecture == Architecture::Centralized);
-                assert_eq!(agents, expected, "{}:\n{}", p.group.id(), l.text);
+                assert_eq!(agents, expected, "{}:\n{text}", p.group.id());
             }
         }
     }

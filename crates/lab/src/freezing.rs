@@ -1,6 +1,7 @@
 //! Measurements of the temporal-isolation mechanisms on the machine at hand (timing goals live here, not in
 //! tests): the cost and precision of each freezing backend, and the 1500 µs reference frame run by the plan
 //! executor with a probe in each partition.
+use partita_system::spec::{HealthSpec, ModuleSpec, PartitionSpec, PlanSpec, SystemSpec};
 use partita_system::HostNames;
 use partita_supervisor::cgroup::{Layout, Limits, PartitionCgroup};
 use partita_supervisor::clock::monotonic_ns;
@@ -289,29 +290,19 @@ pub struct CrashLoopResult {
 /// alternate `rounds` times each; every window start of the plan is assigned to the phase it fell in.
 pub fn crash_loop(cpu: usize, phase_seconds: f64, rounds: u32, backend: Option<FreezeBackend>, state_root: &std::path::Path) -> Result<CrashLoopResult> {
     let name = format!("crashloop{}", std::process::id() % 100_000);
-    let text = format!(
-        r#"
-[system]
-name = "{name}"
-[[module]]
-name = "m"
-cpus = [{cpu}]
-[[module.partition]]
-name = "steady"
-command = ["sh", "-c", "while :; do :; done"]
-[[module.partition]]
-name = "neighbour"
-command = ["sh", "-c", "if [ -e \"$PARTITA_STATE_DIR/crash\" ]; then exit 1; fi; exec sleep 3600"]
-binds = ["sleep"]
-health = {{ action = "restart", max_restarts = 1000, window = "1s", backoff = "10ms" }}
-[[module.plan]]
-cpu = {cpu}
-major_frame = "1500us"
-window = [{{ partition = "neighbour", start = "0us", duration = "700us" }}, {{ partition = "steady", start = "700us", duration = "800us" }}]
-"#
+    let us = partita_system::Duration::from_micros;
+    let spec = SystemSpec::new(&name).module(
+        ModuleSpec::new("m")
+            .cpus([cpu])
+            .partition(PartitionSpec::new("steady", ["sh", "-c", "while :; do :; done"]))
+            .partition(
+                PartitionSpec::new("neighbour", ["sh", "-c", "if [ -e \"$PARTITA_STATE_DIR/crash\" ]; then exit 1; fi; exec sleep 3600"])
+                    .binds(["sleep"])
+                    .health(HealthSpec::restart().max_restarts(1000).window(partita_system::Duration::from_millis(1000)).backoff(partita_system::Duration::from_millis(10))),
+            )
+            .plan(PlanSpec::new(cpu, us(1500)).window("neighbour", us(0), us(700)).window("steady", us(700), us(800))),
     );
-    let system = partita_system::parse(&text, "<crash-loop benchmark>", &partita_system::Host::this_machine())
-        .map_err(|e| SupervisorError::Invalid(e.to_string()))?;
+    let system = spec.build(&partita_system::Host::this_machine(), "<crash-loop benchmark>").map_err(|e| SupervisorError::Invalid(e.to_string()))?;
     let state = system.partitions().find(|(_, p)| p.name == "neighbour").and_then(|(_, p)| p.tree.confinement.clone()).map(|c| c.state_dir).expect("a partition is confined");
     let marker = state.join("crash");
     let sup = partita_supervisor::Supervisor::up(&system, &partita_supervisor::UpOptions { backend, ..partita_supervisor::UpOptions::new(state_root) })?;

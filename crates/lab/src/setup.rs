@@ -134,6 +134,22 @@ impl Setup {
         }
     }
 
+    /// The `scheduling` a system grants for this setup, in a system built in code.
+    pub fn scheduling_spec(&self) -> partita_system::spec::SchedulingSpec {
+        match self.fifo_priority() {
+            Some(p) => partita_system::spec::SchedulingSpec::fifo(u64::from(p)),
+            None => partita_system::spec::SchedulingSpec::normal(),
+        }
+    }
+
+    /// The system's `cpu_dma_latency` for this setup, in a system built in code.
+    pub fn cpu_dma_latency_spec(&self) -> partita_system::spec::CpuDmaLatency {
+        match self.cpu_dma_latency_us() {
+            Some(us) => partita_system::spec::CpuDmaLatency::Bound(partita_system::Duration::from_micros(u64::from(us))),
+            None => partita_system::spec::CpuDmaLatency::Off,
+        }
+    }
+
     /// A system file's `cpu_dma_latency` for this setup: its bound, or `off` (the value, unquoted).
     pub fn cpu_dma_latency_value(&self) -> String {
         match self.cpu_dma_latency_us() {

@@ -30,6 +30,8 @@ use partita_lab::plot;
 use partita_lab::setup::Setup;
 use partita_lab::run::{run_until_exit, RunError};
 use partita_supervisor::UpOptions;
+use partita_system::spec::{HealthSpec, ModuleSpec, PartitionSpec, PlanSpec, SchedulingSpec, SystemSpec, TimeOverrunSpec, VmSpec};
+use partita_system::{ByteSize, OverrunAction};
 use serde::Serialize;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -166,15 +168,15 @@ fn shell_quote(v: &[String]) -> String {
 }
 
 /// The memory a partition running `load`'s share needs (its VM workers' blocks, and room for the rest).
-fn memory_mib(load: &Load, share: u32) -> u32 {
-    256 + load.vm_workers.div_ceil(share) * load.vm_bytes_mib * 2
+fn memory_mib(load: &Load, share: u32) -> u64 {
+    u64::from(256 + load.vm_workers.div_ceil(share) * load.vm_bytes_mib * 2)
 }
 
 /// How long the RT guest waits before it measures when loaded neighbour guests boot beside it, s.
 const VM_NEIGHBOURS_HEAD_START_S: u64 = 3;
 
-/// The system file of `profile` × `tp` (not for native).
-pub fn system_toml(cfg: &RtConfig, profile: Profile, tp: u8, name: &str) -> String {
+/// The system of `profile` × `tp` (not for native).
+pub fn system_spec(cfg: &RtConfig, profile: Profile, tp: u8, name: &str) -> SystemSpec {
     let (affinity, beside, neighbours) = testing_profile(tp);
     let vm = profile == Profile::Vm;
     // Guests boot together; with loaded neighbours the RT guest gives theirs a head start, so that their load
@@ -193,56 +195,51 @@ pub fn system_toml(cfg: &RtConfig, profile: Profile, tp: u8, name: &str) -> Stri
     } else {
         ct
     };
-    let dma = cfg.setup.cpu_dma_latency_value();
-    let cpus = if planned { "[1]" } else { "[0, 1]" };
-    let mut t = format!("[system]\nname = \"{name}\"\ncpu_dma_latency = \"{dma}\"\n\n[[module]]\nname = \"rt-module\"\ncpus = {cpus}\n\n");
-    let partition = |t: &mut String, pname: &str, cmd: &[String], mem: u32, rt: bool, pin0: bool| {
-        let _ = write!(t, "[[module.partition]]\nname = \"{pname}\"\ncommand = {}\npids = 256\nhealth = {{ action = \"stop\" }}\n", crate::toml_strings(cmd));
+    let cpus: &[usize] = if planned { &[1] } else { &[0, 1] };
+    let partition = |pname: &str, cmd: &[String], mem: u64, rt: bool, pin0: bool| {
+        let mut p = PartitionSpec::new(pname, cmd.iter().cloned()).pids(256).health(HealthSpec::stop());
         if vm {
-            let tools = cfg.guest_tools.as_ref().map(|p| format!(", initramfs = {}", toml::Value::String(p.display().to_string()))).unwrap_or_default();
-            let _ = writeln!(t, "kind = \"vm\"\nvm = {{ memory = \"{mem}MiB\", vcpus = 2, accel = \"{}\", boot_timeout = \"90s\"{tools} }}", cfg.accel);
+            let mut v = VmSpec::new().memory(ByteSize::mib(mem)).vcpus(2).accel(cfg.accel.parse().expect("a checked acceleration")).boot_timeout(partita_system::Duration::from_millis(90_000));
+            if let Some(tools) = &cfg.guest_tools {
+                v = v.initramfs(tools.display().to_string());
+            }
+            p = p.vm(v);
         } else {
-            let _ = writeln!(t, "memory = \"{mem}MiB\"");
+            p = p.memory(ByteSize::mib(mem));
             // A partition sees its program and what its file binds: the programs its shell line runs.
             if cmd.first().is_some_and(|p| p == "sh") {
-                let used: Vec<String> = ["cyclictest", "stress-ng", "sleep"].iter().filter(|p| cmd.iter().any(|a| a.contains(*p))).map(|p| p.to_string()).collect();
-                let _ = writeln!(t, "binds = {}", crate::toml_strings(&used));
+                p = p.binds(["cyclictest", "stress-ng", "sleep"].into_iter().filter(|prog| cmd.iter().any(|a| a.contains(*prog))));
             }
             if rt {
-                let _ = writeln!(t, "scheduling = {{ policy = \"fifo\", priority = {PARTITION_PRIORITY} }}");
+                p = p.scheduling(SchedulingSpec::fifo(u64::from(PARTITION_PRIORITY)));
             }
         }
         if pin0 && !planned {
-            let _ = writeln!(t, "cpus = [0]");
+            p = p.cpus([0]);
         }
         // Under the plan, a partition's load (stress-ng's page faults, its I/O) runs past its window in the kernel:
         // the default overrun action would restart it, cyclictest with it, before cyclictest printed a latency
         // (a TP4 cell ended so in one suite run). The study measures latency under that load, not containment
         // (docs/security.md measures that): overruns are only logged.
         if planned && !vm {
-            let _ = writeln!(t, "time_overrun = {{ action = \"ignore\" }}");
+            p = p.time_overrun(TimeOverrunSpec::new().action(OverrunAction::Ignore));
         }
-        t.push('\n');
+        p
     };
-    partition(&mut t, "rt", &rt_cmd, if beside { memory_mib(&cfg.load, 1) } else { 256 }, true, false);
+    let mut module = ModuleSpec::new("rt-module").cpus(cpus.iter().copied());
+    module = module.partition(partition("rt", &rt_cmd, if beside { memory_mib(&cfg.load, 1) } else { 256 }, true, false));
     if neighbours || planned {
         for n in ["neighbour-1", "neighbour-2"] {
             let cmd = if neighbours { stress(&cfg.load, 2, false, secs, !vm) } else { vec!["sleep".into(), format!("{secs}")] };
-            partition(&mut t, n, &cmd, if neighbours { memory_mib(&cfg.load, 2) } else { 64 }, false, affinity);
+            module = module.partition(partition(n, &cmd, if neighbours { memory_mib(&cfg.load, 2) } else { 64 }, false, affinity));
         }
     }
     if planned {
         let (rt, n) = PLAN_US;
-        let _ = write!(
-            t,
-            "[[module.plan]]\ncpu = 1\nmajor_frame = \"{}us\"\n\n[[module.plan.window]]\npartition = \"rt\"\nstart = \"0us\"\nduration = \"{rt}us\"\n\n\
-             [[module.plan.window]]\npartition = \"neighbour-1\"\nstart = \"{rt}us\"\nduration = \"{n}us\"\n\n\
-             [[module.plan.window]]\npartition = \"neighbour-2\"\nstart = \"{}us\"\nduration = \"{n}us\"\n",
-            rt + 2 * n,
-            rt + n
-        );
+        let us = partita_system::Duration::from_micros;
+        module = module.plan(PlanSpec::new(1, us(rt + 2 * n)).window("rt", us(0), us(rt)).window("neighbour-1", us(rt), us(n)).window("neighbour-2", us(rt + n), us(n)));
     }
-    t
+    SystemSpec::new(name).cpu_dma_latency(cfg.setup.cpu_dma_latency_spec()).module(module)
 }
 
 /// cyclictest's `-v` lines (`thread: loop: latency µs`) of thread 0, in order; other lines (a guest's console,
@@ -398,8 +395,8 @@ fn run_native(cfg: &RtConfig, tp: u8) -> Result<String, RunError> {
 /// Runs a partitioned cell as a system under the supervisor; returns the RT partition's log.
 fn run_system(cfg: &RtConfig, profile: Profile, tp: u8) -> Result<String, RunError> {
     let name = format!("rt-{}-tp{tp}", profile.key());
-    let text = system_toml(cfg, profile, tp, &name);
-    let system = partita_system::parse(&text, &format!("<bench rt {name}>"), &partita_system::Host::this_machine())
+    let system = system_spec(cfg, profile, tp, &name)
+        .build(&partita_system::Host::this_machine(), &format!("<bench rt {name}>"))
         .map_err(|e| RunError::Supervisor { system: name.clone(), message: e.to_string() })?;
     let options = UpOptions { partita: Some(cfg.exe.clone().into()), ..UpOptions::new(&cfg.state_root) };
     let limit = cfg.duration + Duration::from_secs(if profile == Profile::Vm { 240 } else { 60 });
@@ -437,8 +434,7 @@ pub fn check_systems(cfg: &RtConfig) -> Result<(), String> {
     for &p in cfg.profiles.iter().filter(|p| **p != Profile::Native) {
         for &tp in cfg.tps.iter().filter(|&&tp| p.runs(tp)) {
             let name = format!("rt-{}-tp{tp}", p.key());
-            partita_system::parse(&system_toml(cfg, p, tp, &name), &format!("<bench rt {name}>"), &partita_system::Host::this_machine())
-                .map_err(|e| format!("{} TP{tp}: {e}", p.key()))?;
+            system_spec(cfg, p, tp, &name).build(&partita_system::Host::this_machine(), &format!("<bench rt {name}>")).map_err(|e| format!("{} TP{tp}: {e}", p.key()))?;
         }
     }
     Ok(())
@@ -741,8 +737,9 @@ mod tests {
         let host = partita_system::Host { cpus: vec![0, 1], path: None };
         for p in [Profile::Process, Profile::ProcessPlan, Profile::Vm] {
             for tp in 1..=6 {
-                let text = system_toml(&cfg(), p, tp, &format!("rt-{}-tp{tp}", p.key()));
-                let sys = partita_system::parse(&text, "rt", &host).unwrap_or_else(|e| panic!("{} TP{tp}: {e}\n{text}", p.key()));
+                let spec = system_spec(&cfg(), p, tp, &format!("rt-{}-tp{tp}", p.key()));
+                let text = spec.to_toml();
+                let sys = spec.build(&host, "rt").unwrap_or_else(|e| panic!("{} TP{tp}: {e}\n{text}", p.key()));
                 let (affinity, beside, neighbours) = testing_profile(tp);
                 let names: Vec<String> = sys.partitions().map(|(_, x)| x.name.clone()).collect();
                 assert_eq!(names.len(), if neighbours || p == Profile::ProcessPlan { 3 } else { 1 }, "{} TP{tp}: {names:?}", p.key());

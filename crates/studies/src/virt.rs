@@ -25,6 +25,8 @@ use partita_lab::setup::{Setup, LOCK_MEMORY_FLAG};
 use partita_lab::run::{run_until_exits, RunError};
 use partita_supervisor::executor::ExecutorLog;
 use partita_supervisor::UpOptions;
+use partita_system::spec::{ModuleSpec, NetworkSpec, NodeSpec, PartitionSpec, PlanSpec, SystemSpec, VmSpec};
+use partita_system::ByteSize;
 use serde::Serialize;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -102,15 +104,16 @@ pub struct VirtConfig {
 
 /// Where the ideal row's server listens (the system pins the inter-module subnet).
 const UDP_SERVER: &str = "198.18.0.10:9600";
+/// The ideal row's server node's address, [`UDP_SERVER`]'s.
+const UDP_ADDRESS: std::net::Ipv4Addr = std::net::Ipv4Addr::new(198, 18, 0, 10);
 /// The plan of the planned rows: the server's window, then the neighbour's, in one frame.
 pub const PLAN_US: (u64, u64) = (700, 800);
 /// The deadlines of paper 003, µs.
 pub const DEADLINES_US: [f64; 2] = [10_000.0, 100_000.0];
 
-/// The row's system file.
-pub fn system_toml(cfg: &VirtConfig, p: Placement, name: &str, json: &Path) -> String {
-    let sched = cfg.setup.scheduling_toml();
-    let dma = cfg.setup.cpu_dma_latency_value();
+/// The row's system.
+pub fn system_spec(cfg: &VirtConfig, p: Placement, name: &str, json: &Path) -> SystemSpec {
+    let sched = cfg.setup.scheduling_spec();
     let native = |mut c: Vec<String>| {
         if cfg.setup.locks_memory() {
             c.push(LOCK_MEMORY_FLAG.into());
@@ -136,42 +139,33 @@ pub fn system_toml(cfg: &VirtConfig, p: Placement, name: &str, json: &Path) -> S
         client.extend(["--udp".into(), UDP_SERVER.into()]);
         server.extend(["--udp".into(), UDP_SERVER.into()]);
     }
-    let mut t = format!("[system]\nname = \"{name}\"\ncpu_dma_latency = \"{dma}\"\n\n[network]\ndomain = 0\nsubnet = \"198.18.0.0/24\"\n\n");
-    match p {
+    let t = SystemSpec::new(name).cpu_dma_latency(cfg.setup.cpu_dma_latency_spec()).network(NetworkSpec::new().domain(0).subnet("198.18.0.0/24".parse().expect("a subnet")));
+    let t = match p {
         Placement::Ideal | Placement::Native => {
-            let _ = write!(
-                t,
-                "[[node]]\nname = \"server\"\ncommand = {}\nscheduling = {sched}\ncpus = [{}]\nmemory = \"256MiB\"\npids = 128\n{}\n",
-                crate::toml_strings(&native(server)),
-                cfg.cpu,
-                if p == Placement::Ideal { "address = \"198.18.0.10\"\n" } else { "" }
-            );
+            let mut node = NodeSpec::new("server", native(server)).scheduling(sched.clone()).cpus([cfg.cpu]).memory(ByteSize::mib(256)).pids(128);
+            if p == Placement::Ideal {
+                node = node.address(UDP_ADDRESS);
+            }
+            t.node(node)
         }
         _ => {
-            let _ = write!(t, "[[module]]\nname = \"server-module\"\ncpus = [{}]\ndomain = 1\n\n[[module.partition]]\nname = \"server\"\ncommand = {}\nio = true\npids = 128\n", cfg.cpu, crate::toml_strings(&server));
-            if p.is_vm() {
-                let _ = writeln!(t, "kind = \"vm\"\nvm = {{ memory = \"256MiB\", accel = \"{}\", boot_timeout = \"120s\" }}", cfg.accel);
+            let mut server = PartitionSpec::new("server", server).io(true).pids(128);
+            server = if p.is_vm() {
+                server.vm(VmSpec::new().memory(ByteSize::mib(256)).accel(cfg.accel.parse().expect("a checked acceleration")).boot_timeout(partita_system::Duration::from_millis(120_000)))
             } else {
-                let _ = writeln!(t, "scheduling = {sched}\nmemory = \"256MiB\"");
-            }
+                server.scheduling(sched.clone()).memory(ByteSize::mib(256))
+            };
+            let mut module = ModuleSpec::new("server-module").cpus([cfg.cpu]).domain(1).partition(server);
             if p.planned() {
-                let _ = write!(
-                    t,
-                    "\n[[module.partition]]\nname = \"neighbour\"\ncommand = [\"sh\", \"-c\", \"while :; do :; done\"]\nmemory = \"16MiB\"\npids = 8\n\n\
-                     [[module.plan]]\ncpu = {}\nmajor_frame = \"{}us\"\n\n[[module.plan.window]]\npartition = \"server\"\nstart = \"0us\"\nduration = \"{}us\"\n\n\
-                     [[module.plan.window]]\npartition = \"neighbour\"\nstart = \"{}us\"\nduration = \"{}us\"\n",
-                    cfg.cpu,
-                    PLAN_US.0 + PLAN_US.1,
-                    PLAN_US.0,
-                    PLAN_US.0,
-                    PLAN_US.1
-                );
+                let us = partita_system::Duration::from_micros;
+                module = module
+                    .partition(PartitionSpec::new("neighbour", ["sh", "-c", "while :; do :; done"]).memory(ByteSize::mib(16)).pids(8))
+                    .plan(PlanSpec::new(cfg.cpu, us(PLAN_US.0 + PLAN_US.1)).window("server", us(0), us(PLAN_US.0)).window("neighbour", us(PLAN_US.0), us(PLAN_US.1)));
             }
-            t.push('\n');
+            t.module(module)
         }
-    }
-    let _ = write!(t, "[[node]]\nname = \"client\"\ncommand = {}\nscheduling = {sched}\ncpus = [{}]\n", crate::toml_strings(&native(client)), cfg.client_cpu);
-    t
+    };
+    t.node(NodeSpec::new("client", native(client)).scheduling(sched).cpus([cfg.client_cpu]))
 }
 
 /// One point of one run.
@@ -247,8 +241,8 @@ fn run_one(cfg: &VirtConfig, p: Placement, k: u32) -> Result<(SweepReport, Vec<E
     let tag = format!("{}-r{k}", p.key());
     let json = raw.join(format!("{tag}.json"));
     let name = format!("virt-{tag}");
-    let text = system_toml(cfg, p, &name, &json);
-    let system = partita_system::parse(&text, &format!("<bench virt {tag}>"), &partita_system::Host::this_machine())
+    let system = system_spec(cfg, p, &name, &json)
+        .build(&partita_system::Host::this_machine(), &format!("<bench virt {tag}>"))
         .map_err(|e| RunError::Supervisor { system: name.clone(), message: e.to_string() })?;
     let options = UpOptions { partita: Some(cfg.exe.clone().into()), ..UpOptions::new(&cfg.state_root) };
     // Boot and discovery, then every request at up to 25 ms (a VM in a plan under TCG) plus three times its work
@@ -527,8 +521,9 @@ mod tests {
     fn every_rows_system_is_valid_and_places_the_server_as_the_row_says() {
         let host = partita_system::Host { cpus: vec![0, 1], path: None };
         for p in Placement::ALL {
-            let text = system_toml(&cfg(), p, &format!("virt-{}", p.key()), Path::new("/tmp/c.json"));
-            let sys = partita_system::parse(&text, p.key(), &host).unwrap_or_else(|e| panic!("{}: {e}\n{text}", p.key()));
+            let spec = system_spec(&cfg(), p, &format!("virt-{}", p.key()), Path::new("/tmp/c.json"));
+            let text = spec.to_toml();
+            let sys = spec.build(&host, p.key()).unwrap_or_else(|e| panic!("{}: {e}\n{text}", p.key()));
             let server = sys.partitions().find(|(_, x)| x.name == "server");
             match p {
                 Placement::Ideal | Placement::Native => assert!(server.is_none() && sys.node("server").is_some(), "{}", p.key()),

@@ -183,6 +183,15 @@ pub fn parse(text: &str, file: &str, host: &Host) -> Result<System, Errors> {
 
 type S<T> = Spanned<T>;
 
+/// Where the key `key` is first written in `text` at or after byte `from` (its partition's name): the position
+/// an error about a value without a span of its own points at.
+fn key_after(text: &str, key: &str, from: usize) -> std::ops::Range<usize> {
+    match text.get(from..).and_then(|rest| rest.find(key)) {
+        Some(at) => from + at..from + at + key.len(),
+        None => from..from,
+    }
+}
+
 /// Host uid ranges taken by partitions: (first uid, partition, given in the file).
 #[derive(Default)]
 struct Uids {
@@ -279,7 +288,9 @@ struct RawPartition {
     domain: Option<S<u64>>,
     address: Option<S<String>>,
     /// The routing service's configuration (I/O partition only).
-    router: Option<S<toml::Value>>,
+    /// Not spanned: a router table made only of `[[module.partition.router.route]]` headers is an implicit
+    /// table, which TOML's span reader refuses (errors point at the partition's `router` key instead).
+    router: Option<toml::Value>,
     /// `process` (default) or `vm`.
     kind: Option<S<String>>,
     vm: Option<S<RawVm>>,
@@ -744,24 +755,25 @@ impl Cx<'_> {
                 } else {
                     None
                 };
+                let router_span = || key_after(self.text, "router", p.name.span().start);
                 let router = match &p.router {
                     None => None,
-                    Some(r) if !p.io => {
-                        self.err(&r.span(), &format!("{ppath}.router"), Problem::RouterNotIo);
+                    Some(_) if !p.io => {
+                        self.err(&router_span(), &format!("{ppath}.router"), Problem::RouterNotIo);
                         None
                     }
-                    Some(r) if !r.get_ref().is_table() => {
-                        let p = Problem::BadValue(format!("the router is a table of routes, not {}; write [module.partition.router] (docs/router.md)", r.get_ref().type_str()));
-                        self.err(&r.span(), &format!("{ppath}.router"), p);
+                    Some(r) if !r.is_table() => {
+                        let p = Problem::BadValue(format!("the router is a table of routes, not {}; write [module.partition.router] (docs/router.md)", r.type_str()));
+                        self.err(&router_span(), &format!("{ppath}.router"), p);
                         None
                     }
                     Some(r) => {
-                        let text = toml::to_string(r.get_ref()).unwrap_or_default();
+                        let text = toml::to_string(r).unwrap_or_default();
                         match partita_router_config::RouterConfig::parse_embedded_with(&text, self.file, p.uplink.is_some()) {
                             Ok(_) => Some(text),
                             Err(errors) => {
                                 for e in errors {
-                                    self.err(&r.span(), &format!("{ppath}.router.{}", e.field), Problem::Router { problem: e.problem, fix: e.fix });
+                                    self.err(&router_span(), &format!("{ppath}.router.{}", e.field), Problem::Router { problem: e.problem, fix: e.fix });
                                 }
                                 None
                             }
@@ -1162,12 +1174,10 @@ impl Cx<'_> {
         };
         let accel = match raw.and_then(|v| v.accel.as_ref()) {
             None => Accel::Auto,
-            Some(a) => match a.get_ref().as_str() {
-                "auto" => Accel::Auto,
-                "kvm" => Accel::Kvm,
-                "tcg" => Accel::Tcg,
-                other => {
-                    self.err(&a.span(), &format!("{path}.accel"), Problem::BadValue(format!("unknown acceleration {other:?}; use \"auto\", \"kvm\" or \"tcg\"")));
+            Some(a) => match a.get_ref().parse::<Accel>() {
+                Ok(accel) => accel,
+                Err(e) => {
+                    self.err(&a.span(), &format!("{path}.accel"), Problem::BadValue(format!("unknown acceleration {:?}; use \"auto\", \"kvm\" or \"tcg\"", e.0)));
                     Accel::Auto
                 }
             },

@@ -664,6 +664,23 @@ impl fmt::Display for Accel {
     }
 }
 
+/// A word that is not an acceleration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not an acceleration: write \"auto\", \"kvm\" or \"tcg\"")]
+pub struct BadAccel(pub String);
+
+impl FromStr for Accel {
+    type Err = BadAccel;
+    fn from_str(s: &str) -> Result<Accel, BadAccel> {
+        match s {
+            "auto" => Ok(Accel::Auto),
+            "kvm" => Ok(Accel::Kvm),
+            "tcg" => Ok(Accel::Tcg),
+            other => Err(BadAccel(other.to_string())),
+        }
+    }
+}
+
 /// A non-partitioned node: a process tree on the inter-module network, not frozen by any plan.
 #[derive(Debug, Clone)]
 pub struct NativeNode {

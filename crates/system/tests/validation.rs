@@ -462,6 +462,16 @@ fn an_io_partitions_router_table_is_validated_and_kept() {
     assert_eq!(cfg.routes[0].allow, vec!["camera/*".to_string()]);
     assert!(s.modules[0].partition("a").unwrap().router.is_none());
 
+    // Routes alone, without a [module.partition.router] header (an implicit table in TOML's words), are the
+    // same table.
+    let routes_only = GOOD.replacen("io = true\n", "io = true\n\n[[module.partition.router.route]]\nfrom = \"network\"\nto = \"module\"\nallow = [\"camera/*\"]\n", 1);
+    let s = parse(&routes_only, "sys.toml", &host()).unwrap_or_else(|e| panic!("{e}"));
+    let kept = s.modules[0].partition("b").unwrap().router.as_deref().expect("the router table is kept");
+    assert_eq!(partita_router_config::RouterConfig::parse_embedded(kept, "kept").unwrap().routes[0].allow, vec!["camera/*".to_string()]);
+    let e = errors(&routes_only.replacen("to = \"module\"", "to = \"elsewhere\"", 1));
+    assert_eq!((e.len(), e[0].path.as_str()), (1, "module[m].partition[b].router.route[0].to"), "{e:?}");
+    assert_eq!(e[0].line, line_of(&routes_only, "[[module.partition.router.route]]"));
+
     // A route to a side that is not there.
     let e = errors(&text.replacen("to = \"module\"", "to = \"elsewhere\"", 1));
     assert_eq!(e.len(), 1, "{e:?}");
