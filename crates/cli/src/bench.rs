@@ -256,7 +256,7 @@ fn run_rr(a: RrArgs) -> Result<(), BenchError> {
     // receive sockets to the wildcard address, and nothing of the benchmark may touch the host's interfaces.
     // This must happen while the process is single-threaded (before the setup, whose latency hold may start
     // idle pollers); the servers inherit the namespace.
-    partita_dds::sandbox::enter_private_network().map_err(|e| BenchError::Sandbox(e.to_string()))?;
+    partita_os::sandbox::enter_private_network().map_err(|e| BenchError::Sandbox(e.to_string()))?;
     // Before any other thread or process of the run exists, so that all of them inherit the scheduling class.
     let _setup = cfg.setup.enter()?;
     let program = std::env::current_exe()
@@ -314,7 +314,7 @@ fn run_flood(a: RouterFloodArgs) -> Result<(), BenchError> {
         .map_err(|e| BenchError::Server { transport: "router-flood".into(), reason: format!("finding this executable: {e}") })?;
     // The private network while single-threaded (the setup's latency hold may start idle pollers); then the
     // setup, which writer and reader (this process) and the router inherit, before any of their threads exists.
-    partita_dds::sandbox::enter_private_network().map_err(|e| BenchError::Sandbox(e.to_string()))?;
+    partita_os::sandbox::enter_private_network().map_err(|e| BenchError::Sandbox(e.to_string()))?;
     let _setup = setup.enter()?;
     install_stop_signals();
     let repeat = a.measure.repeat;

@@ -26,7 +26,6 @@ pub mod guid;
 mod keyhash;
 mod participant;
 pub mod qos;
-pub mod sandbox;
 pub mod types;
 
 pub use discovery::{DiscoveredEndpoint, DiscoveredParticipant, EndpointKind, EndpointWatcher, ParticipantWatcher, TopicDescriptor};

@@ -14,6 +14,7 @@
 //!
 //! The runtime crates (partita-os, -env, -dds, -router-config, -system, -vm, -router, -apps, -supervisor,
 //! -programs) never depend on a lab crate (crates/programs/tests/layers.rs checks it).
+#![forbid(unsafe_code)]
 pub mod boxstats;
 pub mod cyclictest;
 pub mod freezing;

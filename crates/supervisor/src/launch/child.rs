@@ -1,10 +1,13 @@
-//! The partition's first process between `clone` and `execve`: the only `unsafe` code of the supervisor.
+//! The partition's first process between `clone` and `execve`: the only `unsafe` code of the supervisor (the
+//! clone, and the run of the child, whose argv and envp are raw pointers).
 //!
-//! The child runs in a copy of a multi-threaded process, so it makes raw system calls only, on memory the
-//! parent prepared ([`Plan`]): no allocation, no lock, no Rust standard library call that might take one.
+//! The child runs in a copy of a multi-threaded process, so it makes async-signal-safe system calls only
+//! (`partita_os::prexec`), on memory the parent prepared ([`Plan`]): no allocation, no lock, no Rust standard
+//! library call that might take one.
 //! It reports each failure, and that it is ready, on a pipe (8 bytes: a [`Stage`] and the errno), and asks the
 //! parent for its user namespace's id maps on the same pipe, waiting for the answer on a second one.
 use super::rootfs::Step;
+use partita_os::prexec;
 use std::ffi::CStr;
 use std::os::fd::RawFd;
 
@@ -147,213 +150,104 @@ pub struct Plan<'a> {
 /// child of the caller, and runs `plan` in it; returns its pid.
 pub fn spawn(plan: &Plan) -> std::io::Result<i32> {
     let flags = libc::CLONE_NEWPID | libc::CLONE_NEWNS | libc::CLONE_NEWUTS | libc::CLONE_NEWIPC | libc::SIGCHLD;
-    // SAFETY: a clone without CLONE_VM and with a null stack behaves like fork(2): the child gets a copy of
-    // the address space and continues here; it only runs `run`, which ends in execve or _exit.
-    let pid = unsafe { libc::syscall(libc::SYS_clone, flags as libc::c_ulong, 0usize, 0usize, 0usize, 0usize) };
-    if pid < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    // SAFETY: the child only runs `run`, which makes async-signal-safe calls (partita_os::prexec) and ends in
+    // execve or _exit.
+    let pid = unsafe { prexec::clone_process(flags)? };
     if pid == 0 {
         // SAFETY: this is the freshly cloned child; `plan` points into the parent's memory, copied with it.
         unsafe { run(plan) }
     }
-    Ok(pid as i32)
+    Ok(pid)
 }
 
-/// Writes a failure report and ends the child.
-///
-/// # Safety
-/// Only in the child: async-signal-safe calls on its own memory.
-unsafe fn fail(report: RawFd, stage: Stage) -> ! {
-    let errno = *libc::__errno_location();
+/// Writes a failure report (the stage and the errno of the call that failed) and ends the child.
+fn fail(report: RawFd, stage: Stage) -> ! {
+    let errno = prexec::errno();
     let mut m = [0u8; 8];
     m[..4].copy_from_slice(&(stage as u32).to_ne_bytes());
     m[4..].copy_from_slice(&errno.to_ne_bytes());
-    libc::write(report, m.as_ptr().cast(), 8);
-    libc::_exit(127)
+    prexec::write_all(report, &m);
+    prexec::exit(127)
 }
 
-/// # Safety
-/// Only in the child after `clone`: raw system calls on memory prepared by the parent, no allocation.
-unsafe fn mount_step(step: &Step, report: RawFd) {
-    let ptr = |c: &Option<std::ffi::CString>| c.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
-    match step {
-        Step::Write { path, content } => {
-            let fd = libc::open(path.as_ptr(), libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC | libc::O_CLOEXEC, 0o444);
-            if fd < 0 {
-                fail(report, Stage::WriteFile);
-            }
-            let mut done = 0;
-            while done < content.len() {
-                let n = libc::write(fd, content[done..].as_ptr().cast(), content.len() - done);
-                if n <= 0 {
-                    fail(report, Stage::WriteFile);
-                }
-                done += n as usize;
-            }
-            libc::close(fd);
-        }
+/// One step of building the partition's view of the file system; fails the child with its stage.
+fn mount_step(step: &Step, report: RawFd) {
+    let (done, stage) = match step {
+        Step::Write { path, content } => (prexec::write_file(path, content), Stage::WriteFile),
         Step::Mount { source, target, fstype, flags, data, optional } => {
-            if libc::mount(ptr(source), target.as_ptr(), ptr(fstype), *flags, ptr(data).cast()) != 0 {
-                let errno = *libc::__errno_location();
-                if !(*optional && errno == libc::ENOENT) {
-                    fail(report, Stage::Mount);
-                }
-            }
+            let mounted = prexec::mount(source.as_deref(), target, fstype.as_deref(), *flags, data.as_deref());
+            (mounted || (*optional && prexec::errno() == libc::ENOENT), Stage::Mount)
         }
-        Step::SetAttr { target, set } => {
-            let attr = libc::mount_attr { attr_set: *set, attr_clr: 0, propagation: 0, userns_fd: 0 };
-            let r = libc::syscall(
-                libc::SYS_mount_setattr,
-                libc::AT_FDCWD,
-                target.as_ptr(),
-                libc::AT_RECURSIVE as libc::c_uint,
-                &attr as *const libc::mount_attr,
-                std::mem::size_of::<libc::mount_attr>(),
-            );
-            if r != 0 {
-                fail(report, Stage::SetMountAttributes);
-            }
-        }
-        Step::Mkdir { path, mode } => {
-            if libc::mkdir(path.as_ptr(), *mode) != 0 && *libc::__errno_location() != libc::EEXIST {
-                fail(report, Stage::MakeMountPoint);
-            }
-        }
-        Step::Touch { path } => {
-            let fd = libc::open(path.as_ptr(), libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC, 0o644);
-            if fd < 0 {
-                fail(report, Stage::MakeMountPoint);
-            }
-            libc::close(fd);
-        }
-        Step::Symlink { target, link } => {
-            if libc::symlink(target.as_ptr(), link.as_ptr()) != 0 {
-                fail(report, Stage::MakeMountPoint);
-            }
-        }
-        Step::PivotRoot { new_root } => {
-            // pivot_root(".", "."): the old root ends up stacked under the new one and is detached at once.
-            let dot = c".".as_ptr();
-            if libc::chdir(new_root.as_ptr()) != 0
-                || libc::syscall(libc::SYS_pivot_root, dot, dot) != 0
-                || libc::umount2(dot, libc::MNT_DETACH) != 0
-                || libc::chdir(c"/".as_ptr()) != 0
-            {
-                fail(report, Stage::PivotRoot);
-            }
-        }
+        Step::SetAttr { target, set } => (prexec::set_mount_attributes(target, *set), Stage::SetMountAttributes),
+        Step::Mkdir { path, mode } => (prexec::make_directory(path, *mode), Stage::MakeMountPoint),
+        Step::Touch { path } => (prexec::touch(path), Stage::MakeMountPoint),
+        Step::Symlink { target, link } => (prexec::symlink(target, link), Stage::MakeMountPoint),
+        Step::PivotRoot { new_root } => (prexec::pivot_into(new_root), Stage::PivotRoot),
+    };
+    if !done {
+        fail(report, stage);
     }
-}
-
-/// The capability header and data of capset(2), version 3 (two 32-bit halves of each set).
-#[repr(C)]
-struct CapHeader {
-    version: u32,
-    pid: libc::c_int,
-}
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct CapData {
-    effective: u32,
-    permitted: u32,
-    inheritable: u32,
-}
-const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
-
-/// Keeps only the capabilities in `keep`: out of the bounding and ambient sets, and the effective, permitted
-/// and inheritable ones; returns false if the kernel refused.
-///
-/// # Safety
-/// Only in the child: raw system calls on local memory.
-unsafe fn keep_only(keep: u64, last_cap: u32) -> bool {
-    for cap in 0..=last_cap {
-        if keep & (1u64 << cap) == 0 && libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) != 0 {
-            return false;
-        }
-    }
-    if libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0) != 0 {
-        return false;
-    }
-    let header = CapHeader { version: CAPABILITY_VERSION_3, pid: 0 };
-    let half = |shift: u32| (keep >> shift) as u32;
-    let data = [
-        CapData { effective: half(0), permitted: half(0), inheritable: half(0) },
-        CapData { effective: half(32), permitted: half(32), inheritable: half(32) },
-    ];
-    libc::syscall(libc::SYS_capset, &header as *const CapHeader, data.as_ptr()) == 0
 }
 
 /// The child's whole life until `execve`.
 ///
 /// # Safety
-/// Only in the child right after `clone` (see [`spawn`]).
+/// Only in the child right after `clone` (see [`spawn`]): `p`'s pointers (argv, envp) are the parent's,
+/// valid in the copy.
 unsafe fn run(p: &Plan) -> ! {
     let report = p.report;
     // Rust ignores SIGPIPE and the supervisor may block signals; a partition starts with defaults.
-    let mut empty: libc::sigset_t = std::mem::zeroed();
-    libc::sigemptyset(&mut empty);
-    if libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) != 0 {
+    if !prexec::reset_signals() {
         fail(report, Stage::ResetSignals);
     }
-    libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     // Its own session: no terminal, and a Ctrl-C at the supervisor's terminal does not reach it.
-    if libc::setsid() < 0 {
+    if !prexec::new_session() {
         fail(report, Stage::NewSession);
     }
     // The partition dies with the supervisor thread that started it, never left unsupervised.
-    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+    prexec::die_with_parent();
     if let Some(ns) = p.netns {
-        if libc::setns(ns, libc::CLONE_NEWNET) != 0 {
+        if !prexec::join_network_namespace(ns) {
             fail(report, Stage::JoinNetwork);
         }
     }
     for step in p.mounts {
         mount_step(step, report);
     }
-    if libc::sethostname(p.hostname.as_ptr().cast(), p.hostname.len()) != 0 {
+    if !prexec::set_hostname(p.hostname) {
         fail(report, Stage::SetHostName);
     }
-    if libc::dup2(p.stdin, 0) < 0 {
+    if !prexec::duplicate_onto(p.stdin, 0) {
         fail(report, Stage::RedirectOutput);
     }
     if let Some(out) = p.output {
-        if libc::dup2(out, 1) < 0 || libc::dup2(out, 2) < 0 {
+        if !prexec::duplicate_onto(out, 1) || !prexec::duplicate_onto(out, 2) {
             fail(report, Stage::RedirectOutput);
         }
     }
     // The scheduling class its system file grants, never the supervisor's own.
-    let (policy, priority) = match p.fifo_priority {
-        Some(prio) => (libc::SCHED_FIFO, prio),
-        None => (libc::SCHED_OTHER, 0),
-    };
-    let param = libc::sched_param { sched_priority: priority };
-    if libc::sched_setscheduler(0, policy, &param) != 0 {
+    if !prexec::set_scheduler(p.fifo_priority) {
         fail(report, Stage::SetScheduling);
     }
     if let Some(bytes) = p.confined.as_ref().and_then(|c| c.memlock) {
-        let limit = libc::rlimit { rlim_cur: bytes, rlim_max: bytes };
-        if libc::setrlimit(libc::RLIMIT_MEMLOCK, &limit) != 0 {
+        if !prexec::set_limit(libc::RLIMIT_MEMLOCK, bytes) {
             fail(report, Stage::AllowMemoryLock);
         }
     }
-    if p.confined.is_some() {
+    if let Some(c) = p.confined.as_ref() {
         // No way to raise the real-time priority or the nice value later (raising a limit needs a capability
         // on the host, which a partition never has).
         // No core dumps either: a crashing program's memory stays in the partition (its root is read-only
         // anyway), and writing one would take time outside its window.
-        let zero = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-        if libc::setrlimit(libc::RLIMIT_RTPRIO, &zero) != 0 || libc::setrlimit(libc::RLIMIT_NICE, &zero) != 0 || libc::setrlimit(libc::RLIMIT_CORE, &zero) != 0 {
+        if !prexec::set_limit(libc::RLIMIT_RTPRIO, 0) || !prexec::set_limit(libc::RLIMIT_NICE, 0) || !prexec::set_limit(libc::RLIMIT_CORE, 0) {
             fail(report, Stage::LimitRealtime);
         }
         // The host's supplementary groups (root's) must not come along into the user namespace.
-        if libc::setgroups(0, std::ptr::null()) != 0 {
+        if !prexec::drop_supplementary_groups() {
             fail(report, Stage::DropGroups);
         }
-        let Some(c) = p.confined.as_ref() else { fail(report, Stage::SetLimits) };
         for (resource, value) in c.limits {
-            let limit = libc::rlimit { rlim_cur: *value, rlim_max: *value };
-            if libc::setrlimit(*resource, &limit) != 0 {
+            if !prexec::set_limit(*resource, *value) {
                 fail(report, Stage::SetLimits);
             }
         }
@@ -361,64 +255,61 @@ unsafe fn run(p: &Plan) -> ! {
         // counts of everything inside (inotify instances and watches, message-queue bytes, queued signals,
         // processes) to the namespace's owner at the host's level, so they are the partition's own and never
         // root's, and the limits set above cap them (the kernel copies them into the namespace).
-        if libc::setresgid(c.uid, c.uid, c.uid) != 0 || libc::setresuid(c.uid, c.uid, c.uid) != 0 {
+        if !prexec::become_id(c.uid) {
             fail(report, Stage::BecomeOwner);
         }
-        if libc::unshare(libc::CLONE_NEWUSER) != 0 {
+        if !prexec::unshare(libc::CLONE_NEWUSER) {
             fail(report, Stage::EnterUserNamespace);
         }
-        libc::write(report, NEED_MAPS.as_ptr().cast(), 8);
-        let mut answer = 0u8;
-        if libc::read(p.maps_written, (&mut answer as *mut u8).cast(), 1) != 1 {
+        prexec::write_all(report, &NEED_MAPS);
+        if prexec::read_byte(p.maps_written).is_none() {
             fail(report, Stage::WaitForIdMaps);
         }
         // Root of its user namespace: the partition's host uid and gid.
-        if libc::setresgid(0, 0, 0) != 0 || libc::setresuid(0, 0, 0) != 0 {
+        if !prexec::become_id(0) {
             fail(report, Stage::BecomeRoot);
         }
         // A change of credentials clears the parent-death signal: set it again.
-        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+        if !prexec::die_with_parent() {
             fail(report, Stage::ParentDeathSignal);
         }
     }
     // Set up: the parent may return now. Joining the cgroups comes late because the partition may be frozen
     // (outside its window): this process then stops here, before its first instruction of the partition's
     // program, and goes on when its window comes.
-    libc::write(report, READY.as_ptr().cast(), 8);
+    prexec::write_all(report, &READY);
     for fd in p.procs {
         // "0" is the writing process itself.
-        if libc::write(*fd, b"0".as_ptr().cast(), 1) != 1 {
-            libc::_exit(EXIT_CGROUP);
+        if !prexec::write_all(*fd, b"0") {
+            prexec::exit(EXIT_CGROUP);
         }
     }
     if let Some(c) = &p.confined {
         // Its own cgroup namespace (its cgroup is its root), then no capability beyond the granted ones, no
         // new privileges on exec, and its seccomp filters.
-        if libc::unshare(libc::CLONE_NEWCGROUP) != 0 || !keep_only(c.keep, c.last_cap) || libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-            libc::_exit(EXIT_CONFINE);
+        if !prexec::unshare(libc::CLONE_NEWCGROUP) || !prexec::keep_only_capabilities(c.keep, c.last_cap) || !prexec::no_new_privileges() {
+            prexec::exit(EXIT_CONFINE);
         }
         if let Some(f) = c.notify {
-            let flags = libc::SECCOMP_FILTER_FLAG_NEW_LISTENER;
-            let listener = libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, flags, f as *const libc::sock_fprog);
-            if listener < 0 || !partita_os::seccomp_notify::send_fd(c.notify_socket, listener as RawFd) {
-                libc::_exit(EXIT_CONFINE);
+            match prexec::install_filter_with_listener(f) {
+                Some(listener) if partita_os::seccomp_notify::send_fd(c.notify_socket, listener) => prexec::close(listener),
+                _ => prexec::exit(EXIT_CONFINE),
             }
-            libc::close(listener as RawFd);
         }
         for f in c.filters {
-            if libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER as libc::c_ulong, f as *const libc::sock_fprog) != 0 {
-                libc::_exit(EXIT_CONFINE);
+            if !prexec::install_filter(f) {
+                prexec::exit(EXIT_CONFINE);
             }
         }
     }
     // The descriptors handed over go to 3, 4, … (dup2 clears their close-on-exec); no other descriptor of the
     // supervisor's survives into the partition's program.
     for (i, fd) in p.pass_fds.iter().enumerate() {
-        if libc::dup2(*fd, 3 + i as libc::c_int) < 0 {
-            libc::_exit(EXIT_CONFINE);
+        if !prexec::duplicate_onto(*fd, 3 + i as libc::c_int) {
+            prexec::exit(EXIT_CONFINE);
         }
     }
-    libc::syscall(libc::SYS_close_range, 3u32 + p.pass_fds.len() as u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC);
-    libc::execve(p.program.as_ptr(), p.argv.as_ptr(), p.envp.as_ptr());
-    libc::_exit(EXIT_EXEC);
+    prexec::close_from_on_exec(3 + p.pass_fds.len() as u32);
+    prexec::execute(p.program, p.argv, p.envp);
+    prexec::exit(EXIT_EXEC)
 }
