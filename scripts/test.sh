@@ -98,20 +98,8 @@ set +e
 suite_log=target/test-suite.log
 run_tests='cargo test --release --offline --no-fail-fast "${selection[@]}" -- --test-threads=1'
 [[ -n $quick ]] && run_tests+=' && cargo test --release --offline --no-fail-fast "${quick_args[@]}" -- --test-threads=1'
-# The whole suite runs in two lanes at once. The routing service's and the interoperability tests
-# (partita-router, partita-interop) run in-process routers and other implementations' programs on this
-# namespace's loopback, on DDS domains of their own, and build no namespace, bridge, cgroup or system; they
-# mostly wait for discovery and for a late joiner's fixed read (about 85 s, a third of it on a CPU), so they
-# run beside the rest instead of after it. Their output follows the rest's in the log.
-lane_a=(-p partita-router -p partita-interop)
-if [[ -z $quick ]]; then
-  selection=(--workspace --exclude partita-router --exclude partita-interop)
-  run_tests='{ cargo test --release --offline --no-fail-fast "${lane_a[@]}" -- --test-threads=1 > target/test-lane-a.log 2>&1; echo $? > target/test-lane-a.rc; } &
-    cargo test --release --offline --no-fail-fast "${selection[@]}" -- --test-threads=1; rest=$?
-    wait; cat target/test-lane-a.log; [[ $rest -eq 0 && $(cat target/test-lane-a.rc) -eq 0 ]]'
-fi
 env --default-signal=INT,QUIT timeout --kill-after=20 "$limit" \
-  unshare --net -- bash -c "ip link set lo up && $(declare -p selection quick_args lane_a 2>/dev/null); $run_tests" \
+  unshare --net -- bash -c "ip link set lo up && $(declare -p selection quick_args 2>/dev/null); $run_tests" \
   > >(tee "$suite_log") 2>&1 &
 suite=$!
 # timeout runs in a process group of its own, out of reach of the terminal's Ctrl-C: pass it on.
