@@ -32,6 +32,10 @@ pub struct DbeArgs {
     /// Skip the interoperability matrix.
     #[arg(long)]
     no_interop: bool,
+    /// How long each interoperability pair's agents wait to discover each other before the pair is judged not
+    /// to work (e.g. 20s).
+    #[arg(long, default_value = "20s", value_parser = parse_match_timeout)]
+    interop_match_timeout: std::time::Duration,
     /// Print the cells the matrix names, and which are measured, without running anything.
     #[arg(long)]
     list: bool,
@@ -134,7 +138,7 @@ pub fn run(a: DbeArgs) -> ExitCode {
     let interop = if a.no_interop {
         read_interop(&store)
     } else {
-        let r = interop::run(&cfg.programs, &setup, Path::new(STATE_DIR), &machine, |l| eprintln!("{l}"));
+        let r = interop::run(&cfg.programs, &setup, Path::new(STATE_DIR), &machine, a.interop_match_timeout, |l| eprintln!("{l}"));
         if partita_supervisor::supervisor::stop_requested() {
             eprintln!("partita bench dbe: interrupted (Ctrl-C or SIGTERM); the systems were torn down");
             return ExitCode::FAILURE;
@@ -201,4 +205,13 @@ fn report(r: ReportArgs) -> ExitCode {
 /// `partita app dbe-agent ARGS…`: a built-in agent (crates/dbe/src/agent/PROTOCOL.md).
 pub fn agent(args: Vec<String>) -> ExitCode {
     ExitCode::from(partita_dbe::agent::run(&args) as u8)
+}
+
+/// `--interop-match-timeout`: a length with its unit, at least 1 s.
+fn parse_match_timeout(s: &str) -> Result<std::time::Duration, String> {
+    match partita_router_config::parse_duration(s) {
+        Ok(d) if d >= std::time::Duration::from_secs(1) => Ok(d),
+        Ok(_) => Err(format!("{s:?}: give at least 1s (discovery takes that long)")),
+        Err(e) => Err(format!("{s:?} {e}: give a length such as 20s")),
+    }
 }

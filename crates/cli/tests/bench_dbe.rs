@@ -176,7 +176,9 @@ fn the_interoperability_matrix_is_measured_and_each_pair_judged() {
     // The smallest matrix: one cell, so that the run is the interoperability matrix.
     std::fs::write(&matrix, "[[test]]\nname = \"one\"\nmetric = \"latency\"\nimplementations = [\"udp\"]\nreliability = [\"best-effort\"]\nsizes = [64]\ncount = 10\nwarmup = 1\n").unwrap();
     let results = t.0.join("results");
-    let (run, pid) = run_with_pid(partita().args(["bench", "dbe"]).arg(&matrix).arg("--results").arg(&results));
+    // A pair that does not work waits the whole match timeout: 8 s instead of 20 keeps the test short (working
+    // pairs match in about a second here).
+    let (run, pid) = run_with_pid(partita().args(["bench", "dbe"]).arg(&matrix).arg("--results").arg(&results).args(["--interop-match-timeout", "8s"]));
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{stderr}");
     assert_no_system_left(&[pid]);
@@ -224,6 +226,11 @@ fn bad_matrix_files_and_arguments_exit_2_naming_the_file_the_field_and_the_fix()
     assert!(String::from_utf8_lossy(&missing.stderr).contains("/nonexistent/m.toml"));
     let report = partita().args(["bench", "dbe", "report", "--results"]).arg(t.0.join("empty")).arg("--machine").arg("nowhere").output().unwrap();
     assert_eq!(report.status.code(), Some(2), "{}", String::from_utf8_lossy(&report.stderr));
+    for bad in ["0s", "500ms", "soon"] {
+        let out = partita().args(["bench", "dbe", "--interop-match-timeout", bad]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "--interop-match-timeout {bad}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--interop-match-timeout"), "{}", String::from_utf8_lossy(&out.stderr));
+    }
     // An agent's bad argument names the flag.
     let agent = partita().args(["app", "dbe-agent", "--impl", "cyclone", "--role", "ping", "--sizes", "0"]).output().unwrap();
     assert_eq!(agent.status.code(), Some(2));

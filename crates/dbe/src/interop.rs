@@ -36,21 +36,24 @@ pub struct InteropResult {
     pub pairs: Vec<Pair>,
 }
 
-fn agent(imp: Implementation, role: Role, topic: &str) -> AgentArgs {
+/// How long a pair's agents wait to discover each other before the pair is judged not to work, by default.
+pub const MATCH_TIMEOUT: Duration = Duration::from_secs(20);
+
+fn agent(imp: Implementation, role: Role, topic: &str, match_timeout: Duration) -> AgentArgs {
     let mut a = agent_for(imp, role);
     a.domain = Some(0);
     a.topic = topic.into();
     a.sizes = vec![SIZE];
     a.seconds = 0.5;
-    a.match_timeout = Duration::from_secs(20);
+    a.match_timeout = match_timeout;
     a.qos = QosChoice { reliability: Reliability::Reliable, history: History::KeepLast(1), durability: Durability::Volatile };
     a
 }
 
 /// The system of one pair: one node running the reader, then the writer.
-pub fn system_spec(writer: Implementation, reader: Implementation, name: &str, topic: &str, programs: &Programs, setup: &Setup) -> SystemSpec {
-    let sub = shell_line(&argv(reader, programs, setup, agent(reader, Role::Sub, topic), true));
-    let publ = shell_line(&argv(writer, programs, setup, agent(writer, Role::Pub, topic), true));
+pub fn system_spec(writer: Implementation, reader: Implementation, name: &str, topic: &str, programs: &Programs, setup: &Setup, match_timeout: Duration) -> SystemSpec {
+    let sub = shell_line(&argv(reader, programs, setup, agent(reader, Role::Sub, topic, match_timeout), true));
+    let publ = shell_line(&argv(writer, programs, setup, agent(writer, Role::Pub, topic, match_timeout), true));
     // The reader starts first, except opposite a RustDDS writer: RustDDS 0.15 has no unicast discovery peers, so
     // in the node's multicast-free setting a Cyclone (or Fast DDS) participant learns of it only from its own SPDP
     // reaching RustDDS (it answers); Cyclone pings its peers at start and then every 30 s, and drops the copies
@@ -65,14 +68,15 @@ pub fn system_spec(writer: Implementation, reader: Implementation, name: &str, t
     )
 }
 
-/// Runs every pair; `log` gets a line per pair.
-pub fn run(programs: &Programs, setup: &Setup, state_root: &Path, machine: &str, mut log: impl FnMut(&str)) -> InteropResult {
+/// Runs every pair, each pair's agents waiting `match_timeout` at most to discover each other; `log` gets a
+/// line per pair.
+pub fn run(programs: &Programs, setup: &Setup, state_root: &Path, machine: &str, match_timeout: Duration, mut log: impl FnMut(&str)) -> InteropResult {
     let mut pairs = Vec::new();
     for (k, &writer) in IMPLEMENTATIONS.iter().enumerate() {
         for (j, &reader) in IMPLEMENTATIONS.iter().enumerate() {
             let name = format!("dbe-{}-interop-{k}{j}", std::process::id());
             let topic = format!("dbeinterop{}_{k}{j}", std::process::id());
-            let spec = system_spec(writer, reader, &name, &topic, programs, setup);
+            let spec = system_spec(writer, reader, &name, &topic, programs, setup, match_timeout);
             let pair = match spec.build(&partita_system::Host::this_machine(), "<bench dbe interop>") {
                 Err(e) => Pair { writer, reader, written: 0, received: 0, works: false, note: format!("the generated system does not validate: {e}") },
                 Ok(system) => {
@@ -148,7 +152,7 @@ mod tests {
         let programs = Programs { partita: "/usr/bin/partita".into(), fastdds: "/usr/lib/dbe-fastdds".into() };
         for w in IMPLEMENTATIONS {
             for r in IMPLEMENTATIONS {
-                let spec = system_spec(w, r, "dbe-i", "t", &programs, &Setup::Normal);
+                let spec = system_spec(w, r, "dbe-i", "t", &programs, &Setup::Normal, MATCH_TIMEOUT);
                 spec.build(&host, "pair").unwrap_or_else(|e| panic!("{e}\n{}", spec.to_toml()));
             }
         }

@@ -30,12 +30,25 @@
 //! model type of their own ([`PartitionKind`], [`ExitAction`], [`SchedulingPolicy`]) are small enums here. The
 //! router table (`[module.partition.router]`) is a plain [`toml::Table`], validated by `partita-router-config`
 //! as in a file.
+//!
+//! An optional key is an `Option`: a key the text leaves out reads as `None`, and TOML's writer leaves `None`
+//! out (TOML has no null), so the fields need no serde attribute of their own.
 use crate::error::{Diagnostic, Errors, Problem};
 use crate::load::Host;
 use crate::model::{Accel, ByteSize, Criticality, Duration, OverrunAction, Preemption, Subnet, System, UplinkMode};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
+
+/// Chainable setters of optional keys: `key(value)` sets the key to `Some(value)`.
+macro_rules! set_optional {
+    ($($(#[$doc:meta])* $key:ident: $t:ty,)*) => {
+        $($(#[$doc])* pub fn $key(mut self, value: $t) -> Self {
+            self.$key = Some(value);
+            self
+        })*
+    };
+}
 
 fn is_false(b: &bool) -> bool {
     !*b
@@ -50,7 +63,6 @@ fn strings<S: Into<String>>(items: impl IntoIterator<Item = S>) -> Vec<String> {
 #[serde(deny_unknown_fields)]
 pub struct SystemSpec {
     pub system: SystemSection,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<NetworkSpec>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub host: Vec<HostSpec>,
@@ -77,10 +89,9 @@ impl SystemSpec {
         self.node.push(n);
         self
     }
-    /// Sets `[network]`.
-    pub fn network(mut self, n: NetworkSpec) -> Self {
-        self.network = Some(n);
-        self
+    set_optional! {
+        /// Sets `[network]`.
+        network: NetworkSpec,
     }
     /// Adds a `[[host]]` named `name`.
     pub fn host(mut self, name: impl Into<String>) -> Self {
@@ -150,11 +161,8 @@ impl SystemSpec {
 #[serde(deny_unknown_fields)]
 pub struct SystemSection {
     pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_dma_latency: Option<CpuDmaLatency>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preemption: Option<Preemption>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub housekeeping_cpus: Option<Vec<usize>>,
 }
 
@@ -202,9 +210,7 @@ impl<'de> Deserialize<'de> for CpuDmaLatency {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NetworkSpec {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub domain: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subnet: Option<Subnet>,
 }
 
@@ -212,13 +218,9 @@ impl NetworkSpec {
     pub fn new() -> NetworkSpec {
         NetworkSpec::default()
     }
-    pub fn domain(mut self, d: u64) -> Self {
-        self.domain = Some(d);
-        self
-    }
-    pub fn subnet(mut self, s: Subnet) -> Self {
-        self.subnet = Some(s);
-        self
+    set_optional! {
+        domain: u64,
+        subnet: Subnet,
     }
 }
 
@@ -242,13 +244,9 @@ pub struct PeerSpec {
 #[serde(deny_unknown_fields)]
 pub struct ModuleSpec {
     pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<Vec<usize>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub domain: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subnet: Option<Subnet>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub partition: Vec<PartitionSpec>,
@@ -286,13 +284,9 @@ impl ModuleSpec {
         self.host = Some(host.into());
         self
     }
-    pub fn domain(mut self, d: u64) -> Self {
-        self.domain = Some(d);
-        self
-    }
-    pub fn subnet(mut self, s: Subnet) -> Self {
-        self.subnet = Some(s);
-        self
+    set_optional! {
+        domain: u64,
+        subnet: Subnet,
     }
 }
 
@@ -311,54 +305,34 @@ pub struct RequestPathSpec {
 pub struct PartitionSpec {
     pub name: String,
     pub command: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<PartitionKind>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub criticality: Option<Criticality>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<ByteSize>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pids: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<Vec<usize>>,
     #[serde(default, skip_serializing_if = "is_false")]
     pub io: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub domain: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub address: Option<Ipv4Addr>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uid: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lock_memory: Option<bool>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub capabilities: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub binds: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_size: Option<ByteSize>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health: Option<HealthSpec>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduling: Option<SchedulingSpec>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seccomp: Option<SeccompSpec>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_overrun: Option<TimeOverrunSpec>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disk: Option<DiskSpec>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<KernelLimitsSpec>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<StateSpec>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vm: Option<VmSpec>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uplink: Option<UplinkSpec>,
     /// The routing service's configuration (I/O partition only): the keys of a router file without `[[side]]`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub router: Option<toml::Table>,
 }
 
@@ -394,17 +368,10 @@ impl PartitionSpec {
             router: None,
         }
     }
-    pub fn criticality(mut self, c: Criticality) -> Self {
-        self.criticality = Some(c);
-        self
-    }
-    pub fn memory(mut self, m: ByteSize) -> Self {
-        self.memory = Some(m);
-        self
-    }
-    pub fn pids(mut self, n: u64) -> Self {
-        self.pids = Some(n);
-        self
+    set_optional! {
+        criticality: Criticality,
+        memory: ByteSize,
+        pids: u64,
     }
     pub fn cpus(mut self, cpus: impl IntoIterator<Item = usize>) -> Self {
         self.cpus = Some(cpus.into_iter().collect());
@@ -415,13 +382,9 @@ impl PartitionSpec {
         self.io = io;
         self
     }
-    pub fn domain(mut self, d: u64) -> Self {
-        self.domain = Some(d);
-        self
-    }
-    pub fn address(mut self, a: Ipv4Addr) -> Self {
-        self.address = Some(a);
-        self
+    set_optional! {
+        domain: u64,
+        address: Ipv4Addr,
     }
     /// Adds an environment variable.
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
@@ -443,33 +406,14 @@ impl PartitionSpec {
         self.seccomp.get_or_insert_with(SeccompSpec::default).allow.extend(strings(allow));
         self
     }
-    pub fn log_size(mut self, s: ByteSize) -> Self {
-        self.log_size = Some(s);
-        self
-    }
-    pub fn health(mut self, h: HealthSpec) -> Self {
-        self.health = Some(h);
-        self
-    }
-    pub fn scheduling(mut self, s: SchedulingSpec) -> Self {
-        self.scheduling = Some(s);
-        self
-    }
-    pub fn time_overrun(mut self, t: TimeOverrunSpec) -> Self {
-        self.time_overrun = Some(t);
-        self
-    }
-    pub fn disk(mut self, d: DiskSpec) -> Self {
-        self.disk = Some(d);
-        self
-    }
-    pub fn limits(mut self, l: KernelLimitsSpec) -> Self {
-        self.limits = Some(l);
-        self
-    }
-    pub fn state(mut self, s: StateSpec) -> Self {
-        self.state = Some(s);
-        self
+    set_optional! {
+        log_size: ByteSize,
+        health: HealthSpec,
+        scheduling: SchedulingSpec,
+        time_overrun: TimeOverrunSpec,
+        disk: DiskSpec,
+        limits: KernelLimitsSpec,
+        state: StateSpec,
     }
     /// Makes it a VM partition (`kind = "vm"`) with this guest.
     pub fn vm(mut self, vm: VmSpec) -> Self {
@@ -477,14 +421,10 @@ impl PartitionSpec {
         self.vm = Some(vm);
         self
     }
-    pub fn uplink(mut self, u: UplinkSpec) -> Self {
-        self.uplink = Some(u);
-        self
-    }
-    /// Sets the router table (`[module.partition.router]`).
-    pub fn router(mut self, r: toml::Table) -> Self {
-        self.router = Some(r);
-        self
+    set_optional! {
+        uplink: UplinkSpec,
+        /// Sets the router table (`[module.partition.router]`).
+        router: toml::Table,
     }
 }
 
@@ -501,11 +441,8 @@ pub enum PartitionKind {
 #[serde(deny_unknown_fields)]
 pub struct HealthSpec {
     pub action: ExitAction,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_restarts: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<Duration>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backoff: Option<Duration>,
 }
 
@@ -522,17 +459,10 @@ impl HealthSpec {
     pub fn ignore() -> HealthSpec {
         HealthSpec { action: ExitAction::Ignore, ..HealthSpec::restart() }
     }
-    pub fn max_restarts(mut self, n: u32) -> Self {
-        self.max_restarts = Some(n);
-        self
-    }
-    pub fn window(mut self, d: Duration) -> Self {
-        self.window = Some(d);
-        self
-    }
-    pub fn backoff(mut self, d: Duration) -> Self {
-        self.backoff = Some(d);
-        self
+    set_optional! {
+        max_restarts: u32,
+        window: Duration,
+        backoff: Duration,
     }
 }
 
@@ -550,7 +480,6 @@ pub enum ExitAction {
 #[serde(deny_unknown_fields)]
 pub struct SchedulingSpec {
     pub policy: SchedulingPolicy,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<u64>,
 }
 
@@ -585,13 +514,9 @@ pub struct SeccompSpec {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TimeOverrunSpec {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tolerance: Option<Duration>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frames: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action: Option<OverrunAction>,
 }
 
@@ -599,21 +524,11 @@ impl TimeOverrunSpec {
     pub fn new() -> TimeOverrunSpec {
         TimeOverrunSpec::default()
     }
-    pub fn tolerance(mut self, d: Duration) -> Self {
-        self.tolerance = Some(d);
-        self
-    }
-    pub fn count(mut self, n: u32) -> Self {
-        self.count = Some(n);
-        self
-    }
-    pub fn frames(mut self, n: u32) -> Self {
-        self.frames = Some(n);
-        self
-    }
-    pub fn action(mut self, a: OverrunAction) -> Self {
-        self.action = Some(a);
-        self
+    set_optional! {
+        tolerance: Duration,
+        count: u32,
+        frames: u32,
+        action: OverrunAction,
     }
 }
 
@@ -628,13 +543,9 @@ pub enum DiskSpec {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DiskLimitsSpec {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_bps: Option<DiskLimit<ByteSize>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_bps: Option<DiskLimit<ByteSize>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_iops: Option<DiskLimit<u64>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_iops: Option<DiskLimit<u64>>,
 }
 
@@ -688,9 +599,7 @@ impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for DiskLimit<T> {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KernelLimitsSpec {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_queue_bytes: Option<ByteSize>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queued_signals: Option<u64>,
 }
 
@@ -698,9 +607,7 @@ pub struct KernelLimitsSpec {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StateSpec {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<ByteSize>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inodes: Option<u64>,
 }
 
@@ -708,19 +615,13 @@ pub struct StateSpec {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VmSpec {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<ByteSize>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vcpus: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accel: Option<Accel>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub initramfs: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub append: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boot_timeout: Option<Duration>,
 }
 
@@ -729,17 +630,10 @@ impl VmSpec {
     pub fn new() -> VmSpec {
         VmSpec::default()
     }
-    pub fn memory(mut self, m: ByteSize) -> Self {
-        self.memory = Some(m);
-        self
-    }
-    pub fn vcpus(mut self, n: u64) -> Self {
-        self.vcpus = Some(n);
-        self
-    }
-    pub fn accel(mut self, a: Accel) -> Self {
-        self.accel = Some(a);
-        self
+    set_optional! {
+        memory: ByteSize,
+        vcpus: u64,
+        accel: Accel,
     }
     pub fn kernel(mut self, path: impl Into<String>) -> Self {
         self.kernel = Some(path.into());
@@ -754,9 +648,8 @@ impl VmSpec {
         self.append.push(arg.into());
         self
     }
-    pub fn boot_timeout(mut self, d: Duration) -> Self {
-        self.boot_timeout = Some(d);
-        self
+    set_optional! {
+        boot_timeout: Duration,
     }
 }
 
@@ -764,14 +657,10 @@ impl VmSpec {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlanSpec {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<usize>,
     pub major_frame: Duration,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub freeze_ahead: Option<Duration>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wake_ahead: Option<Duration>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub demote: Option<bool>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub window: Vec<WindowSpec>,
@@ -787,17 +676,10 @@ impl PlanSpec {
         self.window.push(WindowSpec { partition: partition.into(), start, duration });
         self
     }
-    pub fn freeze_ahead(mut self, d: Duration) -> Self {
-        self.freeze_ahead = Some(d);
-        self
-    }
-    pub fn wake_ahead(mut self, d: Duration) -> Self {
-        self.wake_ahead = Some(d);
-        self
-    }
-    pub fn demote(mut self, demote: bool) -> Self {
-        self.demote = Some(demote);
-        self
+    set_optional! {
+        freeze_ahead: Duration,
+        wake_ahead: Duration,
+        demote: bool,
     }
 }
 
@@ -816,27 +698,17 @@ pub struct WindowSpec {
 pub struct NodeSpec {
     pub name: String,
     pub command: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<ByteSize>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pids: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<Vec<usize>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub domain: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub address: Option<Ipv4Addr>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_size: Option<ByteSize>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health: Option<HealthSpec>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduling: Option<SchedulingSpec>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uplink: Option<UplinkSpec>,
 }
 
@@ -863,46 +735,28 @@ impl NodeSpec {
         self.host = Some(host.into());
         self
     }
-    pub fn memory(mut self, m: ByteSize) -> Self {
-        self.memory = Some(m);
-        self
-    }
-    pub fn pids(mut self, n: u64) -> Self {
-        self.pids = Some(n);
-        self
+    set_optional! {
+        memory: ByteSize,
+        pids: u64,
     }
     pub fn cpus(mut self, cpus: impl IntoIterator<Item = usize>) -> Self {
         self.cpus = Some(cpus.into_iter().collect());
         self
     }
-    pub fn domain(mut self, d: u64) -> Self {
-        self.domain = Some(d);
-        self
-    }
-    pub fn address(mut self, a: Ipv4Addr) -> Self {
-        self.address = Some(a);
-        self
-    }
-    pub fn log_size(mut self, s: ByteSize) -> Self {
-        self.log_size = Some(s);
-        self
+    set_optional! {
+        domain: u64,
+        address: Ipv4Addr,
+        log_size: ByteSize,
     }
     /// Adds an environment variable.
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.insert(key.into(), value.into());
         self
     }
-    pub fn health(mut self, h: HealthSpec) -> Self {
-        self.health = Some(h);
-        self
-    }
-    pub fn scheduling(mut self, s: SchedulingSpec) -> Self {
-        self.scheduling = Some(s);
-        self
-    }
-    pub fn uplink(mut self, u: UplinkSpec) -> Self {
-        self.uplink = Some(u);
-        self
+    set_optional! {
+        health: HealthSpec,
+        scheduling: SchedulingSpec,
+        uplink: UplinkSpec,
     }
 }
 
@@ -914,17 +768,11 @@ pub struct UplinkSpec {
     pub mode: UplinkMode,
     /// `"a.b.c.d/prefix"`: the address with its prefix on the machines' network.
     pub address: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateway: Option<Ipv4Addr>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub domain: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub multicast: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allow_host_connection_loss: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub security: Option<SecuritySpec>,
 }
 
@@ -933,29 +781,13 @@ impl UplinkSpec {
     pub fn new(interface: impl Into<String>, mode: UplinkMode, address: impl Into<String>) -> UplinkSpec {
         UplinkSpec { interface: interface.into(), mode, address: address.into(), gateway: None, mtu: None, domain: None, multicast: None, allow_host_connection_loss: None, security: None }
     }
-    pub fn gateway(mut self, g: Ipv4Addr) -> Self {
-        self.gateway = Some(g);
-        self
-    }
-    pub fn mtu(mut self, mtu: u64) -> Self {
-        self.mtu = Some(mtu);
-        self
-    }
-    pub fn domain(mut self, d: u64) -> Self {
-        self.domain = Some(d);
-        self
-    }
-    pub fn multicast(mut self, on: bool) -> Self {
-        self.multicast = Some(on);
-        self
-    }
-    pub fn allow_host_connection_loss(mut self, allow: bool) -> Self {
-        self.allow_host_connection_loss = Some(allow);
-        self
-    }
-    pub fn security(mut self, s: SecuritySpec) -> Self {
-        self.security = Some(s);
-        self
+    set_optional! {
+        gateway: Ipv4Addr,
+        mtu: u64,
+        domain: u64,
+        multicast: bool,
+        allow_host_connection_loss: bool,
+        security: SecuritySpec,
     }
 }
 
@@ -966,7 +798,6 @@ pub struct SecuritySpec {
     pub ca: String,
     pub certificate: String,
     pub private_key: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permissions_ca: Option<String>,
     pub governance: String,
     pub permissions: String,
