@@ -126,12 +126,10 @@ impl Setup {
         }
     }
 
-    /// The `scheduling` a system file grants for this setup (an inline TOML table).
+    /// The `scheduling` a system file grants for this setup (an inline TOML table): [`Setup::scheduling_spec`]
+    /// as the file writes it.
     pub fn scheduling_toml(&self) -> String {
-        match self.fifo_priority() {
-            Some(p) => format!("{{ policy = \"fifo\", priority = {p} }}"),
-            None => "{ policy = \"normal\" }".into(),
-        }
+        self.scheduling_spec().to_string()
     }
 
     /// The `scheduling` a system grants for this setup, in a system built in code.
@@ -262,6 +260,12 @@ mod tests {
         assert!(s.caption().starts_with("normal scheduling: SCHED_OTHER"));
         let r = s.record("test");
         assert_eq!((r.name, r.policy, r.memory_locked), ("normal", "normal", false));
+    }
+
+    #[test]
+    fn the_scheduling_a_system_grants_is_written_as_the_file_writes_it() {
+        assert_eq!(Setup::default().scheduling_toml(), "{ policy = \"fifo\", priority = 50 }");
+        assert_eq!(Setup::Normal.scheduling_toml(), "{ policy = \"normal\" }");
     }
 
     #[test]

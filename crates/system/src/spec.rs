@@ -494,6 +494,14 @@ impl SchedulingSpec {
     }
 }
 
+/// The inline table a system file writes: `{ policy = "fifo", priority = 50 }`.
+impl std::fmt::Display for SchedulingSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let table = toml::Value::try_from(self).map_err(|_| std::fmt::Error)?;
+        write!(f, "{table}")
+    }
+}
+
 /// `scheduling.policy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
