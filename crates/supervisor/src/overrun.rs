@@ -11,8 +11,12 @@
 //! - a partition still running is **demoted**: its cgroup's `cpu.idle` is set, so the scheduler gives it only
 //!   the time the window's owner leaves, until its next window starts (where the kernel has scheduling points in
 //!   the code it runs, that is at once);
-//! - an overrun of a partition still running at that look counts towards its policy (one that has stopped by
-//!   then may owe the time to the host: a stalled virtual CPU is charged to whichever task ran);
+//! - an overrun counts towards its policy once the partition is seen to run kernel code past its freeze: still
+//!   running at a look, having used more than [`FREEZE_SLACK_NS`] of CPU time since the freeze (a task in user
+//!   space stops as soon as it runs after a freeze, within microseconds; one that has not run since may be
+//!   only waiting for the CPU, and one that has stopped may owe its time to the host or to a late executor: a
+//!   stall of a virtual machine's CPU is charged to whichever task ran). An overrun without that evidence at
+//!   its first look waits for it at the next looks, until the partition stops or its next window starts;
 //! - at the `count`-th counted overrun within `frames` major frames its **action** is taken on the spot: `restart` and
 //!   `stop` kill its processes (`cgroup.kill`, one write), `idle` keeps it frozen for good, `ignore` does
 //!   nothing;
@@ -49,6 +53,10 @@ pub struct OverrunPolicy {
 
 /// The most overruns a policy may count up to (the system file allows as many).
 pub const MAX_COUNT: usize = 16;
+
+/// CPU time a partition may use after its freeze without it counting as kernel work the freeze cannot stop:
+/// every task of it, once it runs, stops on its way back to user space within microseconds.
+pub const FREEZE_SLACK_NS: u64 = 100_000;
 
 impl OverrunPolicy {
     pub fn from_system(t: &partita_system::TimeOverrun, demote: bool) -> OverrunPolicy {
@@ -198,6 +206,10 @@ struct GuardState {
     /// The action was taken: the end of the window of the first overrun it counted, and that overrun's frame,
     /// until containment is seen.
     acted: Option<(u64, u64)>,
+    /// An overrun past the tolerance not counted yet: the partition had not run since its freeze when it was
+    /// seen (its frame and its window's end). Counted at a later look that finds it ran on past the freeze;
+    /// dropped when it stops or its next window starts.
+    pending: Option<(u64, u64)>,
 }
 
 /// What is judged at the next boundary: the CPU time at the freeze to count from, what the partition had
@@ -244,20 +256,37 @@ impl GuardState {
     fn step(&mut self, p: usize, policy: &OverrunPolicy, can_demote: bool, look: Look) -> Steps {
         let mut steps = Steps::default();
         if let Some(c) = self.check.take() {
-            let past = c.before + look.usage.saturating_sub(c.from);
+            // CPU time since the freeze (or, `continued`, since the last look).
+            let since_freeze = look.usage.saturating_sub(c.from);
+            let past = c.before + since_freeze;
             let continued = c.continued;
             let still_running = look.stopped == Some(false);
             if past > policy.tolerance_ns {
                 steps.overrun = Some(Note::Overrun { partition: p, frame: look.frame, past_ns: past, before_freeze_ns: c.before, still_running, continued, at_ns: look.now });
-                // Counted towards the action only while it still runs a boundary after its window's end (inside a
-                // system call the freeze cannot stop): a partition that has stopped by then may owe its time to
-                // the host (a stall of a virtual machine's CPU counted as its CPU time), not to itself. And only
-                // once its program ran from the window's start: before, the time was its launch's (the `execve`
-                // that tears down the copy of the supervisor's memory the launch forked with). (`thawed_ns` is still
-                // that window's thaw: a thaw at this look is taken below.)
+                // Counted only for kernel code the freeze cannot stop: still running, and it ran on after the
+                // freeze. A partition that has stopped by then may owe its time to the host (a stall of a virtual
+                // machine's CPU counted as its CPU time) or to an executor held up elsewhere, not to itself; one
+                // that has not run since the freeze may only be waiting for the CPU to stop (the next looks
+                // tell). And only once its program ran from the window's start: before, the time was its
+                // launch's (the `execve` that tears down the copy of the supervisor's memory the launch forked
+                // with). (`thawed_ns` is still that window's thaw: a thaw at this look is taken below.)
                 let program_ran = look.program_since.is_some_and(|t| t <= self.thawed_ns);
                 if !continued && still_running && program_ran {
-                    steps.act = self.count_overrun(policy, look.frame, c.end);
+                    if since_freeze > FREEZE_SLACK_NS {
+                        steps.act = self.count_overrun(policy, look.frame, c.end);
+                    } else {
+                        self.pending = Some((look.frame, c.end));
+                    }
+                }
+            }
+            if continued {
+                if let Some((frame, end)) = self.pending {
+                    if since_freeze > FREEZE_SLACK_NS {
+                        self.pending = None;
+                        steps.act = self.count_overrun(policy, frame, end);
+                    } else if !still_running {
+                        self.pending = None;
+                    }
                 }
             }
             // Not stopped a boundary after its window's end: inside a long system call (or asleep in one). It
@@ -281,6 +310,7 @@ impl GuardState {
             self.usage_at_start = look.usage;
             self.thawed_ns = look.now;
             self.check = None;
+            self.pending = None;
         }
         if let Some(end) = look.window_ended {
             // Its window: from its thaw to the planned end; thawed only after that (the executor was held up
@@ -532,9 +562,37 @@ mod tests {
         let mut g = GuardState::default();
         g.step(0, &pol, true, Look { frame: 0, now: 0, usage: 0, thawed: true, window_ended: None, stopped: None, program_since: Some(0) });
         g.step(0, &pol, true, Look { frame: 0, now: 9_000_000, usage: 9_000_000, thawed: false, window_ended: Some(1_000_000), stopped: Some(false), program_since: Some(0) });
+        // At the next boundary it has not run since the freeze (the next window's owner had the CPU): logged,
+        // not counted yet; at the one after it ran 400 µs more inside its system call: counted then.
         let s = g.step(0, &pol, true, Look { frame: 0, now: 9_100_000, usage: 9_000_000, thawed: false, window_ended: None, stopped: Some(false), program_since: Some(0) });
         assert!(matches!(s.overrun, Some(Note::Overrun { past_ns: 8_000_000, still_running: true, .. })), "{s:?}");
-        assert_eq!(s.act, Some(OverrunAction::Idle));
+        assert_eq!(s.act, None);
+        let s = g.step(0, &pol, true, Look { frame: 0, now: 10_000_000, usage: 9_400_000, thawed: false, window_ended: None, stopped: Some(false), program_since: Some(0) });
+        assert_eq!(s.act, Some(OverrunAction::Idle), "{s:?}");
+        assert_eq!(g.acted, Some((1_000_000, 0)), "counted for the window it overran");
+    }
+
+    #[test]
+    fn a_partition_given_time_by_a_late_executor_that_never_ran_past_its_freeze_is_not_acted_on() {
+        // A spinning partition: the executor came 750 µs late to its window's end (a host stall or someone
+        // else's kernel work), and at the next boundary it had not run again yet (others had the CPU), so it was
+        // not stopped either. It stops as soon as it runs; twice in a row, never counted.
+        let pol = policy(2, 10, OverrunAction::Stop);
+        let mut g = GuardState::default();
+        for f in 0..2u64 {
+            let base = f * 3_000_000;
+            let used = f * 1_750_000;
+            g.step(0, &pol, true, Look { frame: f, now: base, usage: used, thawed: true, window_ended: None, stopped: None, program_since: Some(0) });
+            g.step(0, &pol, true, Look { frame: f, now: base + 1_750_000, usage: used + 1_750_000, thawed: false, window_ended: Some(base + 1_000_000), stopped: Some(false), program_since: Some(0) });
+            let s = g.step(0, &pol, true, Look { frame: f, now: base + 2_000_000, usage: used + 1_750_000, thawed: false, window_ended: None, stopped: Some(false), program_since: Some(0) });
+            assert!(matches!(s.overrun, Some(Note::Overrun { past_ns: 750_000, before_freeze_ns: 750_000, still_running: true, .. })), "{s:?}");
+            assert_eq!(s.act, None);
+            // It ran 5 µs and stopped, or it was still waiting when its next window came.
+            let stopped = f == 0;
+            let s = g.step(0, &pol, true, Look { frame: f, now: base + 2_900_000, usage: used + 1_755_000, thawed: false, window_ended: None, stopped: Some(stopped), program_since: Some(0) });
+            assert_eq!((s.act, g.pending.is_some()), (None, !stopped), "{s:?}");
+        }
+        assert_eq!((g.overrun_count, g.idle), (0, false));
     }
 
     #[test]
