@@ -153,6 +153,7 @@ struct Args
     double seconds = 2.0;
     long timeout_ms = 1000;
     double match_timeout_s = 30.0;
+    double idle_s = SUB_IDLE_S;
     bool shm = false;
     std::string discovery_server;  // IP:PORT or empty
     std::string listen;            // IP:PORT or empty
@@ -362,6 +363,10 @@ Args parse(int argc, char** argv)
         else if (flag == "--match-timeout-s")
         {
             a.match_timeout_s = parse_seconds(flag, value);
+        }
+        else if (flag == "--idle-s")
+        {
+            a.idle_s = parse_seconds(flag, value);
         }
         else if (flag == "--transport")
         {
@@ -1106,12 +1111,10 @@ void write_end_markers(DataWriter* w, const Args& a)
     if (a.reliable)
     {
         // Let the reliable protocol deliver the markers (behind whatever is still queued: a keep-all pub may have
-        // thousands of samples in flight) before the writer goes; a sub gives up 10 s after its last sample.
-        if (w->wait_for_acknowledgments(eprosima::fastrtps::Duration_t(static_cast<int32_t>(SUB_IDLE_S), 0)) !=
-                ReturnCode_t::RETCODE_OK)
+        // thousands of samples in flight) before the writer goes; a sub gives up --idle-s after its last sample.
+        if (w->wait_for_acknowledgments(eprosima::fastrtps::Duration_t(a.idle_s)) != ReturnCode_t::RETCODE_OK)
         {
-            log("the readers did not acknowledge everything (end markers included) within " +
-                    std::to_string(static_cast<int>(SUB_IDLE_S)) + " s");
+            log("the readers did not acknowledge everything (end markers included) within " + std::to_string(a.idle_s) + " s");
         }
     }
 }
@@ -1333,7 +1336,7 @@ int64_t run_sub(const Args& a)
     auto at = [](int64_t ns_since_start) {
         return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(g_start_ns + ns_since_start));
     };
-    const int64_t idle = static_cast<int64_t>(SUB_IDLE_S * 1e9);
+    const int64_t idle = static_cast<int64_t>(a.idle_s * 1e9);
     std::map<uint32_t, Stats> stats;
     {
         std::unique_lock<std::mutex> lk(g.mu);
@@ -1374,7 +1377,7 @@ int64_t run_sub(const Args& a)
                 int64_t last = g.last_sample_ns;
                 if (mono_ns() - g_start_ns - last >= idle)
                 {
-                    log("no sample for " + std::to_string(static_cast<int>(SUB_IDLE_S)) + " s: ending");
+                    log("no sample for " + std::to_string(a.idle_s) + " s: ending");
                     break;
                 }
                 g.cv.wait_until(lk, at(last + idle));
@@ -1403,7 +1406,7 @@ const char* const USAGE =
     "usage: partita-dbe-fastdds-agent [--impl fastdds] --role ping|pong|pub|sub|server [--domain N] [--topic BASE]\n"
     "  [--sizes A,B,..] [--count N] [--warmup N] [--subscribers N] [--reliability reliable|best-effort]\n"
     "  [--history keep-last:N|keep-all] [--durability volatile|transient-local] [--seconds S] [--timeout-ms MS]\n"
-    "  [--match-timeout-s S] [--transport udp|shm] [--discovery-server IP:PORT] [--listen IP:PORT] [--peer IP:PORT]\n"
+    "  [--match-timeout-s S] [--idle-s S] [--transport udp|shm] [--discovery-server IP:PORT] [--listen IP:PORT] [--peer IP:PORT]\n"
     "  [--cpu N]   (crates/dbe/src/agent/PROTOCOL.md)\n";
 
 }  // namespace

@@ -38,6 +38,10 @@ pub struct InteropResult {
 
 /// How long a pair's agents wait to discover each other before the pair is judged not to work, by default.
 pub const MATCH_TIMEOUT: Duration = Duration::from_secs(20);
+/// A pair's reader ends this long after its last sample when the end marker did not reach it (from a writer
+/// that left first, whose last samples never came), and a reliable Fast DDS writer waits as long at most for
+/// acknowledgements of a reader that has gone: each writer writes only 0.5 s, at full speed.
+pub const IDLE: Duration = Duration::from_secs(2);
 
 fn agent(imp: Implementation, role: Role, topic: &str, match_timeout: Duration) -> AgentArgs {
     let mut a = agent_for(imp, role);
@@ -46,6 +50,7 @@ fn agent(imp: Implementation, role: Role, topic: &str, match_timeout: Duration) 
     a.sizes = vec![SIZE];
     a.seconds = 0.5;
     a.match_timeout = match_timeout;
+    a.idle = IDLE;
     a.qos = QosChoice { reliability: Reliability::Reliable, history: History::KeepLast(1), durability: Durability::Volatile };
     a
 }

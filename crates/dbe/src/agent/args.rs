@@ -27,6 +27,9 @@ impl Role {
     }
 }
 
+/// `--idle-s` by default (PROTOCOL.md).
+pub const IDLE: Duration = Duration::from_secs(10);
+
 #[derive(Debug, Clone)]
 pub struct AgentArgs {
     pub implementation: String,
@@ -41,6 +44,9 @@ pub struct AgentArgs {
     pub seconds: f64,
     pub timeout: Duration,
     pub match_timeout: Duration,
+    /// A sub ends this long after its last sample when no end marker came; a reliable writer waits as long
+    /// at most for its readers to acknowledge the end markers.
+    pub idle: Duration,
     pub transport: String,
     pub discovery_server: Option<String>,
     pub listen: Option<String>,
@@ -88,6 +94,7 @@ impl AgentArgs {
             seconds: 2.0,
             timeout: Duration::from_millis(1000),
             match_timeout: Duration::from_secs(30),
+            idle: IDLE,
             transport: "udp".into(),
             discovery_server: None,
             listen: None,
@@ -172,6 +179,13 @@ impl AgentArgs {
                 }
                 "--timeout-ms" => a.timeout = Duration::from_millis(number(flag, value()?)?),
                 "--match-timeout-s" => a.match_timeout = Duration::from_secs(number(flag, value()?)?),
+                "--idle-s" => {
+                    let s: f64 = number(flag, value()?)?;
+                    if !(s > 0.0 && s <= 3600.0) {
+                        return Err(bad(flag, "more than 0 and at most 3600"));
+                    }
+                    a.idle = Duration::from_secs_f64(s);
+                }
                 "--transport" => a.transport = value()?.clone(),
                 "--discovery-server" => a.discovery_server = Some(value()?.clone()),
                 "--listen" => a.listen = Some(value()?.clone()),
@@ -218,6 +232,9 @@ impl AgentArgs {
         w.extend(["--seconds".into(), self.seconds.to_string()]);
         w.extend(["--timeout-ms".into(), self.timeout.as_millis().to_string()]);
         w.extend(["--match-timeout-s".into(), self.match_timeout.as_secs().to_string()]);
+        if self.idle != IDLE {
+            w.extend(["--idle-s".into(), self.idle.as_secs_f64().to_string()]);
+        }
         w.extend(["--transport".into(), self.transport.clone()]);
         if let Some(s) = &self.discovery_server {
             w.extend(["--discovery-server".into(), s.clone()]);
@@ -256,6 +273,16 @@ mod tests {
     }
 
     #[test]
+    fn the_idle_time_is_passed_on_only_when_it_is_not_the_default() {
+        let a = AgentArgs::parse(&words("--impl fastdds --role sub")).unwrap();
+        assert_eq!(a.idle, IDLE);
+        assert!(!a.to_words().contains(&"--idle-s".to_string()), "agents that predate it keep working");
+        let b = AgentArgs::parse(&words("--impl fastdds --role sub --idle-s 1.5")).unwrap();
+        assert_eq!(b.idle, Duration::from_millis(1500));
+        assert_eq!(AgentArgs::parse(&b.to_words()).unwrap().idle, Duration::from_millis(1500));
+    }
+
+    #[test]
     fn bad_arguments_name_the_flag() {
         for (text, flag) in [
             ("--impl x --role ping --sizes 0", "--sizes"),
@@ -266,6 +293,7 @@ mod tests {
             ("--impl x --role ping --bogus 1", "--bogus"),
             ("--role ping", "--impl"),
             ("--impl x --role ping --count", "--count"),
+            ("--impl x --role sub --idle-s 0", "--idle-s"),
         ] {
             match AgentArgs::parse(&words(text)) {
                 Err(AgentError::Argument { flag: f, .. }) => assert_eq!(f, flag, "{text}"),

@@ -61,6 +61,9 @@ pub struct ChannelConfig {
     pub peers: Vec<String>,
     /// An address to listen on (`--listen`), for implementations that need one (UDP).
     pub listen: Option<String>,
+    /// How long a closing channel may wait for its reliable writers' samples to be acknowledged, for
+    /// implementations that wait (RustDDS): three times `--idle-s`.
+    pub linger: Duration,
 }
 
 impl ChannelConfig {

@@ -440,7 +440,7 @@ mod tests {
     }
 
     fn config(topic: &str, ends: Ends, qos: QosChoice) -> ChannelConfig {
-        ChannelConfig { domain: 97, topic: topic.into(), qos, ends, peers: vec![], listen: None }
+        ChannelConfig { domain: 97, topic: topic.into(), qos, ends, peers: vec![], listen: None, linger: Duration::from_secs(1) }
     }
 
     #[test]

@@ -12,8 +12,6 @@ const END_REPEAT: u32 = 5;
 const END_GAP: Duration = Duration::from_millis(20);
 /// How long a pub waits, once its writer matched the readers, before writing (see `publish`).
 const READERS_SETTLE: Duration = Duration::from_millis(300);
-/// A sub with nothing received for this long after its first sample ends on its own.
-const SUB_IDLE: Duration = Duration::from_secs(10);
 
 fn ends(role: Role) -> Ends {
     match role {
@@ -73,6 +71,7 @@ pub fn run(implementation: BuiltIn, a: &AgentArgs, started: Instant) -> Result<(
         ends: ends(a.role),
         peers: a.peers.clone(),
         listen: a.listen.clone(),
+        linger: a.idle * 3,
     };
     let mut ch = implementation.open(&cfg)?;
     wait_matched(ch.as_mut(), implementation, a)?;
@@ -81,7 +80,7 @@ pub fn run(implementation: BuiltIn, a: &AgentArgs, started: Instant) -> Result<(
         Role::Ping => ping(ch.as_mut(), a)?,
         Role::Pong => pong(ch.as_mut())?,
         Role::Pub => publish(ch.as_mut(), a)?,
-        Role::Sub => subscribe(ch.as_mut(), started)?,
+        Role::Sub => subscribe(ch.as_mut(), started, a.idle)?,
         Role::Server => unreachable!("refused above"),
     }
     let (cpu_user_ns, cpu_system_ns, max_rss_kib) = output::own_figures();
@@ -204,7 +203,7 @@ struct Tally {
     last_ns: u64,
 }
 
-fn subscribe(ch: &mut dyn Channel, started: Instant) -> Result<(), AgentError> {
+fn subscribe(ch: &mut dyn Channel, started: Instant, idle: Duration) -> Result<(), AgentError> {
     let mut by_size: BTreeMap<usize, Tally> = BTreeMap::new();
     let mut last = None::<Instant>;
     loop {
@@ -224,7 +223,7 @@ fn subscribe(ch: &mut dyn Channel, started: Instant) -> Result<(), AgentError> {
             t.last_ns = now_ns;
             last = Some(Instant::now());
         })?;
-        if end || last.is_some_and(|l| l.elapsed() > SUB_IDLE) {
+        if end || last.is_some_and(|l| l.elapsed() > idle) {
             break;
         }
     }

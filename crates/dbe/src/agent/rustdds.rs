@@ -19,7 +19,7 @@
 //!
 //! Everything else is RustDDS's default. Readers are waited on with a mio 1 `Poll` (RustDDS's `mio1` re-export;
 //! a reader is an `event::Source` that fires when samples arrive), so `take_*` sleeps in `epoll_wait` until data
-//! or the timeout, never spins. Dropping the channel waits (at most 10 s per writer) until the matched reliable
+//! or the timeout, never spins. Dropping the channel waits (at most three times `--idle-s`, 30 s by default, per writer) until the matched reliable
 //! readers acknowledged everything written: RustDDS admits up to 8192 samples ahead of the network, and they,
 //! the end marker among them, would otherwise die with the participant.
 //!
@@ -68,8 +68,6 @@ use std::time::{Duration, Instant};
 const IMPL: &str = "rustdds";
 /// How long a reliable write may wait for room in RustDDS's send window.
 const MAX_BLOCKING: Duration = Duration::from_secs(1);
-/// How long a closing channel waits for its reliable writers' samples to be acknowledged.
-const LINGER: Duration = Duration::from_secs(30);
 
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct PubMessage {
@@ -160,6 +158,8 @@ struct RustddsChannel {
     ack_readers: MatchSet,
     ack_writers: MatchSet,
     status: DomainParticipantStatusListener,
+    /// How long dropping waits for acknowledgements, per writer.
+    linger: Duration,
     _participant: DomainParticipant,
 }
 
@@ -261,6 +261,7 @@ pub fn open(cfg: &ChannelConfig) -> Result<Box<dyn Channel>, AgentError> {
         ack_readers: MatchSet::default(),
         ack_writers: MatchSet::default(),
         status,
+        linger: cfg.linger,
         _participant: participant.clone(),
     };
     if let (true, Some(p), Some(t)) = (ends.pub_writer, &publisher, &pub_topic) {
@@ -384,14 +385,14 @@ impl RustddsChannel {
 impl Drop for RustddsChannel {
     /// A reliable RustDDS writer may have up to 8192 samples admitted but not yet sent or acknowledged when the
     /// agent ends (a pub writes faster than the network drains): they would die with the participant, the end
-    /// marker among them. So wait, at most [`LINGER`] per writer, until the matched readers acknowledged
+    /// marker among them. So wait, at most `linger` (three times `--idle-s`) per writer, until the matched readers acknowledged
     /// everything (at once when there are none, or for a best-effort writer).
     fn drop(&mut self) {
         if let Some(w) = &self.pub_writer {
-            let _ = w.wait_for_acknowledgments(LINGER);
+            let _ = w.wait_for_acknowledgments(self.linger);
         }
         if let Some(w) = &self.ack_writer {
-            let _ = w.wait_for_acknowledgments(LINGER);
+            let _ = w.wait_for_acknowledgments(self.linger);
         }
     }
 }
