@@ -18,7 +18,7 @@ fn bench_rt_runs_cyclictest_in_every_system_profile_and_writes_the_papers_statis
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let out = std::env::temp_dir().join(format!("partita-bench-rt-{}", std::process::id()));
     let run = partita()
-        .args(["bench", "rt", "--profiles", "native,process,process-plan,vm", "--tps", "1,4,5", "--duration", "2s"])
+        .args(["bench", "rt", "--profiles", "native,process,process-plan,vm", "--tps", "1,4,5", "--duration", "1s"])
         .args(["--interval-us", "5000", "--cpu-workers", "1", "--vm-workers", "1", "--vm-mib", "16", "--accel", "tcg", "--out"])
         .arg(&out)
         .output()
@@ -32,11 +32,11 @@ fn bench_rt_runs_cyclictest_in_every_system_profile_and_writes_the_papers_statis
     assert_eq!(keys, ["native-1", "native-4", "process-1", "process-4", "process-5", "process-plan-1", "process-plan-4", "process-plan-5", "vm-1", "vm-4", "vm-5"]);
     for c in cells {
         let s = &c["stats"];
-        // 2 s at 5 ms: about 400 wake-ups. A TCG guest's clock runs on its own: in its windows of a plan its
-        // timers fire late when QEMU is starved (178 in one run of the suite, over 200 in others).
+        // 1 s at 5 ms: about 200 wake-ups. A TCG guest's clock runs on its own: in its windows of a plan its
+        // timers fire late when QEMU is starved (178 of 400 in one run of the suite, over 200 in others).
         let n = s["samples"].as_u64().unwrap();
-        let least = if c["profile"] == "vm" { 100 } else { 200 };
-        assert!((least..=450).contains(&n), "{n} samples: {c}");
+        let least = if c["profile"] == "vm" { 50 } else { 100 };
+        assert!((least..=225).contains(&n), "{n} samples: {c}");
         let (lw, q1, md, q3, uw, mx) = (s["lower_whisker"].as_f64().unwrap(), s["lower_quartile"].as_f64().unwrap(), s["median"].as_f64().unwrap(), s["upper_quartile"].as_f64().unwrap(), s["upper_whisker"].as_f64().unwrap(), s["max"].as_f64().unwrap());
         assert!(0.0 <= lw && lw <= q1 && q1 <= md && md <= q3 && q3 <= uw && uw <= mx, "{c}");
         assert_eq!(c["slices"].as_array().unwrap().len(), 4, "{c}");
