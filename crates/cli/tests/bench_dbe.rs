@@ -116,6 +116,8 @@ fn every_driver_round_trips_and_a_rerun_skips_what_is_measured() {
         for size in [64, 4096] {
             let c = latency(imp, arch, nodes, qos, subs, size);
             assert!(c["error"].is_null(), "{c}");
+            // What the host did during the group's run, beside the figures.
+            assert!(c["disturbance"]["seconds"].as_f64().unwrap() > 0.0 && c["disturbance"]["steal_pct"].as_f64().unwrap() >= 0.0, "{c}");
             let s = &c["latency"]["stats"];
             assert_eq!(s["count"].as_u64().unwrap() + c["latency"]["lost"].as_u64().unwrap(), 200, "{c}");
             assert!(s["min_us"].as_f64().unwrap() > 0.0 && s["max_us"].as_f64().unwrap() < 1e6, "{c}");
@@ -144,7 +146,7 @@ fn every_driver_round_trips_and_a_rerun_skips_what_is_measured() {
     }
     // Shared memory and raw UDP have no second node; that is said, not measured.
     let report = std::fs::read_to_string(dir.join("report/report.md")).unwrap();
-    for want in ["## Figs. 7 and 8: one node", "## Figs. 9 and 10: two nodes", "## Architectures", "## 1-to-n latency", "## Throughput", "## CPU, memory and discovery", "## Not applicable", "shared memory reaches only processes of one node"] {
+    for want in ["## Figs. 7 and 8: one node", "## Figs. 9 and 10: two nodes", "## Architectures", "## 1-to-n latency", "## Throughput", "## CPU, memory and discovery", "| agents: CPU ms, peak RSS MiB | host |", "## Not applicable", "shared memory reaches only processes of one node"] {
         assert!(report.contains(want), "{want}:\n{report}");
     }
     for f in ["fig7-latency-one-node", "fig8-jitter-one-node", "fig9-latency-two-nodes", "fig10-jitter-two-nodes"] {

@@ -53,6 +53,7 @@ fn bench_isolation_runs_quiet_and_fault_cells_contains_the_fault_and_leaves_noth
     assert!(v["command"].as_str().unwrap().contains("bench isolation --seconds 1"), "{}", v["command"]);
     assert!(v["machine"].as_str().unwrap().contains("CPU"), "{}", v["machine"]);
     assert!(md.contains("## The faulty partition as a process partition") && !md.contains("VM partition ("), "{md}");
+    assert!(md.contains("| overrun → contained ms | host |") && md.contains("Host: the most the host disturbed"), "{md}");
     let cells = v["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 8, "{cells:?}");
     for fault in ["spin", "vma-walk"] {
@@ -65,6 +66,8 @@ fn bench_isolation_runs_quiet_and_fault_cells_contains_the_fault_and_leaves_noth
     }
     for c in cells {
         assert!(c["error"].is_null(), "{c}");
+        // What the host did during the span, recorded beside the figures.
+        assert!(c["disturbance"]["seconds"].as_f64().unwrap() > 0.5 && c["disturbance"]["steal_pct"].as_f64().unwrap() >= 0.0, "{c}");
         for share in ["victim_share", "bystander_share"] {
             let s = c[share].as_f64().unwrap_or(-1.0);
             assert!(s > 0.0 && s <= 1.5, "{share} {s}: {c}");

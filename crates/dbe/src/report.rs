@@ -217,8 +217,8 @@ pub fn write(
     }
     if !rows.is_empty() {
         let _ = writeln!(o, "## CPU, memory and discovery\n\nPer run of a group (all its sizes): each agent's CPU time (user + system) and peak resident memory (`VmHWM`), and the leading agent's discovery time (from its process start to all its endpoints matched). Under the real-time setup partita's agents in native nodes lock their memory, so their resident memory counts everything they map; Fast DDS's agent does not lock.\n");
-        let _ = writeln!(o, "| group | discovery ms | agents: CPU ms, peak RSS MiB |");
-        let _ = writeln!(o, "|---|---:|---|");
+        let _ = writeln!(o, "| group | discovery ms | agents: CPU ms, peak RSS MiB | host |");
+        let _ = writeln!(o, "|---|---:|---|---|");
         for c in rows {
             let lead = c.processes.iter().find(|p| p.role == "ping" || p.role == "pub");
             let agents: Vec<String> = c
@@ -228,12 +228,14 @@ pub fn write(
                 .collect();
             let _ = writeln!(
                 o,
-                "| `{}` | {} | {} |",
+                "| `{}` | {} | {} | {} |",
                 c.group.id(),
                 lead.and_then(|p| p.discovery_ns).map(|d| format!("{:.1}", d as f64 / 1e6)).unwrap_or_else(|| "—".into()),
-                agents.join("; ")
+                agents.join("; "),
+                c.disturbance.map_or("—".to_string(), |d| d.note())
             );
         }
+        let _ = writeln!(o, "\n{} Here per run of a group, from its system's start to its end.", partita_lab::machine::HOST_NOTE);
         o.push('\n');
     }
 

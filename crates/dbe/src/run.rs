@@ -93,13 +93,21 @@ pub fn run_group(p: &Planned, cfg: &RunConfig, serial: usize) -> Result<Vec<(Cel
     let state = cfg.state_root.join(&system.name);
     // Logs are appended: a state directory left by an earlier system of the same name would mix its lines in.
     let _ = std::fs::remove_dir_all(&state);
+    let watch = partita_lab::machine::Watch::start();
     let done = run_until_exit(&system, &options, &layout.wait_for, limit(p));
+    let disturbance = watch.stop();
     let outcome = match done {
         Err(RunError::Interrupted) => Err("interrupted".to_string()),
         Err(e) => Err(e.to_string()),
         Ok((_, true)) => Err(format!("still running after {} s:\n{}", limit(p).as_secs(), tail(&state, &layout.logs))),
         Ok((_, false)) => read_logs(&state, &layout.logs).and_then(|lines| cells(p, cfg, lines).map_err(|e| format!("{e}\n{}", tail(&state, &layout.logs)))),
     };
+    let outcome = outcome.map(|mut cells| {
+        for (c, _) in &mut cells {
+            c.disturbance = Some(disturbance);
+        }
+        cells
+    });
     if outcome.is_err() {
         // Keep the failed run's logs (every partition's and node's, the router's too) for a look.
         if let Some(keep) = &cfg.failed_logs {
@@ -138,6 +146,7 @@ fn empty_cell(p: &Planned, cfg: &RunConfig, size: usize, now: &str) -> CellResul
         throughput: None,
         processes: Vec::new(),
         error: None,
+        disturbance: None,
     }
 }
 

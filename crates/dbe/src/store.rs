@@ -2,6 +2,7 @@
 //! (`<test id>.rtt.csv`, one ns value per line). A rerun finds what is measured and skips it unless asked.
 use crate::agent::output::ProcessFigures;
 use crate::matrix::Group;
+use partita_lab::machine::Disturbance;
 use partita_lab::stats::Stats;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -27,6 +28,10 @@ pub struct CellResult {
     pub processes: Vec<ProcessFigures>,
     /// Why the cell has no figures; a failed cell is measured again by the next run.
     pub error: Option<String>,
+    /// What the host did to the machine during its group's run (steal time, CPU frequency); absent in cells
+    /// stored before it was recorded.
+    #[serde(default)]
+    pub disturbance: Option<Disturbance>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -21,6 +21,7 @@
 //! protections ([`protection_keys`]). Each row compares a fault cell with the quiet cells of the same fault and
 //! setting (medians over `--repeat` runs).
 use partita_apps::fault::{self, Kind};
+use partita_lab::machine::{Disturbance, Watch, HOST_NOTE};
 use partita_lab::run::RunError;
 use partita_supervisor::cgroup::PartitionCgroup;
 use partita_supervisor::health::{Event, EventLog};
@@ -250,6 +251,8 @@ pub struct Cell {
     pub lateness: Option<Lateness>,
     pub events: BTreeMap<String, u64>,
     pub containment_ms: Option<f64>,
+    /// What the host did to the machine during the measured span (steal time, CPU frequency).
+    pub disturbance: Option<Disturbance>,
     pub error: Option<String>,
 }
 
@@ -260,6 +263,7 @@ struct Span {
     t1_ns: u64,
     used0: Vec<Duration>,
     used1: Vec<Duration>,
+    disturbance: Disturbance,
 }
 
 /// Sets the flag when dropped: the system goes down however the driver ends (an error, a panic).
@@ -341,12 +345,13 @@ fn drive(d: Drive, stop: Arc<AtomicBool>) -> Result<Span, String> {
     if !sleep_unless_stopped(d.settle, &stop) {
         return Err("stopped while settling".into());
     }
+    let watch = Watch::start();
     let (t0_ns, used0) = (partita_os::clock::monotonic_ns(), usages(&d.cgroups)?);
     if !sleep_unless_stopped(d.span, &stop) {
         return Err("stopped while measuring".into());
     }
     let (t1_ns, used1) = (partita_os::clock::monotonic_ns(), usages(&d.cgroups)?);
-    Ok(Span { ready, t0_ns, t1_ns, used0, used1 })
+    Ok(Span { ready, t0_ns, t1_ns, used0, used1, disturbance: watch.stop() })
 }
 
 /// The last `n` lines of a file, for an error.
@@ -386,7 +391,7 @@ pub fn run_cell(cfg: &IsolationConfig, spec: &CellSpec, name: &str) -> Result<Ce
     }
     let logs = logs.map_err(|e| sys_err(e.to_string()))?;
     let all_events = events.events();
-    let mut cell = Cell { spec: *spec, program: spec.program(), system: name.into(), ready_s: None, span_s: 0.0, victim_share: None, bystander_share: None, faulty_share: None, lateness: None, events: BTreeMap::new(), containment_ms: containment_ms(&all_events), error: None };
+    let mut cell = Cell { spec: *spec, program: spec.program(), system: name.into(), ready_s: None, span_s: 0.0, victim_share: None, bystander_share: None, faulty_share: None, lateness: None, events: BTreeMap::new(), containment_ms: containment_ms(&all_events), disturbance: None, error: None };
     let s = match driven {
         Ok(s) => s,
         Err(e) => {
@@ -400,6 +405,7 @@ pub fn run_cell(cfg: &IsolationConfig, spec: &CellSpec, name: &str) -> Result<Ce
     let used = |k: usize| s.used1[k].saturating_sub(s.used0[k]);
     cell.ready_s = Some(s.ready.as_secs_f64());
     cell.span_s = span.as_secs_f64();
+    cell.disturbance = Some(s.disturbance);
     (cell.victim_share, cell.faulty_share, cell.bystander_share) = (Some(share(used(0), span)), Some(share(used(1), span)), Some(share(used(2), span)));
     let lateness: Vec<u64> = logs.iter().flat_map(|l| l.starts.iter()).filter(|w| (s.t0_ns..s.t1_ns).contains(&w.planned_ns)).map(|w| w.lateness_ns()).collect();
     cell.lateness = Lateness::of(lateness);
@@ -429,6 +435,8 @@ pub struct Figures {
     pub lateness_max_us: Option<f64>,
     /// Summed over the runs.
     pub events: BTreeMap<String, u64>,
+    /// The most the host disturbed any of the runs ([`Disturbance::worst`]).
+    pub disturbance: Option<Disturbance>,
 }
 
 impl Figures {
@@ -450,6 +458,7 @@ impl Figures {
             lateness_p99_us: med(&|c| c.lateness.map(|l| l.p99_us)),
             lateness_max_us: med(&|c| c.lateness.map(|l| l.max_us)),
             events,
+            disturbance: Disturbance::worst(&ok.iter().filter_map(|c| c.disturbance).collect::<Vec<_>>()),
         }
     }
 }
@@ -612,13 +621,13 @@ pub fn markdown(r: &IsolationResults, command: &str) -> String {
         };
         let _ = write!(
             o,
-            "\n{title}\n\n| faulty partition | fault | setting | victim quiet % | victim under fault % | ratio | bystander quiet % | bystander under fault % | lateness quiet µs | lateness under fault µs | p99 ratio | health events quiet | health events under fault | overrun → contained ms |\n\
-             |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|\n"
+            "\n{title}\n\n| faulty partition | fault | setting | victim quiet % | victim under fault % | ratio | bystander quiet % | bystander under fault % | lateness quiet µs | lateness under fault µs | p99 ratio | health events quiet | health events under fault | overrun → contained ms | host |\n\
+             |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---|\n"
         );
         for x in &rows {
             let _ = writeln!(
                 o,
-                "| {what} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {what} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 x.fault.key(),
                 x.protection.key(),
                 pct(x.quiet.victim_share),
@@ -632,6 +641,7 @@ pub fn markdown(r: &IsolationResults, command: &str) -> String {
                 events_cell(&x.quiet.events),
                 events_cell(&x.under_fault.events),
                 num(x.containment_ms, 1),
+                Disturbance::worst(&[x.quiet.disturbance, x.under_fault.disturbance].into_iter().flatten().collect::<Vec<_>>()).map_or("–".to_string(), |d| d.note()),
             );
         }
         for x in rows.iter().filter(|x| !x.failed.is_empty()) {
@@ -644,6 +654,7 @@ pub fn markdown(r: &IsolationResults, command: &str) -> String {
         let left: Vec<&str> = Kind::ALL[1..].iter().filter(|k| !k.in_guest()).map(|k| k.key()).collect();
         let _ = writeln!(o, "\nThe VM table leaves out {}: the guest has no disk (its root and state directory are in its memory), and the others repeat a kind it has.", left.join(", "));
     }
+    let _ = writeln!(o, "\n{HOST_NOTE}");
     let _ = writeln!(o, "\nEvery cell, with its lateness and events: `isolation.json`. Wall time: {:.0} s.", r.elapsed_s);
     o
 }
@@ -753,6 +764,7 @@ mod tests {
             lateness: Some(Lateness { starts: 1000, p50_us: 5.0, p99_us: p99, max_us: 100.0 }),
             events: BTreeMap::from([("window_missed (victim)".to_string(), 1)]),
             containment_ms: None,
+            disturbance: Some(Disturbance { seconds: 1.0, steal_pct: if quiet { 0.2 } else { 3.5 }, mhz_start: Some(2600.0), mhz_end: Some(2600.0) }),
             error: None,
         };
         let cells = [cell(true, 1, 0.96, 20.0), cell(false, 1, 0.10, 200.0), cell(true, 2, 0.98, 20.0), cell(false, 2, 0.12, 400.0)];
@@ -765,5 +777,8 @@ mod tests {
         let res = IsolationResults { machine: "m".into(), accel: "none".into(), accel_reason: "".into(), seconds: 1.0, settle_s: 1.0, repeat: 2, protection_keys: Protection::ALL.into_iter().map(|p| (p.key(), protection_keys(p))).collect(), rows: r, cells: cells.to_vec(), elapsed_s: 1.0 };
         let md = markdown(&res, "partita bench isolation");
         assert!(md.contains("| process | vma-walk | landed | 97.0 | 11.0 | 0.11 |"), "{md}");
+        // The host column: the worst run of the row, quiet or under fault, flagged.
+        assert!(md.contains("| steal 3.5 %, 2600→2600 MHz (moved) |"), "{md}");
+        assert!(md.contains(HOST_NOTE), "{md}");
     }
 }

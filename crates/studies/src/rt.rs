@@ -26,6 +26,7 @@
 //! cyclictest prints every latency (`-v`); the statistics are [`BoxStats`] of all of them and of every
 //! `slice` of the run (stability over time).
 use partita_lab::boxstats::BoxStats;
+use partita_lab::machine::{Disturbance, Watch, HOST_NOTE};
 use partita_lab::plot;
 use partita_lab::setup::Setup;
 use partita_lab::run::{run_until_exit, RunError};
@@ -277,6 +278,8 @@ pub struct RtCell {
     pub error: Option<String>,
     /// Whether the cell was run a second time because its guest did not boot.
     pub retried: bool,
+    /// What the host did to the machine during the cell's (last) run: steal time, CPU frequency.
+    pub disturbance: Option<Disturbance>,
 }
 
 /// stress-ng's line when its workers start; a cell with load must show it once per stress-ng.
@@ -474,6 +477,7 @@ pub fn run(cfg: &RtConfig, mut log: impl FnMut(&str)) -> Result<RtResults, RunEr
         for &tp in cfg.tps.iter().filter(|&&tp| p.runs(tp)) {
             log(&format!("{}, TP{tp}…", p.title()));
             let t = std::time::Instant::now();
+            let mut watch = Watch::start();
             let mut outcome = match p {
                 Profile::Native => run_native(cfg, tp),
                 _ => run_system(cfg, p, tp),
@@ -490,10 +494,12 @@ pub fn run(cfg: &RtConfig, mut log: impl FnMut(&str)) -> Result<RtResults, RunEr
             let retried = again.is_some();
             if let Some(why) = again {
                 log(&format!("  {why}: running the cell once more"));
+                watch = Watch::start();
                 outcome = run_system(cfg, p, tp);
             }
+            let disturbance = Some(watch.stop());
             let file = format!("raw/{}-tp{tp}.txt", p.key());
-            let failed = |error: String| RtCell { profile: p, tp, priority: None, stats: None, slices: Vec::new(), cumulative: Vec::new(), raw: file.clone(), wall_s: t.elapsed().as_secs_f64(), error: Some(error), retried };
+            let failed = |error: String| RtCell { profile: p, tp, priority: None, stats: None, slices: Vec::new(), cumulative: Vec::new(), raw: file.clone(), wall_s: t.elapsed().as_secs_f64(), error: Some(error), retried, disturbance };
             let text = match outcome {
                 Ok(text) => text,
                 Err(RunError::Interrupted) => return Err(RunError::Interrupted),
@@ -523,7 +529,7 @@ pub fn run(cfg: &RtConfig, mut log: impl FnMut(&str)) -> Result<RtResults, RunEr
             if let Some(s) = &stats {
                 log(&format!("  {} samples: median {:.0} µs, mean {:.1} µs, p99 {:.0} µs, max {:.0} µs", s.samples, s.median, s.mean, s.p99, s.max));
             }
-            cells.push(RtCell { profile: p, tp, priority: parse_priority(&text), stats, slices: sl, cumulative, raw: file, wall_s: t.elapsed().as_secs_f64(), error: None, retried });
+            cells.push(RtCell { profile: p, tp, priority: parse_priority(&text), stats, slices: sl, cumulative, raw: file, wall_s: t.elapsed().as_secs_f64(), error: None, retried, disturbance });
         }
     }
     Ok(RtResults {
@@ -638,12 +644,14 @@ pub fn markdown(r: &RtResults, command: &str) -> String {
         r.slice_s
     );
     o.push_str("## The paper's table: every system profile × testing profile (ms)\n\n");
-    let _ = writeln!(o, "| system profile | TP | FIFO {}\n|---|---:|---:|{}", STATS_HEAD, "---:|".repeat(11));
+    let _ = writeln!(o, "| system profile | TP | FIFO {} host |\n|---|---:|---:|{}---|", STATS_HEAD, "---:|".repeat(11));
     for p in Profile::ALL {
         for c in r.cells.iter().filter(|c| c.profile == p) {
-            o.push_str(&stats_row(&format!("{} | {} | {}", profile_title(r, p), c.tp, c.priority.map_or("?".into(), |x| x.to_string())), &c.stats));
+            let row = stats_row(&format!("{} | {} | {}", profile_title(r, p), c.tp, c.priority.map_or("?".into(), |x| x.to_string())), &c.stats);
+            let _ = writeln!(o, "{} {} |", row.trim_end(), c.disturbance.map_or("–".to_string(), |d| d.note()));
         }
     }
+    let _ = writeln!(o, "\n{HOST_NOTE} Here per cell, from its system's start to its end.");
     for c in r.cells.iter().filter(|c| c.retried) {
         let _ = writeln!(o, "\n{} TP{} was run twice: the first time a guest did not boot, or start its load, in time.", profile_title(r, c.profile), c.tp);
     }
