@@ -26,7 +26,8 @@ use partita_lab::run::RunError;
 use partita_supervisor::cgroup::PartitionCgroup;
 use partita_supervisor::health::{Event, EventLog};
 use partita_supervisor::supervisor::{stop_requested, Supervisor, UpOptions};
-use partita_system::System;
+use partita_system::spec::{DiskSpec, HealthSpec, ModuleSpec, PartitionSpec, PlanSpec, SystemSpec, TimeOverrunSpec, VmSpec};
+use partita_system::{ByteSize, OverrunAction, Preemption, System};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -64,13 +65,66 @@ pub enum Placement {
     Vm,
 }
 
-/// TOML a protection setting adds to a cell's system: to `[system]`, to each `[[module.plan]]` and to each
-/// `[[module.partition]]` (each snippet whole lines, placed last in its table).
+/// The keys a protection setting sets in a cell's system: in `[system]`, in each `[[module.plan]]` and in each
+/// `[[module.partition]]`; unset keys keep the system file's defaults. The report prints them as TOML.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ProtectionKeys {
-    pub system: String,
-    pub plan: String,
-    pub partition: String,
+    pub preemption: Option<Preemption>,
+    pub housekeeping_cpus: Option<Vec<usize>>,
+    pub demote: Option<bool>,
+    pub time_overrun: Option<TimeOverrunSpec>,
+    pub disk: Option<DiskSpec>,
+    pub seccomp_allow: Vec<String>,
+}
+
+impl ProtectionKeys {
+    fn system(&self, mut s: SystemSpec) -> SystemSpec {
+        if let Some(p) = self.preemption {
+            s = s.preemption(p);
+        }
+        if let Some(c) = &self.housekeeping_cpus {
+            s = s.housekeeping_cpus(c.iter().copied());
+        }
+        s
+    }
+
+    fn plan(&self, p: PlanSpec) -> PlanSpec {
+        match self.demote {
+            Some(d) => p.demote(d),
+            None => p,
+        }
+    }
+
+    fn partition(&self, mut p: PartitionSpec) -> PartitionSpec {
+        if let Some(t) = &self.time_overrun {
+            p = p.time_overrun(t.clone());
+        }
+        if let Some(d) = &self.disk {
+            p = p.disk(d.clone());
+        }
+        if !self.seccomp_allow.is_empty() {
+            p = p.seccomp_allow(self.seccomp_allow.iter().cloned());
+        }
+        p
+    }
+
+    /// The keys per table, as the system file writes them: what applying them to an empty table sets.
+    fn toml(&self) -> [(&'static str, Vec<String>); 3] {
+        fn key(name: &str, v: &impl Serialize) -> Option<String> {
+            Some(format!("{name} = {}", toml::Value::try_from(v).ok()?))
+        }
+        let s = self.system(SystemSpec::new("-")).system;
+        let plan = self.plan(PlanSpec::new(0, partita_system::Duration::from_micros(1)));
+        let part = self.partition(PartitionSpec::new("-", ["-"]));
+        [
+            ("[system]", [s.preemption.and_then(|v| key("preemption", &v)), s.housekeeping_cpus.and_then(|v| key("housekeeping_cpus", &v))].into_iter().flatten().collect()),
+            ("[[module.plan]]", plan.demote.and_then(|v| key("demote", &v)).into_iter().collect()),
+            (
+                "[[module.partition]]",
+                [part.time_overrun.and_then(|v| key("time_overrun", &v)), part.disk.and_then(|v| key("disk", &v)), part.seccomp.and_then(|v| key("seccomp", &v))].into_iter().flatten().collect(),
+            ),
+        ]
+    }
 }
 
 /// "landed": every protection against kernel work off (the behaviour before them: kernel preemption and the
@@ -80,11 +134,14 @@ pub struct ProtectionKeys {
 pub fn protection_keys(p: Protection) -> ProtectionKeys {
     match p {
         Protection::Landed => ProtectionKeys {
-            system: "preemption = \"keep\"\nhousekeeping_cpus = []".into(),
-            plan: "demote = false".into(),
-            partition: "time_overrun = { action = \"ignore\" }\ndisk = \"unlimited\"\nseccomp = { allow = [\"sync\", \"syncfs\"] }".into(),
+            preemption: Some(Preemption::Keep),
+            housekeeping_cpus: Some(Vec::new()),
+            demote: Some(false),
+            time_overrun: Some(TimeOverrunSpec::new().action(OverrunAction::Ignore)),
+            disk: Some(DiskSpec::Unlimited),
+            seccomp_allow: vec!["sync".into(), "syncfs".into()],
         },
-        Protection::Protected => ProtectionKeys { system: String::new(), plan: String::new(), partition: String::new() },
+        Protection::Protected => ProtectionKeys::default(),
     }
 }
 
@@ -99,10 +156,10 @@ pub const WINDOW_US: u64 = 1000;
 /// Where `udp-flood` sends on the victim's V-NIC (nothing listens: the victim answers with ICMP).
 pub const FLOOD_PORT: u16 = 9999;
 /// The faulty process partition's limits: room for 64 MiB regions, 24 MiB writes and 240 threads.
-const FAULTY_MEMORY: &str = "256MiB";
-const FAULTY_PIDS: u32 = 1024;
+const FAULTY_MEMORY: ByteSize = ByteSize::mib(256);
+const FAULTY_PIDS: u64 = 1024;
 /// The faulty guest's memory (its partition's cgroup gets QEMU's 256 MiB more, docs/configuration.md).
-const GUEST_MEMORY: &str = "320MiB";
+const GUEST_MEMORY: ByteSize = ByteSize::mib(320);
 const GUEST_BOOT_TIMEOUT_S: u64 = 120;
 
 #[derive(Debug, Clone)]
@@ -158,34 +215,37 @@ pub fn plan_cells(cfg: &IsolationConfig) -> Vec<CellSpec> {
     out
 }
 
-/// The system file of a cell; `target` is the victim's V-NIC address for `udp-flood`.
-pub fn system_toml(cfg: &IsolationConfig, spec: &CellSpec, name: &str, target: Option<SocketAddr>) -> String {
+/// The system of a cell; `target` is the victim's V-NIC address for `udp-flood`.
+pub fn cell_spec(cfg: &IsolationConfig, spec: &CellSpec, name: &str, target: Option<SocketAddr>) -> Result<SystemSpec, String> {
     let keys = protection_keys(spec.protection);
-    let mut t = format!("[system]\nname = \"{name}\"\n{}\n[[module]]\nname = \"bench\"\ncpus = [0]\n\n", keys.system);
+    let mut module = ModuleSpec::new("bench").cpus([0]);
     for p in PARTITIONS {
         let program = if p == "faulty" { spec.program() } else { Kind::Spin };
         let mut command: Vec<String> = ["partita", "app", "fault", program.key()].map(String::from).to_vec();
         if let (Kind::UdpFlood, Some(to)) = (program, target) {
             command.extend(["--target".into(), to.to_string()]);
         }
-        let _ = writeln!(t, "[[module.partition]]\nname = \"{p}\"\ncommand = {}\nhealth = {{ action = \"stop\" }}", crate::toml_strings(&command));
+        let mut partition = PartitionSpec::new(p, command).health(HealthSpec::stop());
         if p == "faulty" && spec.placement == Placement::Vm {
-            let _ = writeln!(t, "kind = \"vm\"\nvm = {{ memory = \"{GUEST_MEMORY}\", vcpus = 1, accel = \"{}\", boot_timeout = \"{GUEST_BOOT_TIMEOUT_S}s\" }}\npids = {FAULTY_PIDS}", cfg.accel);
+            let accel = cfg.accel.parse().map_err(|e| format!("acceleration {:?}: {e}", cfg.accel))?;
+            let guest = VmSpec::new().memory(GUEST_MEMORY).vcpus(1).accel(accel).boot_timeout(partita_system::Duration::from_millis(GUEST_BOOT_TIMEOUT_S * 1000));
+            partition = partition.vm(guest).pids(FAULTY_PIDS);
         } else if p == "faulty" {
-            let _ = writeln!(t, "memory = \"{FAULTY_MEMORY}\"\npids = {FAULTY_PIDS}");
+            partition = partition.memory(FAULTY_MEMORY).pids(FAULTY_PIDS);
         }
-        let _ = writeln!(t, "{}", keys.partition);
+        module = module.partition(keys.partition(partition));
     }
-    let _ = writeln!(t, "[[module.plan]]\ncpu = 0\nmajor_frame = \"{}us\"\n{}", WINDOW_US * PARTITIONS.len() as u64, keys.plan);
+    let us = partita_system::Duration::from_micros;
+    let mut plan = PlanSpec::new(0, us(WINDOW_US * PARTITIONS.len() as u64));
     for (k, p) in PARTITIONS.iter().enumerate() {
-        let _ = writeln!(t, "[[module.plan.window]]\npartition = \"{p}\"\nstart = \"{}us\"\nduration = \"{WINDOW_US}us\"\n", k as u64 * WINDOW_US);
+        plan = plan.window(*p, us(k as u64 * WINDOW_US), us(WINDOW_US));
     }
-    t
+    Ok(keys.system(SystemSpec::new(name)).module(module.plan(keys.plan(plan))))
 }
 
-/// A cell's validated system: for `udp-flood`, parsed once to learn the victim's address, then again with it.
+/// A cell's validated system: for `udp-flood`, built once to learn the victim's address, then again with it.
 pub fn cell_system(cfg: &IsolationConfig, spec: &CellSpec, name: &str, host: &partita_system::Host) -> Result<System, String> {
-    let parse = |target| partita_system::parse(&system_toml(cfg, spec, name, target), &format!("<bench isolation {name}>"), host).map_err(|e| e.to_string());
+    let parse = |target| cell_spec(cfg, spec, name, target)?.build(host, &format!("<bench isolation {name}>")).map_err(|e| e.to_string());
     let system = parse(None)?;
     if spec.program() != Kind::UdpFlood {
         return Ok(system);
@@ -583,11 +643,7 @@ fn events_cell(e: &BTreeMap<String, u64>) -> String {
 }
 
 fn keys_line(k: &ProtectionKeys) -> String {
-    let all: Vec<String> = [("[system]", &k.system), ("[[module.plan]]", &k.plan), ("[[module.partition]]", &k.partition)]
-        .iter()
-        .filter(|(_, t)| !t.trim().is_empty())
-        .map(|(table, t)| format!("{table} `{}`", t.trim().replace('\n', "; ")))
-        .collect();
+    let all: Vec<String> = k.toml().iter().filter(|(_, keys)| !keys.is_empty()).map(|(table, keys)| format!("{table} `{}`", keys.join("; "))).collect();
     if all.is_empty() { "no keys (the supervisor's defaults)".into() } else { all.join(", ") }
 }
 
@@ -713,8 +769,11 @@ mod tests {
                 assert_eq!(faulty.tree.command[4..], ["--target".to_string(), format!("{victim}:{FLOOD_PORT}")]);
                 assert!(fault::flood_target_allowed(victim.into()));
             }
-            let text = system_toml(&cfg, spec, "x", None);
+            let text = cell_spec(&cfg, spec, "x", None).unwrap().to_toml();
             assert_eq!(text.contains("kind = \"vm\""), spec.placement == Placement::Vm, "{text}");
+            // The setting's keys are in the system, as the report prints them.
+            let landed = spec.protection == Protection::Landed;
+            assert_eq!((system.host.preemption == Preemption::Keep, plan.demote), (landed, !landed), "{text}");
         }
     }
 
@@ -780,5 +839,8 @@ mod tests {
         // The host column: the worst run of the row, quiet or under fault, flagged.
         assert!(md.contains("| steal 3.5 %, 2600→2600 MHz (moved) |"), "{md}");
         assert!(md.contains(HOST_NOTE), "{md}");
+        // The settings' keys, printed from the typed values the cells' systems are built with.
+        let landed = "landed = [system] `preemption = \"keep\"; housekeeping_cpus = []`, [[module.plan]] `demote = false`, [[module.partition]] `time_overrun = { action = \"ignore\" }; disk = \"unlimited\"; seccomp = { allow = [\"sync\", \"syncfs\"] }`";
+        assert!(md.contains(landed) && md.contains("protected = no keys (the supervisor's defaults)"), "{md}");
     }
 }

@@ -16,8 +16,3 @@
 pub mod isolation;
 pub mod rt;
 pub mod virt;
-
-/// A TOML array of strings (a command in a generated system file).
-pub(crate) fn toml_strings(v: &[String]) -> String {
-    toml::Value::Array(v.iter().cloned().map(toml::Value::String).collect()).to_string()
-}
