@@ -150,10 +150,7 @@ impl Setup {
 
     /// A system file's `cpu_dma_latency` for this setup: its bound, or `off` (the value, unquoted).
     pub fn cpu_dma_latency_value(&self) -> String {
-        match self.cpu_dma_latency_us() {
-            Some(us) => format!("{us}us"),
-            None => "off".into(),
-        }
+        self.cpu_dma_latency_spec().to_string()
     }
 
     pub fn locks_memory(&self) -> bool {
@@ -246,6 +243,7 @@ mod tests {
         assert_eq!(s, Setup::default());
         assert_eq!(s.fifo_priority(), Some(50));
         assert_eq!(s.cpu_dma_latency_us(), Some(0));
+        assert_eq!(s.cpu_dma_latency_value(), "0us", "as a system file writes it");
         assert!(s.locks_memory());
         assert_eq!(s.caption(), "real-time setup: SCHED_FIFO 50, memory locked, /dev/cpu_dma_latency held at 0 µs");
         let s = Setup::from_options(false, Some(89), Some(20)).unwrap();
@@ -257,6 +255,7 @@ mod tests {
         let s = Setup::from_options(true, None, None).unwrap();
         assert_eq!(s, Setup::Normal);
         assert_eq!((s.fifo_priority(), s.cpu_dma_latency_us(), s.locks_memory()), (None, None, false));
+        assert_eq!(s.cpu_dma_latency_value(), "off");
         assert!(s.caption().starts_with("normal scheduling: SCHED_OTHER"));
         let r = s.record("test");
         assert_eq!((r.name, r.policy, r.memory_locked), ("normal", "normal", false));

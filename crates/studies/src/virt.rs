@@ -102,10 +102,10 @@ pub struct VirtConfig {
     pub setup: Setup,
 }
 
-/// Where the ideal row's server listens (the system pins the inter-module subnet).
-const UDP_SERVER: &str = "198.18.0.10:9600";
-/// The ideal row's server node's address, [`UDP_SERVER`]'s.
+/// The ideal row's server node's address (the system pins the inter-module subnet), and the port its server
+/// listens on.
 const UDP_ADDRESS: std::net::Ipv4Addr = std::net::Ipv4Addr::new(198, 18, 0, 10);
+const UDP_PORT: u16 = 9600;
 /// The plan of the planned rows: the server's window, then the neighbour's, in one frame.
 pub const PLAN_US: (u64, u64) = (700, 800);
 /// The deadlines of paper 003, µs.
@@ -136,8 +136,9 @@ pub fn system_spec(cfg: &VirtConfig, p: Placement, name: &str, json: &Path) -> S
     ]);
     let mut server: Vec<String> = ["partita", "app", "exchange-server"].map(String::from).to_vec();
     if p == Placement::Ideal {
-        client.extend(["--udp".into(), UDP_SERVER.into()]);
-        server.extend(["--udp".into(), UDP_SERVER.into()]);
+        let at = std::net::SocketAddr::new(UDP_ADDRESS.into(), UDP_PORT).to_string();
+        client.extend(["--udp".into(), at.clone()]);
+        server.extend(["--udp".into(), at]);
     }
     let t = SystemSpec::new(name).cpu_dma_latency(cfg.setup.cpu_dma_latency_spec()).network(NetworkSpec::new().domain(0).subnet("198.18.0.0/24".parse().expect("a subnet")));
     let t = match p {

@@ -191,6 +191,16 @@ impl std::str::FromStr for CpuDmaLatency {
     }
 }
 
+impl std::fmt::Display for CpuDmaLatency {
+    /// As the file writes it, unquoted: `off` or the bound (`500us`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CpuDmaLatency::Off => f.write_str("off"),
+            CpuDmaLatency::Bound(d) => d.fmt(f),
+        }
+    }
+}
+
 impl Serialize for CpuDmaLatency {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
