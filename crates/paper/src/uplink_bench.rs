@@ -10,6 +10,8 @@ use crate::scenario::{Params, Scenario, UDP_ADDRESS, UDP_PORT};
 use crate::wire::TwoMachines;
 use partita_apps::monitor::Report;
 use partita_lab::setup::Setup;
+use partita_system::spec::{SystemSpec, UplinkSpec};
+use partita_system::UplinkMode;
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
@@ -53,41 +55,57 @@ fn file_err(path: &Path) -> impl FnOnce(std::io::Error) -> UplinkBenchError + '_
     move |e| UplinkBenchError::File { path: path.to_path_buf(), e }
 }
 
-/// The `[node.uplink]` or `[module.partition.uplink]` table of an uplink on `eth1` at `address`.
-fn uplink_table(table: &str, address: &str) -> String {
-    format!("\n[{table}]\ninterface = \"eth1\"\nmode = \"move\"\naddress = \"{address}/24\"\n")
+/// An uplink on `eth1` at `address` (a /24).
+fn uplink(address: &str) -> UplinkSpec {
+    UplinkSpec::new("eth1", UplinkMode::Move, format!("{address}/24"))
 }
 
-/// `text` with `[[host]]`s `near` and `far` declared.
-fn with_hosts(text: &str) -> String {
-    text.replacen("\n[network]\n", "\n[[host]]\nname = \"near\"\n\n[[host]]\nname = \"far\"\n\n[network]\n", 1)
-}
-
-/// The one-host system `text` of `scenario` placed on two machines: the answering side on `near` with an
-/// uplink, the monitor on `far` with its own. `None` for a scenario this benchmark does not place.
-pub fn two_hosts(scenario: Scenario, text: &str) -> Option<String> {
-    let monitor_header = "[[node]]\nname = \"monitor\"\n";
-    let monitor = format!("{monitor_header}host = \"far\"\n");
-    let far_uplink = uplink_table("node.uplink", FAR_UPLINK);
+/// The one-host system `one` of `scenario` placed on two machines, `near` and `far`: the answering side on
+/// `near` with an uplink, the monitor on `far` with its own. `None` for a scenario this benchmark does not
+/// place.
+pub fn place_on_two_hosts(scenario: Scenario, one: SystemSpec) -> Option<SystemSpec> {
+    let mut s = one.host("near").host("far");
     match scenario {
         Scenario::Network => {
-            let server = format!("{UDP_ADDRESS}:{UDP_PORT}");
-            let text = with_hosts(text)
-                .replace(&server, &format!("{NEAR_UPLINK}:{UDP_PORT}"))
-                .replacen("[[node]]\nname = \"recorder\"\n", "[[node]]\nname = \"recorder\"\nhost = \"near\"\n", 1)
-                .replacen(monitor_header, &format!("{}\n{monitor}", uplink_table("node.uplink", NEAR_UPLINK)), 1);
-            Some(format!("{text}{far_uplink}"))
+            // The monitor asks the echo at the near machine's uplink address.
+            let (server, near_server) = (format!("{UDP_ADDRESS}:{UDP_PORT}"), format!("{NEAR_UPLINK}:{UDP_PORT}"));
+            for n in &mut s.node {
+                for a in &mut n.command {
+                    *a = a.replace(&server, &near_server);
+                }
+                match n.name.as_str() {
+                    "recorder" => {
+                        n.host = Some("near".into());
+                        n.uplink = Some(uplink(NEAR_UPLINK));
+                    }
+                    "monitor" => {
+                        n.host = Some("far".into());
+                        n.uplink = Some(uplink(FAR_UPLINK));
+                    }
+                    _ => {}
+                }
+            }
         }
         Scenario::PartitionedRouting => {
-            let text = with_hosts(text)
-                .replacen("name = \"camera-node\"\n", "name = \"camera-node\"\nhost = \"near\"\n", 1)
-                .replacen("[module.partition.router]\n", &format!("{}\n[module.partition.router]\n", uplink_table("module.partition.uplink", NEAR_UPLINK).trim_start()), 1)
-                .replacen("from = \"network\"", "from = \"uplink\"", 1)
-                .replacen(monitor_header, &monitor, 1);
-            Some(format!("{text}{far_uplink}"))
+            for m in s.module.iter_mut().filter(|m| m.name == "camera-node") {
+                m.host = Some("near".into());
+                for p in m.partition.iter_mut().filter(|p| p.router.is_some()) {
+                    p.uplink = Some(uplink(NEAR_UPLINK));
+                    // What came from the inter-module network now comes from the uplink.
+                    let routes = p.router.as_mut().and_then(|r| r.get_mut("route")).and_then(|r| r.as_array_mut());
+                    if let Some(route) = routes.and_then(|r| r.iter_mut().filter_map(|r| r.as_table_mut()).find(|r| r.get("from").and_then(|f| f.as_str()) == Some("network"))) {
+                        route.insert("from".into(), "uplink".into());
+                    }
+                }
+            }
+            for n in s.node.iter_mut().filter(|n| n.name == "monitor") {
+                n.host = Some("far".into());
+                n.uplink = Some(uplink(FAR_UPLINK));
+            }
         }
-        _ => None,
+        _ => return None,
     }
+    Some(s)
 }
 
 /// Waits for the monitor's report at `json` (written when it has made its requests), at most `limit`; then
@@ -150,8 +168,9 @@ pub fn run(cfg: &UplinkBenchConfig) -> Result<Vec<Row>, UplinkBenchError> {
                 setup: cfg.setup,
                 plan: None,
             };
-            let one = scenario.toml(&params).replacen(&format!("name = \"paper-{}\"", scenario.key()), &format!("name = \"uplink-{}\"", scenario.key()), 1);
-            let text = if two { two_hosts(scenario, &one).expect("a placed scenario") } else { one };
+            let mut one = SystemSpec::from_toml(&scenario.toml(&params)).map_err(|e| UplinkBenchError::Row { row: row.clone(), why: format!("the scenario's system: {e}") })?;
+            one.system.name = format!("uplink-{}", scenario.key());
+            let text = if two { place_on_two_hosts(scenario, one).expect("a placed scenario") } else { one }.to_toml();
             let file = cfg.out.join(format!("{}-{}.toml", scenario.key(), if two { "two" } else { "one" }));
             std::fs::write(&file, &text).map_err(file_err(&file))?;
             let limit = Duration::from_secs(60 + cfg.count / 50);
@@ -232,7 +251,7 @@ mod tests {
     #[test]
     fn both_scenarios_split_into_a_near_and_a_far_part_joined_by_their_uplinks() {
         for s in [Scenario::Network, Scenario::PartitionedRouting] {
-            let text = two_hosts(s, &s.toml(&params())).unwrap();
+            let text = place_on_two_hosts(s, SystemSpec::from_toml(&s.toml(&params())).unwrap()).unwrap().to_toml();
             let sys = parse(&text, "two.toml", &Host::with_cpus(2)).unwrap_or_else(|e| panic!("{s:?}: {e}\n{text}"));
             let near = sys.part("near").unwrap();
             let far = sys.part("far").unwrap();
@@ -250,6 +269,6 @@ mod tests {
                 assert!(routing.router.as_deref().unwrap().contains("from = \"uplink\""));
             }
         }
-        assert!(two_hosts(Scenario::Traditional, "").is_none());
+        assert!(place_on_two_hosts(Scenario::Traditional, SystemSpec::new("x")).is_none());
     }
 }
