@@ -19,9 +19,9 @@
 //!
 //! Everything else is RustDDS's default. Readers are waited on with a mio 1 `Poll` (RustDDS's `mio1` re-export;
 //! a reader is an `event::Source` that fires when samples arrive), so `take_*` sleeps in `epoll_wait` until data
-//! or the timeout, never spins. Dropping the channel waits (at most three times `--idle-s`, 30 s by default, per writer) until the matched reliable
-//! readers acknowledged everything written: RustDDS admits up to 8192 samples ahead of the network, and they,
-//! the end marker among them, would otherwise die with the participant.
+//! or the timeout, never spins. Dropping the channel waits (at most three times `--idle-s`, 30 s by default,
+//! per writer) until the matched reliable readers acknowledged everything written: RustDDS admits up to 8192
+//! samples ahead of the network, and they, the end marker among them, would otherwise die with the participant.
 //!
 //! **Matching.** RustDDS 0.15 has no `get_publication_matched_status()` (it is commented out upstream).
 //! [`Channel::matched`] counts, per local endpoint, the remote endpoints RustDDS reported matched, from its
@@ -385,8 +385,8 @@ impl RustddsChannel {
 impl Drop for RustddsChannel {
     /// A reliable RustDDS writer may have up to 8192 samples admitted but not yet sent or acknowledged when the
     /// agent ends (a pub writes faster than the network drains): they would die with the participant, the end
-    /// marker among them. So wait, at most `linger` (three times `--idle-s`) per writer, until the matched readers acknowledged
-    /// everything (at once when there are none, or for a best-effort writer).
+    /// marker among them. So wait, at most `linger` (three times `--idle-s`) per writer, until the matched
+    /// readers acknowledged everything (at once when there are none, or for a best-effort writer).
     fn drop(&mut self) {
         if let Some(w) = &self.pub_writer {
             let _ = w.wait_for_acknowledgments(self.linger);
