@@ -44,9 +44,11 @@ fn bench_virt_measures_every_placement_at_every_point_and_checks_the_servers_wor
     let runs = v["runs"].as_array().unwrap();
     for r in runs {
         assert_eq!(r["lateness_p99_us"].is_number(), r["placement"] == "process-plan", "window lateness where there is a plan: {r}");
+        // What the host did during the run, beside its figures.
+        assert!(r["disturbance"]["seconds"].as_f64().unwrap() > 0.0 && r["disturbance"]["steal_pct"].as_f64().unwrap() >= 0.0, "{r}");
     }
     let md = std::fs::read_to_string(out.join("virt.md")).unwrap();
-    for want in ["VM rows: **tcg**", "## Overhead split", "## Share of a 10 ms deadline", "## Share of a 100 ms deadline", "## Paper 003 beside this run", "DDS, server in a VM partition, alone (tcg)"] {
+    for want in ["VM rows: **tcg**", "## Overhead split", "## Share of a 10 ms deadline", "## Share of a 100 ms deadline", "## Paper 003 beside this run", "| connect s | window lateness p99 µs | host |", "DDS, server in a VM partition, alone (tcg)"] {
         assert!(md.contains(want), "{want}:\n{md}");
     }
     for f in ["virt-64.svg", "virt-512.svg", "virt-64.png", "virt-512.png"] {

@@ -22,6 +22,7 @@ use partita_apps::exchange::SweepReport;
 use partita_apps::summary::Summary;
 use partita_lab::repeat::{interleaved, Spread};
 use partita_lab::setup::{Setup, LOCK_MEMORY_FLAG};
+use partita_lab::machine::{Disturbance, Watch, HOST_NOTE};
 use partita_lab::run::{run_until_exits, RunError};
 use partita_supervisor::executor::ExecutorLog;
 use partita_supervisor::UpOptions;
@@ -201,6 +202,8 @@ pub struct RowRun {
     pub repeat: u32,
     pub connect_s: f64,
     pub lateness_p99_us: Option<f64>,
+    /// What the host did to the machine during the run (steal time, CPU frequency).
+    pub disturbance: Disturbance,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -236,7 +239,7 @@ fn lateness_p99(logs: &[ExecutorLog]) -> Option<f64> {
     partita_lab::boxstats::BoxStats::of(&v).map(|s| s.p99)
 }
 
-fn run_one(cfg: &VirtConfig, p: Placement, k: u32) -> Result<(SweepReport, Vec<ExecutorLog>), RunError> {
+fn run_one(cfg: &VirtConfig, p: Placement, k: u32) -> Result<(SweepReport, Vec<ExecutorLog>, Disturbance), RunError> {
     let raw = cfg.out.join("raw");
     std::fs::create_dir_all(&raw).map_err(|e| RunError::File { path: raw.clone(), message: e.to_string() })?;
     let tag = format!("{}-r{k}", p.key());
@@ -251,13 +254,15 @@ fn run_one(cfg: &VirtConfig, p: Placement, k: u32) -> Result<(SweepReport, Vec<E
     let requests = cfg.count + cfg.warmup;
     let per_size: f64 = cfg.works_us.iter().map(|w| requests as f64 * (25_000.0 + 3.0 * w)).sum();
     let limit = Duration::from_secs(240) + Duration::from_secs_f64(per_size * cfg.sizes.len() as f64 / 1e6);
+    let watch = Watch::start();
     let done = run_until_exits::<SweepReport>(&system, &options, "client", &json, limit);
+    let disturbance = watch.stop();
     let state = cfg.state_root.join(&system.name);
     if p.is_vm() {
         let _ = std::fs::copy(state.join("server.log"), raw.join(format!("{tag}.server.log")));
     }
     let _ = std::fs::remove_dir_all(&state);
-    done
+    done.map(|(report, logs)| (report, logs, disturbance))
 }
 
 /// Runs every placement `repeat` times, interleaved; `log` gets a line per run and per point.
@@ -277,8 +282,8 @@ pub fn run(cfg: &VirtConfig, mut log: impl FnMut(&str)) -> Result<VirtResults, R
     for (k, i) in interleaved(cfg.placements.len(), cfg.repeat) {
         let p = cfg.placements[i];
         log(&format!("{}, run {k} of {}…", p.title(), cfg.repeat));
-        let (report, logs) = run_one(cfg, p, k)?;
-        runs.push(RowRun { placement: p, repeat: k, connect_s: report.connect_s, lateness_p99_us: lateness_p99(&logs) });
+        let (report, logs, disturbance) = run_one(cfg, p, k)?;
+        runs.push(RowRun { placement: p, repeat: k, connect_s: report.connect_s, lateness_p99_us: lateness_p99(&logs), disturbance });
         for pt in &report.points {
             let missed = DEADLINES_US.map(|d| pt.report.samples_ns.iter().filter(|&&ns| ns as f64 / 1e3 > d).count() as u64 + pt.report.timeouts);
             if let Some(c) = cells.iter_mut().find(|c| c.placement == p && c.size == pt.size && c.work_us == pt.work_us) {
@@ -407,10 +412,11 @@ pub fn markdown(r: &VirtResults, command: &str) -> String {
     }
     o.push_str("\n## Paper 003 beside this run\n\n");
     o.push_str(&paper_comparison(r));
-    let _ = writeln!(o, "\n## Runs\n\n| row | run | connect s | window lateness p99 µs |\n|---|---:|---:|---:|");
+    let _ = writeln!(o, "\n## Runs\n\n| row | run | connect s | window lateness p99 µs | host |\n|---|---:|---:|---:|---|");
     for x in &r.runs {
-        let _ = writeln!(o, "| {} | {} | {:.2} | {} |", title(r, x.placement), x.repeat, x.connect_s, f1(x.lateness_p99_us));
+        let _ = writeln!(o, "| {} | {} | {:.2} | {} | {} |", title(r, x.placement), x.repeat, x.connect_s, f1(x.lateness_p99_us), x.disturbance.note());
     }
+    let _ = writeln!(o, "\n{HOST_NOTE} Here per run, from its system's start to its end; the figures above are medians over the runs.");
     let _ = writeln!(o, "\nWall time: {:.0} s. Raw client reports (every response time) in `raw/`; `virt.json` holds every figure; `virt-<size>.svg`/`.png` plot the mean response time against the server's work.", r.elapsed_s);
     o
 }
