@@ -37,9 +37,8 @@ pub fn run_in_netns<T: Send + 'static>(path: &Path, f: impl FnOnce() -> T + Send
     let file = std::fs::File::open(path).map_err(|source| NetnsError::Open { path: path.into(), source })?;
     let shown = path.to_path_buf();
     std::thread::spawn(move || {
-        // SAFETY: setns on a descriptor we own for the call's duration; CLONE_NEWNET changes only this
-        // thread's network namespace.
-        if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        // The descriptor is ours for the call's duration; only this thread's network namespace changes.
+        if !crate::prexec::join_network_namespace(file.as_raw_fd()) {
             return Err(NetnsError::Join { path: shown, source: io::Error::last_os_error() });
         }
         drop(file);

@@ -1,6 +1,7 @@
 //! The calls a process may make between `fork`/`clone` of a multi-threaded parent and `execve`: each a raw system
 //! call, async-signal-safe, with no allocation, no lock and no Rust standard library call that might take one.
-//! The partition launcher's child (crates/supervisor/src/launch/child.rs) makes its calls through these.
+//! The partition launcher's child (crates/supervisor/src/launch/child.rs) makes its calls through these, and
+//! the crate's other wrappers of the same calls (a thread's scheduler, its network namespace) use them too.
 //!
 //! Each returns `true` on success; on failure it returns `false` with the call's `errno` left as the kernel set
 //! it ([`errno`] reads it), so that the caller can report the step that failed and why without formatting

@@ -28,12 +28,10 @@ pub fn enter_private_network() -> Result<(), SandboxError> {
     if n != 1 {
         return Err(SandboxError::Threads(n));
     }
-    // SAFETY: unshare only changes this thread's namespace membership; no memory is touched.
-    if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+    if !crate::prexec::unshare(libc::CLONE_NEWNET) {
         let first = io::Error::last_os_error();
         // Without root, a new user namespace grants the capabilities a new network namespace needs.
-        // SAFETY: as above.
-        if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) } != 0 {
+        if !crate::prexec::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) {
             return Err(SandboxError::Unshare(first));
         }
     }

@@ -96,9 +96,7 @@ pub fn set_current_thread_fifo(priority: i32) -> Result<(), SchedError> {
     if !(min..=max).contains(&priority) {
         return Err(SchedError::PriorityOutOfRange { priority, min, max });
     }
-    let param = libc::sched_param { sched_priority: priority };
-    // SAFETY: `param` is a valid sched_param read by the kernel; pid 0 is the calling thread.
-    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+    if !crate::prexec::set_scheduler(Some(priority)) {
         return Err(SchedError::Fifo { priority, source: io::Error::last_os_error() });
     }
     Ok(())
@@ -106,9 +104,7 @@ pub fn set_current_thread_fifo(priority: i32) -> Result<(), SchedError> {
 
 /// Runs the calling thread (and what it creates afterwards) under SCHED_OTHER again.
 pub fn set_current_thread_normal() -> io::Result<()> {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: `param` is a valid sched_param read by the kernel; pid 0 is the calling thread.
-    if unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) } != 0 {
+    if !crate::prexec::set_scheduler(None) {
         return Err(io::Error::last_os_error());
     }
     Ok(())
