@@ -24,15 +24,15 @@ pub enum RunError {
     Setup(String),
 }
 
-/// A finished run.
-pub struct Finished {
-    pub report: Report,
+/// A finished run: the report its measuring program wrote (the monitor's by default).
+pub struct Finished<T = Report> {
+    pub report: T,
     pub executors: Vec<ExecutorLog>,
     /// What the host did to the machine while the system ran (steal time, CPU frequency).
     pub disturbance: Disturbance,
 }
 
-impl Finished {
+impl<T> Finished<T> {
     /// The plan executors' largest window-start lateness, µs; `None` when the system had no plan.
     pub fn window_lateness_max_us(&self) -> Option<f64> {
         self.executors.iter().map(|e| e.max_lateness_ns).max().map(|ns| ns as f64 / 1e3)
@@ -70,26 +70,26 @@ pub fn run_until_monitor_exits(
     report_path: &Path,
     limit: Duration,
 ) -> Result<Finished, RunError> {
-    let watch = Watch::start();
-    let (report, executors) = run_until_exits::<Report>(system, options, monitor, report_path, limit)?;
-    Ok(Finished { report, executors, disturbance: watch.stop() })
+    run_until_exits::<Report>(system, options, monitor, report_path, limit)
 }
 
-/// [`run_until_monitor_exits`] for any report a measuring program writes as JSON: the report and the plan
-/// executors' logs.
+/// [`run_until_monitor_exits`] for any report a measuring program writes as JSON: the report, the plan
+/// executors' logs and what the host did meanwhile.
 pub fn run_until_exits<T: serde::de::DeserializeOwned>(
     system: &System,
     options: &UpOptions,
     monitor: &str,
     report_path: &Path,
     limit: Duration,
-) -> Result<(T, Vec<ExecutorLog>), RunError> {
+) -> Result<Finished<T>, RunError> {
     if let Err(e) = std::fs::remove_file(report_path) {
         if e.kind() != std::io::ErrorKind::NotFound {
             return Err(RunError::File { path: report_path.into(), message: e.to_string() });
         }
     }
+    let watch = Watch::start();
     let (executors, timed_out) = run_until_exit(system, options, monitor, limit)?;
+    let disturbance = watch.stop();
     let log = options.state_root.join(&system.name).join(format!("{monitor}.log"));
     let text = match std::fs::read_to_string(report_path) {
         Ok(t) => t,
@@ -104,7 +104,7 @@ pub fn run_until_exits<T: serde::de::DeserializeOwned>(
     };
     let report: T =
         serde_json::from_str(&text).map_err(|e| RunError::File { path: report_path.into(), message: e.to_string() })?;
-    Ok((report, executors))
+    Ok(Finished { report, executors, disturbance })
 }
 
 /// Runs `system` until its partition or node `name` exits or `limit` passes, then tears it down: the plan

@@ -22,8 +22,8 @@ use partita_apps::exchange::SweepReport;
 use partita_apps::summary::Summary;
 use partita_lab::repeat::{interleaved, Spread};
 use partita_lab::setup::{Setup, LOCK_MEMORY_FLAG};
-use partita_lab::machine::{Disturbance, Watch, HOST_NOTE};
-use partita_lab::run::{run_until_exits, RunError};
+use partita_lab::machine::{Disturbance, HOST_NOTE};
+use partita_lab::run::{run_until_exits, Finished, RunError};
 use partita_supervisor::executor::ExecutorLog;
 use partita_supervisor::UpOptions;
 use partita_system::spec::{ModuleSpec, NetworkSpec, NodeSpec, PartitionSpec, PlanSpec, SystemSpec, VmSpec};
@@ -239,7 +239,7 @@ fn lateness_p99(logs: &[ExecutorLog]) -> Option<f64> {
     partita_lab::boxstats::BoxStats::of(&v).map(|s| s.p99)
 }
 
-fn run_one(cfg: &VirtConfig, p: Placement, k: u32) -> Result<(SweepReport, Vec<ExecutorLog>, Disturbance), RunError> {
+fn run_one(cfg: &VirtConfig, p: Placement, k: u32) -> Result<Finished<SweepReport>, RunError> {
     let raw = cfg.out.join("raw");
     std::fs::create_dir_all(&raw).map_err(|e| RunError::File { path: raw.clone(), message: e.to_string() })?;
     let tag = format!("{}-r{k}", p.key());
@@ -254,15 +254,13 @@ fn run_one(cfg: &VirtConfig, p: Placement, k: u32) -> Result<(SweepReport, Vec<E
     let requests = cfg.count + cfg.warmup;
     let per_size: f64 = cfg.works_us.iter().map(|w| requests as f64 * (25_000.0 + 3.0 * w)).sum();
     let limit = Duration::from_secs(240) + Duration::from_secs_f64(per_size * cfg.sizes.len() as f64 / 1e6);
-    let watch = Watch::start();
     let done = run_until_exits::<SweepReport>(&system, &options, "client", &json, limit);
-    let disturbance = watch.stop();
     let state = cfg.state_root.join(&system.name);
     if p.is_vm() {
         let _ = std::fs::copy(state.join("server.log"), raw.join(format!("{tag}.server.log")));
     }
     let _ = std::fs::remove_dir_all(&state);
-    done.map(|(report, logs)| (report, logs, disturbance))
+    done
 }
 
 /// Runs every placement `repeat` times, interleaved; `log` gets a line per run and per point.
@@ -282,8 +280,8 @@ pub fn run(cfg: &VirtConfig, mut log: impl FnMut(&str)) -> Result<VirtResults, R
     for (k, i) in interleaved(cfg.placements.len(), cfg.repeat) {
         let p = cfg.placements[i];
         log(&format!("{}, run {k} of {}…", p.title(), cfg.repeat));
-        let (report, logs, disturbance) = run_one(cfg, p, k)?;
-        runs.push(RowRun { placement: p, repeat: k, connect_s: report.connect_s, lateness_p99_us: lateness_p99(&logs), disturbance });
+        let Finished { report, executors, disturbance } = run_one(cfg, p, k)?;
+        runs.push(RowRun { placement: p, repeat: k, connect_s: report.connect_s, lateness_p99_us: lateness_p99(&executors), disturbance });
         for pt in &report.points {
             let missed = DEADLINES_US.map(|d| pt.report.samples_ns.iter().filter(|&&ns| ns as f64 / 1e3 > d).count() as u64 + pt.report.timeouts);
             if let Some(c) = cells.iter_mut().find(|c| c.placement == p && c.size == pt.size && c.work_us == pt.work_us) {
