@@ -155,7 +155,7 @@ pub fn run(a: VmArgs) -> ExitCode {
                 Ok(e) => e,
                 Err(kv) => return fail("extra", &format!("--env {kv:?}: give NAME=VALUE")),
             };
-            let spec = LaunchSpec { env: plain_env(&partition), extra_env, nics: Vec::new(), argv: command, programs: Vec::new() };
+            let spec = LaunchSpec { env: plain_env(&partition), extra_env, nics: Vec::new(), argv: command, programs: Vec::new(), router_file: None };
             match spec.write_archive(&out) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => fail("extra", &e.to_string()),
@@ -177,7 +177,7 @@ fn plain_env(partition: &str) -> partita_env::PartitionEnv {
         domain: 0,
         external_domain: None,
         uplink_domain: None,
-        router_toml: None,
+        router_file: None,
         cyclonedds_uri: partita_vm::launch::GUEST_DDS_URI.into(),
         fastdds_profile: None,
         state_dir: None,
@@ -245,7 +245,7 @@ fn run_guest(r: RunArgs) -> ExitCode {
     }
     let mut env = plain_env("vm");
     env.domain = r.domain;
-    let spec = LaunchSpec { env, extra_env: Vec::new(), nics, argv: r.command, programs: r.program };
+    let spec = LaunchSpec { env, extra_env: Vec::new(), nics, argv: r.command, programs: r.program, router_file: None };
     let extra = std::env::temp_dir().join(format!("partita-vm-run-{}.cpio", std::process::id()));
     if let Err(e) = spec.write_archive(&extra) {
         return fail("run", &e.to_string());

@@ -10,7 +10,7 @@
 //! | `PARTITA_DOMAIN` | the DDS domain id of its first V-NIC: the module's V-NETWORK, or the inter-module network for a node |
 //! | `PARTITA_EXTERNAL_DOMAIN` | I/O partitions only: the inter-module network's domain id |
 //! | `PARTITA_UPLINK_DOMAIN` | I/O partitions with an uplink: the DDS domain carried on it |
-//! | `PARTITA_ROUTER_TOML` | I/O partitions with a `[module.partition.router]` table: that table as TOML |
+//! | `PARTITA_ROUTER_FILE` | I/O partitions: the path of the routing service's whole configuration, a router file (docs/router.md) the supervisor wrote from the system file |
 //! | `PARTITA_STATE_DIR` | partitions: their private writable directory, kept across runs |
 //! | `CYCLONEDDS_URI` | `file://` of the Cyclone DDS configuration the supervisor wrote: every domain on its V-NIC |
 //! | `FASTRTPS_DEFAULT_PROFILES_FILE` | the Fast DDS XML profile the supervisor wrote: its V-NICs only, unicast peers, no multicast, no shared memory |
@@ -29,8 +29,8 @@ pub const EXTERNAL_DOMAIN: &str = "PARTITA_EXTERNAL_DOMAIN";
 pub const UPLINK_DOMAIN: &str = "PARTITA_UPLINK_DOMAIN";
 /// A partition's private writable directory (the same path on the host and inside).
 pub const STATE_DIR: &str = "PARTITA_STATE_DIR";
-/// An I/O partition's routing table (TOML).
-pub const ROUTER_TOML: &str = "PARTITA_ROUTER_TOML";
+/// Where an I/O partition's routing service finds its configuration (a router file).
+pub const ROUTER_FILE: &str = "PARTITA_ROUTER_FILE";
 /// Cyclone DDS's own variable: where its configuration is.
 pub const CYCLONEDDS_URI: &str = "CYCLONEDDS_URI";
 /// eProsima Fast DDS's (2.x) own variable: the XML file whose default profile its participants take.
@@ -60,7 +60,8 @@ pub struct PartitionEnv {
     pub external_domain: Option<u32>,
     /// I/O partitions with an uplink: the DDS domain carried on it.
     pub uplink_domain: Option<u32>,
-    pub router_toml: Option<String>,
+    /// I/O partitions: the path of their router file, as the partition sees it.
+    pub router_file: Option<String>,
     /// `file://...` of the generated DDS configuration.
     pub cyclonedds_uri: String,
     /// The generated Fast DDS profile's path; `None` where there is none (a VM partition's guest).
@@ -87,8 +88,8 @@ impl PartitionEnv {
         if let Some(d) = self.uplink_domain {
             v.push((UPLINK_DOMAIN.to_string(), d.to_string()));
         }
-        if let Some(t) = &self.router_toml {
-            v.push((ROUTER_TOML.to_string(), t.clone()));
+        if let Some(t) = &self.router_file {
+            v.push((ROUTER_FILE.to_string(), t.clone()));
         }
         if let Some(d) = &self.state_dir {
             v.push((STATE_DIR.to_string(), d.clone()));
@@ -132,9 +133,9 @@ pub fn state_dir() -> Option<String> {
     std::env::var(STATE_DIR).ok()
 }
 
-/// The routing table the supervisor handed to an I/O partition.
-pub fn router_toml() -> Option<String> {
-    std::env::var(ROUTER_TOML).ok()
+/// The path of the router file the supervisor wrote for an I/O partition.
+pub fn router_file() -> Option<String> {
+    std::env::var(ROUTER_FILE).ok()
 }
 
 fn uri_and_domain(name: &'static str) -> Option<Result<(String, u32), BadDomain>> {
@@ -152,7 +153,7 @@ mod tests {
 
     #[test]
     fn the_supervisors_variables_are_reserved_and_others_are_not() {
-        let all = PartitionEnv { partition: "p".into(), module: "m".into(), domain: 1, external_domain: Some(0), uplink_domain: Some(2), router_toml: Some("x".into()), cyclonedds_uri: "file:///x".into(), fastdds_profile: None, state_dir: Some("/s".into()) };
+        let all = PartitionEnv { partition: "p".into(), module: "m".into(), domain: 1, external_domain: Some(0), uplink_domain: Some(2), router_file: Some("/x".into()), cyclonedds_uri: "file:///x".into(), fastdds_profile: None, state_dir: Some("/s".into()) };
         for v in all.vars() {
             assert!(is_reserved(&v.0), "{}", v.0);
         }
@@ -161,7 +162,7 @@ mod tests {
 
     #[test]
     fn only_io_partitions_get_the_external_domain_and_router() {
-        let e = PartitionEnv { partition: "p".into(), module: "m".into(), domain: 3, external_domain: None, uplink_domain: None, router_toml: None, cyclonedds_uri: "file:///x".into(), fastdds_profile: None, state_dir: None };
+        let e = PartitionEnv { partition: "p".into(), module: "m".into(), domain: 3, external_domain: None, uplink_domain: None, router_file: None, cyclonedds_uri: "file:///x".into(), fastdds_profile: None, state_dir: None };
         let names: Vec<String> = e.vars().into_iter().map(|(k, _)| k).collect();
         assert_eq!(names, vec![PARTITION, MODULE, DOMAIN, CYCLONEDDS_URI]);
         assert!(e.vars().contains(&(DOMAIN.to_string(), "3".to_string())));

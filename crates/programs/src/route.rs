@@ -9,8 +9,7 @@ use std::time::{Duration, Instant};
 #[derive(Args)]
 pub struct RouteArgs {
     /// The router's TOML configuration (see docs/router.md). Inside an I/O partition it may be left out: the
-    /// router then routes between the module's domain and the inter-module network as the system file's
-    /// `[module.partition.router]` says, or every topic both ways without that table.
+    /// router then reads the router file the supervisor wrote from the system file (`PARTITA_ROUTER_FILE`).
     pub config: Option<PathBuf>,
     /// Print the statistics table every stats period.
     #[arg(long)]
@@ -35,7 +34,7 @@ pub fn run(args: RouteArgs) -> ExitCode {
             }
         },
         None => match RouterConfig::for_io_partition() {
-            Some(Ok(c)) => (c, "the I/O partition's domains".to_string()),
+            Some(Ok(c)) => (c, partita_env::router_file().unwrap_or_default()),
             Some(Err(e)) => {
                 eprintln!("error: {e}");
                 return ExitCode::from(2);
@@ -43,7 +42,7 @@ pub fn run(args: RouteArgs) -> ExitCode {
             None => {
                 eprintln!(
                     "error: partita route needs a CONFIG file (see docs/router.md and examples/router-loopback.toml); \
-                     only inside an I/O partition (PARTITA_DOMAIN and PARTITA_EXTERNAL_DOMAIN set by the supervisor) can it be left out"
+                     only inside an I/O partition, whose router file the supervisor names in PARTITA_ROUTER_FILE, can it be left out"
                 );
                 return ExitCode::from(2);
             }

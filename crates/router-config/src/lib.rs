@@ -45,7 +45,7 @@
 //! durability = "volatile"     # or "transient-local"; default: the discovered writer's
 //! ```
 #![forbid(unsafe_code)]
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -60,7 +60,7 @@ pub struct ConfigError {
     pub fix: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum Trigger {
     /// A route appears when a writer exists on the source side and a reader on the destination side.
@@ -76,21 +76,21 @@ pub enum Trigger {
     Either,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ReliabilityOverride {
     BestEffort,
     Reliable,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DurabilityOverride {
     Volatile,
     TransientLocal,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SideConfig {
     pub name: String,
@@ -128,7 +128,7 @@ fn default_name() -> String {
     "router".into()
 }
 
-#[derive(Debug, Clone, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct TopicOverride {
     pub name: String,
@@ -144,7 +144,7 @@ pub struct TopicOverride {
     pub batch_delay: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteConfig {
     pub from: String,
@@ -163,7 +163,7 @@ pub struct RouteConfig {
     pub topics: Vec<TopicOverride>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouterConfig {
     #[serde(default = "default_name")]
@@ -202,9 +202,6 @@ pub const EMBEDDED_SIDES: [&str; 2] = ["module", "network"];
 /// The third side of a router embedded in a system file whose I/O partition owns an uplink: the uplink's DDS
 /// domain (docs/deployment.md).
 pub const UPLINK_SIDE: &str = "uplink";
-/// The environment variable through which the supervisor hands an embedded router configuration (TOML) to the
-/// I/O partition's `partita route`.
-pub const EMBEDDED_ENV: &str = partita_env::ROUTER_TOML;
 /// The `batch_delay` of a router whose file sets none.
 pub const DEFAULT_BATCH_DELAY: Duration = Duration::from_micros(100);
 
@@ -351,48 +348,40 @@ impl RouterConfig {
         }
     }
 
-    /// The routing service of an I/O partition started without a file: the routes of the system file's
-    /// `[module.partition.router]` when the supervisor passed one (`embedded`, from `PARTITA_ROUTER_TOML`), else
-    /// every topic routed both ways, between the sides `module` (the module's V-NETWORK, DDS domain `domains[0]`)
-    /// and `network` (the inter-module network, `domains[1]`). The router is named after `partition` unless the
-    /// table names it. The sides' interface and peers are left empty: the supervisor configured both domains, and
-    /// the router takes their DDS configuration from the partition's environment.
-    pub fn for_io_partition(embedded: Option<&str>, partition: Option<&str>, domains: [u32; 2]) -> Result<Self, Vec<ConfigError>> {
-        Self::for_io_partition_with(embedded, partition, domains, None)
+    /// The whole configuration of an I/O partition's routing service, which the supervisor writes into the
+    /// partition's view ([`RouterConfig::to_file`]): `embedded`, the system file's `[module.partition.router]`
+    /// as [`RouterConfig::parse_embedded_with`] validated it (`None`: no table, every topic both ways), with
+    /// `sides`, the partition's V-NICs named `module`, `network` and, when it owns an uplink, `uplink`. The
+    /// router is named after `partition` unless the table names it.
+    pub fn for_io_partition(embedded: Option<&RouterConfig>, partition: &str, sides: Vec<SideConfig>) -> Self {
+        let uplink = sides.iter().any(|s| s.name == UPLINK_SIDE);
+        let mut cfg = match embedded {
+            Some(e) => e.clone(),
+            None => RouterConfig {
+                name: default_name(),
+                max_topics: default_max_topics(),
+                stats_period: default_stats_period(),
+                stats_side: None,
+                mirror_participants: true,
+                batch_delay: default_batch_delay(),
+                local_applications: false,
+                sides: Vec::new(),
+                routes: default_routes(uplink),
+            },
+        };
+        cfg.sides = sides;
+        if cfg.name == default_name() {
+            cfg.name = partition.to_string();
+        }
+        cfg
     }
 
-    /// [`RouterConfig::for_io_partition`] with the uplink's domain when the partition owns one: a third side,
-    /// `uplink`.
-    pub fn for_io_partition_with(embedded: Option<&str>, partition: Option<&str>, domains: [u32; 2], uplink: Option<u32>) -> Result<Self, Vec<ConfigError>> {
-        let names: Vec<&str> = EMBEDDED_SIDES.iter().copied().chain(uplink.map(|_| UPLINK_SIDE)).collect();
-        let ids: Vec<u32> = domains.iter().copied().chain(uplink).collect();
-        let side = |i: usize| SideConfig {
-            name: names[i].into(),
-            domain: ids[i],
-            interface: default_interface(),
-            peers: Vec::new(),
-            multicast: false,
-        };
-        let name = partition.map(str::to_string).unwrap_or_else(default_name);
-        if let Some(text) = embedded {
-            let mut cfg = RouterConfig::parse_embedded_with(text, EMBEDDED_ENV, uplink.is_some())?;
-            cfg.sides = (0..names.len()).map(side).collect();
-            if cfg.name == default_name() {
-                cfg.name = name;
-            }
-            return Ok(cfg);
-        }
-        Ok(RouterConfig {
-            name,
-            max_topics: default_max_topics(),
-            stats_period: default_stats_period(),
-            stats_side: None,
-            mirror_participants: true,
-            batch_delay: default_batch_delay(),
-            local_applications: false,
-            sides: (0..names.len()).map(side).collect(),
-            routes: default_routes(uplink.is_some()),
-        })
+    /// The configuration as a router file that [`RouterConfig::parse`] reads back to an equal value, after
+    /// `header` (comment lines, each written with `# `).
+    pub fn to_file(&self, header: &str) -> String {
+        let mut out: String = header.lines().map(|l| format!("# {l}\n")).collect();
+        out.push_str(&toml::to_string(self).expect("a router configuration is plain TOML: strings, numbers, booleans and tables"));
+        out
     }
 
     /// How often statistics are published and printed (validated: above zero, at most [`MAX_STATS_PERIOD`]).
@@ -653,36 +642,51 @@ max_rate = 30.0
         assert_eq!(e[0].line, Some(19), "{e:?}");
     }
 
+    /// A side on a V-NIC, as the supervisor fills an I/O partition's sides.
+    fn vnic(name: &str, domain: u32, interface: &str) -> SideConfig {
+        SideConfig { name: name.into(), domain, interface: interface.into(), peers: vec!["198.18.0.2".into(), "198.18.0.3".into()], multicast: false }
+    }
+
+    /// An I/O partition's whole router configuration from its table (`None`: none), on V-NICs of domains 3 and
+    /// 7 and, with `uplink`, a third side of domain 9; the table's errors as the system file's validation gives them.
+    fn io(table: Option<&str>, partition: &str, uplink: bool) -> Result<RouterConfig, Vec<ConfigError>> {
+        let embedded = table.map(|t| RouterConfig::parse_embedded_with(t, "system.toml", uplink)).transpose()?;
+        let mut sides = vec![vnic("module", 3, "vnic0"), vnic("network", 7, "vnic1")];
+        if uplink {
+            sides.push(vnic("uplink", 9, "uplink0"));
+        }
+        Ok(RouterConfig::for_io_partition(embedded.as_ref(), partition, sides))
+    }
+
     #[test]
     fn an_io_partition_without_a_table_routes_everything_both_ways_between_its_two_domains() {
-        let c = RouterConfig::for_io_partition(None, Some("routing"), [3, 7]).unwrap();
+        let c = io(None, "routing", false).unwrap();
         assert_eq!(c.name, "routing");
-        let sides: Vec<(&str, u32)> = c.sides.iter().map(|s| (s.name.as_str(), s.domain)).collect();
-        assert_eq!(sides, [("module", 3), ("network", 7)]);
+        let sides: Vec<(&str, u32, &str)> = c.sides.iter().map(|s| (s.name.as_str(), s.domain, s.interface.as_str())).collect();
+        assert_eq!(sides, [("module", 3, "vnic0"), ("network", 7, "vnic1")]);
         assert_eq!(c.routes.len(), 1);
         let r = &c.routes[0];
         assert!(r.both_ways && r.allow == ["*"] && r.block.is_empty() && r.trigger == Trigger::WriterAndReader);
-        assert_eq!(RouterConfig::for_io_partition(None, None, [3, 7]).unwrap().name, "router");
     }
 
     #[test]
     fn an_io_partitions_table_gives_the_routes_and_may_name_the_router() {
         let table = "[[route]]\nfrom = \"network\"\nto = \"module\"\nallow = [\"camera/*\"]\n";
-        let c = RouterConfig::for_io_partition(Some(table), Some("routing"), [3, 7]).unwrap();
+        let c = io(Some(table), "routing", false).unwrap();
         assert_eq!((c.name.as_str(), c.sides[0].domain, c.sides[1].domain), ("routing", 3, 7));
         assert_eq!(c.routes[0].allow, ["camera/*"]);
         assert!(!c.routes[0].both_ways);
-        let named = RouterConfig::for_io_partition(Some(&format!("name = \"io\"\n{table}")), Some("routing"), [3, 7]).unwrap();
+        let named = io(Some(&format!("name = \"io\"\n{table}")), "routing", false).unwrap();
         assert_eq!(named.name, "io");
-        let e = RouterConfig::for_io_partition(Some("max_topics = 0\n"), Some("routing"), [3, 7]).unwrap_err();
+        let e = io(Some("max_topics = 0\n"), "routing", false).unwrap_err();
         let fields: Vec<&str> = e.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(fields, ["max_topics"], "{e:?}");
-        assert!(e.iter().all(|e| e.file == EMBEDDED_ENV), "{e:?}");
+        assert!(e.iter().all(|e| e.file == "system.toml"), "{e:?}");
     }
 
     #[test]
     fn a_table_that_only_sets_limits_keeps_every_topic_both_ways() {
-        let c = RouterConfig::for_io_partition(Some("max_topics = 8\n"), Some("routing"), [3, 7]).unwrap();
+        let c = io(Some("max_topics = 8\n"), "routing", false).unwrap();
         assert_eq!(c.max_topics, 8);
         assert_eq!(c.routes.len(), 1);
         let r = &c.routes[0];
@@ -691,18 +695,34 @@ max_rate = 30.0
 
     #[test]
     fn an_io_partition_with_an_uplink_has_a_third_side_and_routes_to_it_by_default() {
-        let c = RouterConfig::for_io_partition_with(None, Some("routing"), [3, 7], Some(9)).unwrap();
+        let c = io(None, "routing", true).unwrap();
         let sides: Vec<(&str, u32)> = c.sides.iter().map(|s| (s.name.as_str(), s.domain)).collect();
         assert_eq!(sides, [("module", 3), ("network", 7), ("uplink", 9)]);
         let pairs: Vec<(&str, &str, bool)> = c.routes.iter().map(|r| (r.from.as_str(), r.to.as_str(), r.both_ways)).collect();
         assert_eq!(pairs, [("module", "network", true), ("module", "uplink", true)]);
         // a table may route the uplink, and only where there is one
         let table = "[[route]]\nfrom = \"uplink\"\nto = \"module\"\n";
-        let c = RouterConfig::for_io_partition_with(Some(table), Some("routing"), [3, 7], Some(9)).unwrap();
+        let c = io(Some(table), "routing", true).unwrap();
         assert_eq!((c.routes.len(), c.routes[0].from.as_str()), (1, "uplink"));
-        let e = RouterConfig::for_io_partition(Some(table), Some("routing"), [3, 7]).unwrap_err();
+        let e = io(Some(table), "routing", false).unwrap_err();
         assert!(e.iter().any(|e| e.field == "route[0].from" && e.problem.contains("uplink")), "{e:?}");
-        assert!(RouterConfig::parse_embedded_with(table, "t", true).is_ok());
+    }
+
+    #[test]
+    fn an_io_partitions_file_reads_back_as_the_value_it_was_written_from() {
+        let table = concat!(
+            "name = \"io\"\nmax_topics = 9\nstats_period = \"250ms\"\nstats_side = \"module\"\nbatch_delay = \"0s\"\n",
+            "mirror_participants = false\n\n[[route]]\nfrom = \"uplink\"\nto = \"module\"\nblock = [\"secret/*\"]\n",
+            "trigger = \"reader\"\n\n[[route.topic]]\nname = \"video/*\"\nmax_rate = 29.97\ndownsample = 2\nhistory = 8\n",
+            "reliability = \"best-effort\"\ndurability = \"transient-local\"\nbatch_delay = \"20us\"\n",
+        );
+        for (table, uplink) in [(None, false), (None, true), (Some(table), true)] {
+            let c = io(table, "routing", uplink).unwrap();
+            let text = c.to_file("written by a test\nsecond line");
+            assert!(text.starts_with("# written by a test\n# second line\n"), "{text}");
+            let back = RouterConfig::parse(&text, Path::new("router.toml")).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+            assert_eq!(back, c, "{text}");
+        }
     }
 
     #[test]

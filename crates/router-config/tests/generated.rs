@@ -2,8 +2,8 @@
 //! system-file router tables, each either accepted or refused with errors, never a panic. The texts come from
 //! a seeded generator (the same texts on every run), built from the schema's keys with values at and beyond
 //! every limit (huge, negative, not-a-number, wrong type, odd units and characters), and from valid files with
-//! characters cut out, repeated and inserted.
-use partita_router_config::{RouterConfig, TopicOverride};
+//! characters cut out, repeated and inserted. Every valid one, written back as a file, reads back equal.
+use partita_router_config::{RouterConfig, SideConfig, TopicOverride};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
@@ -185,12 +185,21 @@ fn mutated(rng: &mut Rng) -> String {
     chars.into_iter().collect()
 }
 
-/// Parses `text` every way a router or a system file reads it, and uses what a valid one yields.
+/// Parses `text` every way a router or a system file reads it, and uses what a valid one yields. A valid router
+/// file, and the whole configuration an I/O partition's table gives, written as a file read back equal.
 fn read_every_way(text: &str) {
     let file = RouterConfig::parse(text, Path::new("gen.toml"));
     let embedded = RouterConfig::parse_embedded(text, "gen");
-    let io = RouterConfig::for_io_partition(Some(text), Some("io"), [1, 2]);
-    for cfg in [file, embedded, io].into_iter().flatten() {
+    let side = |name: &str, domain: u32, interface: &str| SideConfig { name: name.into(), domain, interface: interface.into(), peers: vec!["198.18.0.2".into()], multicast: false };
+    let io = embedded.as_ref().ok().map(|e| RouterConfig::for_io_partition(Some(e), "io", vec![side("module", 1, "vnic0"), side("network", 2, "vnic1")]));
+    for cfg in file.iter().chain(&io) {
+        let written = cfg.to_file("");
+        match RouterConfig::parse(&written, Path::new("written.toml")) {
+            Ok(back) => assert_eq!(&back, cfg, "written as:\n{written}"),
+            Err(e) => panic!("a valid configuration written as a file is refused: {e:?}\n{written}"),
+        }
+    }
+    for cfg in [file, embedded].into_iter().flatten().chain(io) {
         let _ = cfg.stats_period();
         let _ = cfg.batch_delay(&TopicOverride::default());
         for route in &cfg.routes {

@@ -8,7 +8,7 @@ use crate::batch::Batching;
 use partita_dds::{DomainConfig, Interface};
 pub use partita_router_config::{
     describe, parse_duration, ConfigError, DurabilityOverride, DurationError, ReliabilityOverride, RouteConfig, SideConfig, TopicOverride,
-    Trigger, DEFAULT_BATCH_DELAY, EMBEDDED_ENV, EMBEDDED_SIDES, UPLINK_SIDE, MAX_BATCH_DELAY, MAX_STATS_PERIOD,
+    Trigger, DEFAULT_BATCH_DELAY, EMBEDDED_SIDES, UPLINK_SIDE, MAX_BATCH_DELAY, MAX_STATS_PERIOD,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -57,32 +57,41 @@ impl RouterConfig {
         Validated::parse(text, path).map(Self::from)
     }
 
-    /// The routing service of an I/O partition started without a file: its two domains as the supervisor
-    /// configured them (`PARTITA_DOMAIN`, the module's V-NETWORK, and `PARTITA_EXTERNAL_DOMAIN`, the inter-module
-    /// network), with the routes of the system file's `[module.partition.router]` when the supervisor passed one
-    /// (`PARTITA_ROUTER_TOML`), else every topic routed both ways (see [`Validated::for_io_partition`]). `None`
-    /// outside an I/O partition.
+    /// The routing service of an I/O partition started without a file: the router file the supervisor wrote
+    /// into the partition's view (`PARTITA_ROUTER_FILE`, from the system file's `[module.partition.router]`, see
+    /// [`Validated::for_io_partition`]), whose sides `module`, `network` and `uplink` join the domains the
+    /// supervisor configured (`CYCLONEDDS_URI`, with `PARTITA_DOMAIN`, `PARTITA_EXTERNAL_DOMAIN` and
+    /// `PARTITA_UPLINK_DOMAIN`). `None` outside an I/O partition.
     pub fn for_io_partition() -> Option<Result<Self, String>> {
-        let module = DomainConfig::from_environment()?;
-        let external = DomainConfig::from_environment_external()?;
-        let (module, external) = match (module, external) {
-            (Ok(m), Ok(e)) => (m, e),
-            (Err(e), _) | (_, Err(e)) => return Some(Err(e.to_string())),
-        };
-        let embedded = partita_env::router_toml();
-        let partition = partita_env::partition();
-        let uplink = match DomainConfig::from_environment_uplink() {
-            None => None,
-            Some(Ok(u)) => Some(u),
-            Some(Err(e)) => return Some(Err(e.to_string())),
-        };
-        let validated = match Validated::for_io_partition_with(embedded.as_deref(), partition.as_deref(), [module.domain_id, external.domain_id], uplink.as_ref().map(|u| u.domain_id)) {
+        let file = partita_env::router_file()?;
+        let validated = match Validated::load(Path::new(&file)) {
             Ok(v) => v,
             Err(errors) => return Some(Err(errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"))),
         };
-        let mut supervisor_domains: BTreeMap<String, DomainConfig> = EMBEDDED_SIDES.iter().map(|s| s.to_string()).zip([module, external]).collect();
-        if let Some(u) = uplink {
-            supervisor_domains.insert(UPLINK_SIDE.to_string(), u);
+        let mut supervisor_domains = BTreeMap::new();
+        let domains = [
+            (EMBEDDED_SIDES[0], DomainConfig::from_environment()),
+            (EMBEDDED_SIDES[1], DomainConfig::from_environment_external()),
+            (UPLINK_SIDE, DomainConfig::from_environment_uplink()),
+        ];
+        for (side, domain) in domains {
+            match domain {
+                Some(Ok(d)) => {
+                    supervisor_domains.insert(side.to_string(), d);
+                }
+                Some(Err(e)) => return Some(Err(e.to_string())),
+                None => {}
+            }
+        }
+        // The file and the environment come from one system file; a side on another domain than the one the
+        // supervisor configured for it would join a domain on no V-NIC.
+        for side in &validated.sides {
+            if let Some(d) = supervisor_domains.get(&side.name).filter(|d| d.domain_id != side.domain) {
+                return Some(Err(format!(
+                    "{file}: side {}: domain {}, but the supervisor configured domain {} for it; route with the file the supervisor wrote",
+                    side.name, side.domain, d.domain_id
+                )));
+            }
         }
         Some(Ok(RouterConfig { validated, supervisor_domains }))
     }

@@ -150,6 +150,8 @@ pub struct GuestPlace<'a> {
     /// allows device nodes).
     pub uid: u32,
     pub state_dir: &'a Path,
+    /// An I/O partition's router file (its text), put in the guest.
+    pub router_file: Option<String>,
 }
 
 impl Guests {
@@ -220,7 +222,7 @@ impl Guests {
             argv[0] = program.display().to_string();
             programs.push(program);
         }
-        let spec = partita_vm::LaunchSpec { env, extra_env: place.tree.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(), nics, argv, programs };
+        let spec = partita_vm::LaunchSpec { env, extra_env: place.tree.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(), nics, argv, programs, router_file: place.router_file };
         let archive = place.state_path.join(format!("{name}.guest.cpio"));
         spec.write_archive(&archive).map_err(|e| SupervisorError::Invalid(format!("VM partition {name}: its guest archive: {e}")))?;
         let kvm = match accel {

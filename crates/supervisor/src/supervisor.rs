@@ -328,12 +328,23 @@ impl Supervisor {
                 }
                 _ => false,
             };
+            // An I/O partition's routing service: its whole configuration, as a router file.
+            let io = member.partition.filter(|p| p.io);
+            let router = io.and_then(|p| system.router_config(p)).map(|r| {
+                let header = format!("The routing service of I/O partition {} of system {}, written by partita's supervisor from\n{} (docs/router.md).", member.name, system.name, system.source);
+                r.to_file(&header)
+            });
+            let router_path = state_path.join(format!("{}.router.toml", member.name));
+            if let (Some(text), None) = (&router, vm) {
+                std::fs::write(&router_path, text).map_err(path_err("write", &router_path))?;
+            }
             let confine = match &tree.confinement {
                 Some(c) => {
                     s._state_dirs.0.push(c.state_dir.clone());
                     let mut confine = confine(c, &state_path.join(format!("{}.root", member.name)), vm.is_none().then_some(xml_path.as_path()))?;
                     s.state_images.push(StateImage::mount(&c.state_dir, c.state_quota, c.uid)?);
                     confine.fastdds_profile = fastdds_written.then(|| fastdds_path.clone());
+                    confine.router_file = (router.is_some() && vm.is_none()).then(|| router_path.clone());
                     confine.guest_files.extend(security_binds.iter().cloned());
                     confine.memory = tree.memory.map(|m| m.0);
                     Some(confine)
@@ -362,7 +373,6 @@ impl Supervisor {
             // `partita route`, `partita app recorder`, …: the small binary of that program, beside partita.
             let (program, args) = if program == PARTITA_PROGRAM { partita_env::programs::resolve(&partita, args) } else { (PathBuf::from(program), args.to_vec()) };
             let program = program.display().to_string();
-            let io = member.partition.filter(|p| p.io);
             let environment = PartitionEnv {
                 partition: member.name.to_string(),
                 module: member.module.map_or(member.name, |m| &m.name).to_string(),
@@ -374,7 +384,12 @@ impl Supervisor {
                 .get(),
                 external_domain: io.and(tree.nics.iter().find(|n| n.network == NetworkId::InterModule)).map(|n| n.domain.get()),
                 uplink_domain: io.and(tree.uplink.as_ref()).map(|u| u.domain.get()),
-                router_toml: io.and_then(|p| p.router.clone()),
+                router_file: match (&router, vm, confine.is_some()) {
+                    (None, ..) => None,
+                    (Some(_), Some(_), _) => Some(partita_vm::GUEST_ROUTER_FILE.to_string()),
+                    (Some(_), None, true) => Some(rootfs::ROUTER_FILE.to_string()),
+                    (Some(_), None, false) => Some(router_path.display().to_string()),
+                },
                 cyclonedds_uri: uri,
                 fastdds_profile,
                 state_dir: tree.confinement.as_ref().map(|c| c.state_dir.display().to_string()),
@@ -414,6 +429,7 @@ impl Supervisor {
                     state_path: &state_path,
                     uid: granted.uid,
                     state_dir: &granted.state_dir,
+                    router_file: router.clone(),
                 };
                 let guest = guests.prepare(system, place, bridge_of)?;
                 let (runner, args) = partita_env::programs::resolve(&partita, &guest.args);
@@ -644,7 +660,7 @@ fn confine(c: &partita_system::Confinement, root: &Path, dds_config: Option<&Pat
     std::os::unix::fs::chown(&c.state_dir, Some(c.uid), Some(c.uid)).map_err(path_err("chown", &c.state_dir))?;
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&c.state_dir, std::fs::Permissions::from_mode(0o700)).map_err(path_err("chmod", &c.state_dir))?;
-    Ok(Confine { granted: c.clone(), dds_config: dds_config.map(Path::to_path_buf), root: root.to_path_buf(), memory: None, kvm: None, guest_files: Vec::new(), fastdds_profile: None, seen: Default::default() })
+    Ok(Confine { granted: c.clone(), dds_config: dds_config.map(Path::to_path_buf), root: root.to_path_buf(), memory: None, kvm: None, guest_files: Vec::new(), fastdds_profile: None, router_file: None, seen: Default::default() })
 }
 
 /// A partition or native node, as the build loop sees it.

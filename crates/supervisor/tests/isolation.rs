@@ -24,7 +24,7 @@ fn spec(system: &str, partition: &str, cg: &PartitionCgroup, netns: Option<&NetN
             domain: 3,
             external_domain: None,
             uplink_domain: None,
-            router_toml: None,
+            router_file: None,
             cyclonedds_uri: "file:///nonexistent.xml".into(),
             fastdds_profile: None,
             state_dir: None,

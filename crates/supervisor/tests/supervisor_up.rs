@@ -85,7 +85,36 @@ fn the_reference_system_comes_up_runs_its_plan_and_goes_away() {
 }
 
 #[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn the_io_partition_alone_gets_its_router_file_in_its_view_with_a_side_per_v_nic() {
+    let _bound = bound_shared();
+    let name = system_name("rf");
+    let root = tempdir("state");
+    // Shell builtins only: a confined partition sees no program its file does not bind.
+    let show = |what: &str| format!(r#"["sh", "-c", "echo file=${{PARTITA_ROUTER_FILE:-none}}; for f in /run/partita/*; do echo seen $f; done; {what} while :; do :; done"]"#);
+    let text = reference_system(&name, &show(""))
+        .replacen(r#"command = ["sh", "-c", "while :; do :; done"]"#, &format!("command = {}", show(r#"while IFS= read -r l; do echo \"$l\"; done < \"$PARTITA_ROUTER_FILE\";"#)), 1);
+    let sys = system(&text);
+    let sup = Supervisor::up(&sys, &options(&root)).unwrap();
+    let state_dir = sup.state_dir().to_path_buf();
+    let written = std::fs::read_to_string(state_dir.join("routing.router.toml")).unwrap();
+    assert!(!state_dir.join("recorder.router.toml").exists(), "a partition that is not the I/O partition got a router file");
+    let logs = sup.run(Some(Duration::from_millis(600)), None).unwrap();
+    assert_eq!(logs[0].switch_errors, 0);
+    let routing = std::fs::read_to_string(state_dir.join("routing.log")).unwrap();
+    let recorder = std::fs::read_to_string(state_dir.join("recorder.log")).unwrap();
+    // The routing partition reads, in its own view, what the supervisor wrote: every topic both ways between
+    // a side on each V-NIC.
+    assert!(routing.contains("file=/run/partita/router.toml\n") && routing.contains("seen /run/partita/router.toml\n"), "{routing}");
+    assert!(routing.contains(&written[written.find("name = ").unwrap()..]), "the partition sees another file than the supervisor wrote:\n{routing}\n{written}");
+    for side in ["name = \"module\"", "interface = \"vnic0\"", "name = \"network\"", "interface = \"vnic1\"", "both_ways = true"] {
+        assert!(written.contains(side), "{side} missing from\n{written}");
+    }
+    assert!(recorder.contains("file=none\n") && recorder.contains("seen /run/partita/dds.xml\n") && !recorder.contains("router.toml"), "{recorder}");
+    assert_nothing_left(&name, Some(&link_prefix(&name)));
+}
 
+#[test]
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn a_build_failing_half_way_leaves_nothing() {
     let _bound = bound_shared();

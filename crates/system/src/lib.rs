@@ -23,8 +23,6 @@ pub use spec::{
     CpuDmaLatency, DiskLimit, DiskLimitsSpec, DiskSpec, ExitAction, HealthSpec, HostSpec, KernelLimitsSpec, ModuleSpec, NetworkSpec, NodeSpec, PartitionKind, PartitionSpec, PeerSpec,
     PlanSpec, RequestPathSpec, SchedulingPolicy, SchedulingSpec, SeccompSpec, SecuritySpec, StateSpec, SystemSection, SystemSpec, TimeOverrunSpec, UplinkSpec, VmSpec, WindowSpec,
 };
-/// The environment variable carrying an I/O partition's router configuration to `partita route`.
-pub use partita_router_config::EMBEDDED_ENV as ROUTER_ENV;
 
 /// The paper's video-surveillance system, the system used when no file is given.
 pub const BUILTIN_DEFAULT: &str = include_str!("../../../examples/video-surveillance.toml");

@@ -770,7 +770,7 @@ impl Cx<'_> {
                     Some(r) => {
                         let text = toml::to_string(r).unwrap_or_default();
                         match partita_router_config::RouterConfig::parse_embedded_with(&text, self.file, p.uplink.is_some()) {
-                            Ok(_) => Some(text),
+                            Ok(table) => Some(table),
                             Err(errors) => {
                                 for e in errors {
                                     self.err(&router_span(), &format!("{ppath}.router.{}", e.field), Problem::Router { problem: e.problem, fix: e.fix });

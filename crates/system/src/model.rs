@@ -612,9 +612,9 @@ pub struct Partition {
     pub address: Ipv4Addr,
     /// Its address on the inter-module network (I/O partitions only).
     pub external_address: Option<Ipv4Addr>,
-    /// The routing service's configuration (TOML of `[module.partition.router]`, validated; I/O partition only),
-    /// handed to the partition as `PARTITA_ROUTER_TOML`.
-    pub router: Option<String>,
+    /// The routing service's table (`[module.partition.router]`, validated; I/O partition only). Its sides are
+    /// placeholders: [`System::router_config`] gives the whole configuration the supervisor writes.
+    pub router: Option<partita_router_config::RouterConfig>,
     /// Index into the module's `plans` of the one plan that has its windows; `None` in a native machine.
     pub plan: Option<usize>,
     /// A virtual-machine partition: its command runs in a QEMU guest, whose QEMU process is the partition's
@@ -786,6 +786,37 @@ impl System {
     /// Addresses of every member of a network (the unicast discovery peers of its DDS domain).
     pub fn addresses_on(&self, id: NetworkId) -> Vec<Ipv4Addr> {
         self.trees().flat_map(|(_, t)| t.nics.iter()).filter(|n| n.network == id).map(|n| n.address).collect()
+    }
+    /// The whole configuration of I/O partition `p`'s routing service: its `[module.partition.router]` (or, without
+    /// one, every topic both ways) with a side per V-NIC, `module` and `network`, and `uplink` when it owns one,
+    /// each on its interface with the unicast peers of its DDS domain, as the partition's generated DDS
+    /// configuration has them. `None` for a partition that is not an I/O partition.
+    pub fn router_config(&self, p: &Partition) -> Option<partita_router_config::RouterConfig> {
+        use partita_router_config::{RouterConfig, SideConfig, EMBEDDED_SIDES, UPLINK_SIDE};
+        if !p.io {
+            return None;
+        }
+        let text = |a: &[Ipv4Addr]| a.iter().map(Ipv4Addr::to_string).collect::<Vec<_>>();
+        let mut sides: Vec<SideConfig> = p
+            .tree
+            .nics
+            .iter()
+            .map(|n| SideConfig {
+                name: match n.network {
+                    NetworkId::Module(_) => EMBEDDED_SIDES[0],
+                    NetworkId::InterModule => EMBEDDED_SIDES[1],
+                }
+                .into(),
+                domain: n.domain.get(),
+                interface: n.name.clone(),
+                peers: text(&self.addresses_on(n.network)),
+                multicast: false,
+            })
+            .collect();
+        if let Some(u) = &p.tree.uplink {
+            sides.push(SideConfig { name: UPLINK_SIDE.into(), domain: u.domain.get(), interface: UPLINK_NIC.into(), peers: text(&u.peers), multicast: u.multicast });
+        }
+        Some(RouterConfig::for_io_partition(p.router.as_ref(), &p.name, sides))
     }
     /// The part of this system that runs on `host` (`partita up --host NAME`): its modules and nodes, named
     /// `<system>.<host>`. The uplinks keep the peers computed from the whole file.

@@ -457,17 +457,30 @@ fn an_io_partitions_router_table_is_validated_and_kept() {
     let text = GOOD.replacen("io = true\n", router, 1);
     let s = parse(&text, "sys.toml", &host()).unwrap();
     let b = s.modules[0].partition("b").unwrap();
-    let kept = b.router.as_deref().expect("the router table is kept");
-    let cfg = partita_router_config::RouterConfig::parse_embedded(kept, "kept").unwrap();
-    assert_eq!(cfg.routes[0].allow, vec!["camera/*".to_string()]);
-    assert!(s.modules[0].partition("a").unwrap().router.is_none());
+    let cfg = b.router.as_ref().expect("the router table is kept");
+    assert_eq!((cfg.max_topics, &cfg.routes[0].allow), (4, &vec!["camera/*".to_string()]));
+    let a = s.modules[0].partition("a").unwrap();
+    assert!(a.router.is_none() && s.router_config(a).is_none());
+    // The whole configuration the supervisor writes into the partition: a side per V-NIC, on its interface,
+    // in its domain, with the members of its network as peers; as a file it reads back equal.
+    let whole = s.router_config(b).unwrap();
+    let sides: Vec<(&str, u32, &str)> = whole.sides.iter().map(|x| (x.name.as_str(), x.domain, x.interface.as_str())).collect();
+    let nics: Vec<(u32, &str)> = b.tree.nics.iter().map(|n| (n.domain.get(), n.name.as_str())).collect();
+    assert_eq!(sides, [("module", nics[0].0, nics[0].1), ("network", nics[1].0, nics[1].1)]);
+    for (side, nic) in whole.sides.iter().zip(&b.tree.nics) {
+        let peers: Vec<String> = s.addresses_on(nic.network).iter().map(|a| a.to_string()).collect();
+        assert!(side.peers == peers && !side.peers.is_empty() && !side.multicast, "{side:?}");
+    }
+    assert_eq!((whole.name.as_str(), whole.max_topics, whole.routes.len()), ("b", 4, 1));
+    let back = partita_router_config::RouterConfig::parse(&whole.to_file("test"), std::path::Path::new("router.toml")).unwrap();
+    assert_eq!(back, whole);
 
     // Routes alone, without a [module.partition.router] header (an implicit table in TOML's words), are the
     // same table.
     let routes_only = GOOD.replacen("io = true\n", "io = true\n\n[[module.partition.router.route]]\nfrom = \"network\"\nto = \"module\"\nallow = [\"camera/*\"]\n", 1);
     let s = parse(&routes_only, "sys.toml", &host()).unwrap_or_else(|e| panic!("{e}"));
-    let kept = s.modules[0].partition("b").unwrap().router.as_deref().expect("the router table is kept");
-    assert_eq!(partita_router_config::RouterConfig::parse_embedded(kept, "kept").unwrap().routes[0].allow, vec!["camera/*".to_string()]);
+    let kept = s.modules[0].partition("b").unwrap().router.as_ref().expect("the router table is kept");
+    assert_eq!(kept.routes[0].allow, vec!["camera/*".to_string()]);
     let e = errors(&routes_only.replacen("to = \"module\"", "to = \"elsewhere\"", 1));
     assert_eq!((e.len(), e[0].path.as_str()), (1, "module[m].partition[b].router.route[0].to"), "{e:?}");
     assert_eq!(e[0].line, line_of(&routes_only, "[[module.partition.router.route]]"));

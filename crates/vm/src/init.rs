@@ -20,6 +20,7 @@ pub const ENV_FILE: &str = "etc/partita/env";
 pub const COMMAND_FILE: &str = "etc/partita/command";
 pub const NET_FILE: &str = "etc/partita/net";
 pub const DDS_FILE: &str = "etc/partita/dds.xml";
+pub const ROUTER_FILE: &str = "etc/partita/router.toml";
 /// The guest's own partita binary.
 pub const GUEST_PARTITA: &str = "/usr/bin/partita";
 

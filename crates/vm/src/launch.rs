@@ -5,6 +5,7 @@
 //! |---|---|
 //! | `/etc/partita/env` | `export NAME='value'` lines: the partition's `PARTITA_*` variables ([`partita_env::PartitionEnv::vars`]), `CYCLONEDDS_URI=file:///etc/partita/dds.xml`, then the system file's own variables |
 //! | `/etc/partita/dds.xml` | the Cyclone DDS configuration: one domain per V-NIC, on that NIC's guest name, unicast peers, no multicast |
+//! | `/etc/partita/router.toml` | an I/O partition's router file ([`LaunchSpec::router_file`]); `PARTITA_ROUTER_FILE` names it |
 //! | `/etc/partita/net` | one `MAC NAME ADDRESS/PREFIX` line per NIC; `/init` finds each NIC by its MAC and renames it |
 //! | `/etc/partita/command` | `set -- 'arg0' 'arg1' …`: the command, each argument single-quoted, so spaces, quotes, `$` and newlines arrive unchanged |
 //! | the state directory | created empty when the environment names one; the guest's root is in memory, so nothing in it outlives the VM |
@@ -103,6 +104,8 @@ pub struct LaunchSpec {
     /// Programs of the host put in the guest at the same path, with the shared libraries they need (a
     /// command that neither busybox nor partita provides, such as Cyclone DDS's `ddsperf`).
     pub programs: Vec<std::path::PathBuf>,
+    /// An I/O partition's router file (its text), put at [`GUEST_ROUTER_FILE`].
+    pub router_file: Option<String>,
 }
 
 /// Adds host programs to an archive at their own paths, each with the shared libraries `ldd` names and their
@@ -160,6 +163,8 @@ fn guest_path(host: &str) -> Option<String> {
 
 /// The guest's `CYCLONEDDS_URI`.
 pub const GUEST_DDS_URI: &str = "file:///etc/partita/dds.xml";
+/// Where an I/O partition's router file is in the guest (`PARTITA_ROUTER_FILE`).
+pub const GUEST_ROUTER_FILE: &str = "/etc/partita/router.toml";
 
 impl LaunchSpec {
     /// The Cyclone DDS configuration: one domain per NIC on its guest name (the DDS layer's settings for a
@@ -226,7 +231,11 @@ impl LaunchSpec {
 
         let mut env = String::new();
         for (k, v) in self.env.vars() {
-            let v = if k == partita_env::CYCLONEDDS_URI { GUEST_DDS_URI.to_string() } else { v };
+            let v = match k.as_str() {
+                partita_env::CYCLONEDDS_URI => GUEST_DDS_URI.to_string(),
+                partita_env::ROUTER_FILE => GUEST_ROUTER_FILE.to_string(),
+                _ => v,
+            };
             env.push_str(&format!("export {k}={}\n", shell_quote(&v)));
         }
         for (k, v) in &self.extra_env {
@@ -236,6 +245,9 @@ impl LaunchSpec {
 
         if let Some(xml) = self.dds_xml()? {
             w.file(init::DDS_FILE, 0o644, xml.as_bytes()).map_err(io)?;
+        }
+        if let Some(text) = &self.router_file {
+            w.file(init::ROUTER_FILE, 0o644, text.as_bytes()).map_err(io)?;
         }
         if !self.nics.is_empty() {
             let net: String = self.nics.iter().map(|n| format!("{} {} {}/{}\n", n.mac, n.name, n.address, n.prefix)).collect();
@@ -282,7 +294,7 @@ mod tests {
     use super::*;
 
     pub(crate) fn env() -> PartitionEnv {
-        PartitionEnv { partition: "p1".into(), module: "m".into(), domain: 3, external_domain: None, uplink_domain: None, router_toml: None, cyclonedds_uri: "file:///run/partita/dds.xml".into(), fastdds_profile: None, state_dir: Some("/var/lib/partita/s/p1".into()) }
+        PartitionEnv { partition: "p1".into(), module: "m".into(), domain: 3, external_domain: None, uplink_domain: None, router_file: None, cyclonedds_uri: "file:///run/partita/dds.xml".into(), fastdds_profile: None, state_dir: Some("/var/lib/partita/s/p1".into()) }
     }
 
     fn nic() -> GuestNic {
@@ -300,7 +312,7 @@ mod tests {
 
     #[test]
     fn the_archive_carries_env_network_dds_and_command() {
-        let spec = LaunchSpec { env: env(), extra_env: vec![("RUST_LOG".into(), "debug".into())], nics: vec![nic()], argv: vec!["/opt/x/partita".into(), "app".into(), "it's a test".into()], programs: Vec::new() };
+        let spec = LaunchSpec { env: env(), extra_env: vec![("RUST_LOG".into(), "debug".into())], nics: vec![nic()], argv: vec!["/opt/x/partita".into(), "app".into(), "it's a test".into()], programs: Vec::new(), router_file: None };
         let a = spec.archive().unwrap();
         let entries = cpio::entries(&a).unwrap();
         let get = |name: &str| {
@@ -318,9 +330,22 @@ mod tests {
     }
 
     #[test]
+    fn an_io_partitions_router_file_is_in_the_guest_where_its_variable_points() {
+        let env = PartitionEnv { router_file: Some("/run/partita/s/p1.router.toml".into()), ..env() };
+        let spec = LaunchSpec { env, extra_env: vec![], nics: vec![nic()], argv: vec!["true".into()], programs: Vec::new(), router_file: Some("name = \"p1\"\n".into()) };
+        let a = spec.archive().unwrap();
+        let entries = cpio::entries(&a).unwrap();
+        let get = |name: &str| entries.iter().find(|e| e.name == name).map(|e| String::from_utf8(a[e.offset..e.offset + e.size].to_vec()).unwrap());
+        assert_eq!(get(init::ROUTER_FILE).as_deref(), Some("name = \"p1\"\n"));
+        assert_eq!(format!("/{}", init::ROUTER_FILE), GUEST_ROUTER_FILE);
+        let vars = get(init::ENV_FILE).unwrap();
+        assert!(vars.contains("export PARTITA_ROUTER_FILE='/etc/partita/router.toml'\n") && !vars.contains("/run/partita/s"), "{vars}");
+    }
+
+    #[test]
     fn a_host_program_comes_with_the_libraries_it_links() {
         let program = std::path::PathBuf::from("/usr/bin/ddsperf");
-        let spec = LaunchSpec { env: env(), extra_env: vec![], nics: vec![], argv: vec![program.display().to_string()], programs: vec![program.clone()] };
+        let spec = LaunchSpec { env: env(), extra_env: vec![], nics: vec![], argv: vec![program.display().to_string()], programs: vec![program.clone()], router_file: None };
         let a = spec.archive().unwrap();
         let entries = cpio::entries(&a).unwrap();
         let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
@@ -343,7 +368,7 @@ mod tests {
 
     #[test]
     fn mistakes_are_refused_with_what_to_fix() {
-        let base = LaunchSpec { env: env(), extra_env: vec![], nics: vec![nic()], argv: vec!["true".into()], programs: Vec::new() };
+        let base = LaunchSpec { env: env(), extra_env: vec![], nics: vec![nic()], argv: vec!["true".into()], programs: Vec::new(), router_file: None };
         let refuse = |f: &dyn Fn(&mut LaunchSpec), what: &str| {
             let mut s = base.clone();
             f(&mut s);
@@ -363,7 +388,7 @@ mod tests {
     fn a_nic_without_peers_discovers_on_its_own_address() {
         let mut n = nic();
         n.peers.clear();
-        let spec = LaunchSpec { env: env(), extra_env: vec![], nics: vec![n], argv: vec!["true".into()], programs: Vec::new() };
+        let spec = LaunchSpec { env: env(), extra_env: vec![], nics: vec![n], argv: vec!["true".into()], programs: Vec::new(), router_file: None };
         let xml = spec.dds_xml().unwrap().unwrap();
         assert!(xml.contains("<Peer address=\"198.18.0.2\"/>"), "{xml}");
     }

@@ -23,6 +23,6 @@ pub mod qemu;
 pub mod runner;
 
 pub use image::{prepare_base, BaseImage, BaseSpec, Compression, Kernel};
-pub use launch::{GuestNic, LaunchSpec, MacAddr};
+pub use launch::{GuestNic, LaunchSpec, MacAddr, GUEST_ROUTER_FILE};
 pub use qemu::{Accel, Hardware, Machine, NetFd};
 pub use runner::{exit_code, Outcome, RunConfig};

@@ -21,7 +21,7 @@ fn env(partition: &str) -> PartitionEnv {
         domain: 5,
         external_domain: None,
         uplink_domain: None,
-        router_toml: None,
+        router_file: None,
         cyclonedds_uri: "file:///run/partita/host-side.xml".into(),
         fastdds_profile: None,
         state_dir: None,
@@ -62,7 +62,7 @@ impl Drop for Guest {
 }
 
 fn command(argv: &[&str]) -> LaunchSpec {
-    LaunchSpec { env: env("p7"), extra_env: vec![("GREETING".into(), "a 'quoted' $value".into())], nics: vec![], argv: argv.iter().map(|s| s.to_string()).collect(), programs: Vec::new() }
+    LaunchSpec { env: env("p7"), extra_env: vec![("GREETING".into(), "a 'quoted' $value".into())], nics: vec![], argv: argv.iter().map(|s| s.to_string()).collect(), programs: Vec::new(), router_file: None }
 }
 
 #[test]
@@ -141,7 +141,7 @@ fn a_guest_on_a_tap_answers_udp_from_a_namespace_on_the_same_bridge() {
     let mac = MacAddr::for_interface("pt9f00v1");
     let nic = GuestNic { name: "vnic0".into(), mac, address: guest_addr, prefix: 24, domain: 5, peers: vec![Ipv4Addr::new(198, 18, 7, 1)] };
     let script = "cat /etc/partita/dds.xml; ip -o -4 addr show dev vnic0; exec partita app udp-echo --bind 198.18.7.2:9500";
-    let spec = LaunchSpec { env: env("echo"), extra_env: vec![], nics: vec![nic], argv: vec!["sh".into(), "-c".into(), script.into()], programs: Vec::new() };
+    let spec = LaunchSpec { env: env("echo"), extra_env: vec![], nics: vec![nic], argv: vec!["sh".into(), "-c".into(), script.into()], programs: Vec::new(), router_file: None };
     let mut guest = Guest::new(&spec, "udp");
     guest.config.nets = vec![NetFd { fd: tap.as_raw_fd(), mac }];
 

@@ -80,6 +80,8 @@ pub struct Confine {
     pub dds_config: Option<PathBuf>,
     /// Its Fast DDS profile on the host, seen inside at [`rootfs::FASTDDS_PROFILE`].
     pub fastdds_profile: Option<PathBuf>,
+    /// An I/O partition's router file on the host, seen inside at [`rootfs::ROUTER_FILE`].
+    pub router_file: Option<PathBuf>,
     /// An empty directory on the host its view of the file system is assembled in.
     pub root: PathBuf,
     /// Its memory limit: how much it may lock when its file lets it (`lock_memory`).
@@ -190,7 +192,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
         Some(c) => {
             std::fs::create_dir_all(&c.root).map_err(path_err("mkdir", &c.root))?;
             let mut writes = Vec::new();
-            for (host, inside) in [(&c.dds_config, rootfs::DDS_CONFIG), (&c.fastdds_profile, rootfs::FASTDDS_PROFILE)] {
+            for (host, inside) in [(&c.dds_config, rootfs::DDS_CONFIG), (&c.fastdds_profile, rootfs::FASTDDS_PROFILE), (&c.router_file, rootfs::ROUTER_FILE)] {
                 if let Some(h) = host {
                     writes.push((inside, std::fs::read(h).map_err(path_err("read", h))?));
                 }

@@ -8,9 +8,9 @@
 //!   read-only read-only), a fresh read-only `/sys` of its network namespace (no cgroup file system in it), a
 //!   `/dev` with only `null`, `zero`, `full`, `random`, `urandom` and `tty`, and private writable `/tmp`,
 //!   `/dev/shm` and `/run` owned by the partition's root;
-//! - `/run/partita` holds only the partition's DDS configuration (`/run/partita/dds.xml`): the host's
-//!   `/run/netns` and the supervisor's `/run/partita` are out of view; `/var/lib/partita` holds only the
-//!   partition's own state directory, writable.
+//! - `/run/partita` holds only the partition's DDS configurations (`/run/partita/dds.xml`, `fastdds.xml`) and,
+//!   in an I/O partition, its router file (`router.toml`): the host's `/run/netns` and the supervisor's
+//!   `/run/partita` are out of view; `/var/lib/partita` holds only the partition's own state directory, writable.
 //!
 //! Every path and option is prepared here as a C string, because the launcher's child may not allocate.
 use std::ffi::CString;
@@ -68,6 +68,8 @@ pub fn hidden_place(path: &Path) -> Option<&'static str> {
 pub const DDS_CONFIG: &str = "/run/partita/dds.xml";
 /// Where the partition finds its Fast DDS profile.
 pub const FASTDDS_PROFILE: &str = "/run/partita/fastdds.xml";
+/// Where an I/O partition's routing service finds its configuration.
+pub const ROUTER_FILE: &str = "/run/partita/router.toml";
 /// Where a partition's program is bound when it lies in a place the partition does not see ([`PRIVATE`]): the
 /// partita binary of a clone under /tmp, for one.
 pub const PROGRAM: &str = "/run/partita/program";
