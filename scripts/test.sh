@@ -60,9 +60,11 @@ guard_pcap=target/network-guard.pcap
 guard_pid=
 default_if=$(ip route show default 2>/dev/null | awk '{for (i=1;i<NF;i++) if ($i=="dev") {print $(i+1); exit}}')
 if [[ -n $default_if ]]; then
+  rm -f "$guard_pcap"
   tcpdump -i "$default_if" -n -U -w "$guard_pcap" 'udp[8:4] = 0x52545053 or net 198.18.0.0/15' 2>/dev/null &
   guard_pid=$!
-  sleep 1
+  # The capture has started once tcpdump wrote the file's header (5 s at most).
+  for _ in $(seq 50); do [[ -s $guard_pcap ]] && break; sleep 0.1; done
 fi
 
 # The suite takes a few minutes; a test that hangs must fail the run with a trace, not hold it until CI's limit.
@@ -130,7 +132,8 @@ awk '/Running (unittests )?[^ ]+ \(/ { bin = $NF; gsub(/[()]/, "", bin); sub(/.*
   | sort -rn | head -15 | sed '1i test binaries, slowest first:' >&2 || true
 
 if [[ -n $guard_pid ]]; then
-  sleep 1
+  # tcpdump -U writes each packet as it comes; a moment for the last ones.
+  sleep 0.2
   kill "$guard_pid" 2>/dev/null || true
   wait "$guard_pid" 2>/dev/null || true
   leaked=$(tcpdump -r "$guard_pcap" -n 2>/dev/null | wc -l)

@@ -80,45 +80,6 @@ fn answered(log: &Path) -> Vec<u64> {
 
 #[test]
 #[cfg_attr(partita_not_root, ignore = "needs root")]
-fn frames_cross_the_wire_and_each_uplink_comes_back_on_sigterm_and_ctrl_c() {
-    let _turn = turn();
-    let tag = format!("ptw{}f", std::process::id());
-    let m = machines(&tag);
-    let dir = TempDir::new("two-hosts", "frames");
-    let name = format!("th{}f", std::process::id());
-    let file = system_file(&dir.0, &name, &["--rate", "50", "--count", "0", "--duration", "60", "--connect-timeout", "30"]);
-    assert_eq!(m.eth1(&m.near()).as_deref(), Some(CAMERA_ETH1));
-    let check = m.partita(&m.near()).args(["check", "--host", "camera-host", file.to_str().unwrap()]).output().unwrap();
-    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
-    assert!(String::from_utf8_lossy(&check.stdout).contains("moves eth1 into routing's namespace as uplink0"));
-    let (ea, eb) = (dir.0.join("a.err"), dir.0.join("b.err"));
-    let a = spawn_part(&m, &m.near(), "camera-host", &file, 60, &ea);
-    let state_a = PathBuf::from(format!("/run/partita/{name}.camera-host"));
-    assert!(wait_for(Duration::from_secs(20), || state_a.join("state.json").exists()), "camera part up: {}", read(&ea));
-    // the wire's end left the camera machine for the routing partition
-    assert_eq!(m.eth1(&m.near()), None);
-    let b = spawn_part(&m, &m.far(), "monitor-host", &file, 60, &eb);
-    let monitor_log = PathBuf::from(format!("/run/partita/{name}.monitor-host/monitor.log"));
-    let flowed = wait_for(Duration::from_secs(40), || answered(&monitor_log).last().is_some_and(|n| *n >= 20));
-    let log = read(&monitor_log);
-    signal(&b, libc::SIGTERM);
-    let (mut a, mut b) = (a, b);
-    let sb = b.wait().unwrap();
-    assert!(flowed, "frames reached the monitor's host:\n{log}\ncamera: {}\nmonitor: {}", read(&ea), read(&eb));
-    assert!(log.contains("answered"), "{log}");
-    assert!(sb.success(), "{}", read(&eb));
-    // SIGTERM: the monitor machine's eth1 is back (it had no address)
-    assert!(m.eth1(&m.far()).is_some_and(|s| s.contains("addresses []") && s.contains("up true")), "{:?}", m.eth1(&m.far()));
-    // Ctrl-C: the camera machine's eth1 is back as it was
-    signal(&a, libc::SIGINT);
-    let sa = a.wait().unwrap();
-    assert!(sa.success(), "{}", read(&ea));
-    assert_eq!(m.eth1(&m.near()).as_deref(), Some(CAMERA_ETH1), "{}", read(&ea));
-    assert!(std::fs::read_dir("/run/partita/uplinks").map(|d| d.flatten().all(|e| !e.file_name().to_string_lossy().contains(&name))).unwrap_or(true));
-}
-
-#[test]
-#[cfg_attr(partita_not_root, ignore = "needs root")]
 fn an_uplink_comes_back_after_kill_9_and_down_when_up_fails_half_way_and_at_the_end_of_its_duration() {
     let _turn = turn();
     let tag = format!("ptw{}k", std::process::id());
@@ -157,25 +118,32 @@ fn an_uplink_comes_back_after_kill_9_and_down_when_up_fails_half_way_and_at_the_
 
     // the end of --duration
     let eb = dir.0.join("b.err");
-    let mut b = spawn_part(&m, &m.far(), "monitor-host", &file, 3, &eb);
+    let mut b = spawn_part(&m, &m.far(), "monitor-host", &file, 1, &eb);
     assert!(b.wait().unwrap().success(), "{}", read(&eb));
     assert!(m.eth1(&m.far()).is_some_and(|s| s.contains("up true")), "{:?}", m.eth1(&m.far()));
 }
 
 #[test]
 #[cfg_attr(partita_not_root, ignore = "needs root")]
-fn a_cut_wire_stops_the_frames_the_router_reports_the_lost_peer_and_frames_resume_when_it_is_mended() {
+fn frames_cross_the_wire_stop_when_it_is_cut_resume_when_it_is_mended_and_each_uplink_comes_back_on_sigterm_and_ctrl_c() {
     let _turn = turn();
     let tag = format!("ptw{}c", std::process::id());
     let m = machines(&tag);
     let dir = TempDir::new("two-hosts", "cut");
     let name = format!("th{}c", std::process::id());
     let file = system_file(&dir.0, &name, &["--rate", "20", "--count", "0", "--duration", "120", "--timeout-ms", "300", "--connect-timeout", "30"]);
+    assert_eq!(m.eth1(&m.near()).as_deref(), Some(CAMERA_ETH1));
+    let check = m.partita(&m.near()).args(["check", "--host", "camera-host", file.to_str().unwrap()]).output().unwrap();
+    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
+    assert!(String::from_utf8_lossy(&check.stdout).contains("moves eth1 into routing's namespace as uplink0"));
     let (ea, eb) = (dir.0.join("a.err"), dir.0.join("b.err"));
     let a = spawn_part(&m, &m.near(), "camera-host", &file, 120, &ea);
+    let state_a = PathBuf::from(format!("/run/partita/{name}.camera-host/state.json"));
+    assert!(wait_for(Duration::from_secs(20), || state_a.exists()), "camera part up: {}", read(&ea));
+    // the wire's end left the camera machine for the routing partition
+    assert_eq!(m.eth1(&m.near()), None);
     let b = spawn_part(&m, &m.far(), "monitor-host", &file, 120, &eb);
     let monitor_log = PathBuf::from(format!("/run/partita/{name}.monitor-host/monitor.log"));
-    let state_a = PathBuf::from(format!("/run/partita/{name}.camera-host/state.json"));
     let answered = || answered(&monitor_log);
     let frames = || -> u64 {
         let v: serde_json::Value = serde_json::from_str(&read(&state_a)).unwrap_or_default();
@@ -202,12 +170,16 @@ fn a_cut_wire_stops_the_frames_the_router_reports_the_lost_peer_and_frames_resum
     let resumed = wait_for(Duration::from_secs(40), || answered().iter().skip(seconds_mended).any(|n| *n > count_cut));
     let log = read(&monitor_log);
     let events = read(&PathBuf::from(format!("/run/partita/{name}.camera-host/events.jsonl")));
-    for c in [&b, &a] {
-        signal(c, libc::SIGTERM);
-    }
     let (mut a, mut b) = (a, b);
-    let (sa, sb) = (a.wait().unwrap(), b.wait().unwrap());
+    signal(&b, libc::SIGTERM);
+    let sb = b.wait().unwrap();
+    // SIGTERM: the monitor machine's eth1 is back (it had no address)
+    let far_back = m.eth1(&m.far());
+    // Ctrl-C: the camera machine's eth1 is back as it was
+    signal(&a, libc::SIGINT);
+    let sa = a.wait().unwrap();
     assert!(flowed, "frames flowed before the cut:\n{log}\n{}\n{}", read(&ea), read(&eb));
+    assert!(log.contains("answered"), "{log}");
     assert!(stopped, "no frames while the wire was cut:\n{log}");
     assert!(reported, "the routing partition reported the lost monitor:\n{}", read(&routing_log));
     assert!(resumed, "frames came back once the wire was mended, nothing restarted:\n{log}");
@@ -219,7 +191,9 @@ fn a_cut_wire_stops_the_frames_the_router_reports_the_lost_peer_and_frames_resum
     assert!(frames_cut > frames_before && frames_mended > frames_cut, "frames {frames_before} → {frames_cut} → {frames_mended}");
     assert!(!events.contains("\"restart\""), "{events}");
     assert!(sa.success() && sb.success(), "{}\n{}", read(&ea), read(&eb));
-    assert_eq!(m.eth1(&m.near()).as_deref(), Some(CAMERA_ETH1));
+    assert!(far_back.as_deref().is_some_and(|s| s.contains("addresses []") && s.contains("up true")), "{far_back:?}");
+    assert_eq!(m.eth1(&m.near()).as_deref(), Some(CAMERA_ETH1), "{}", read(&ea));
+    assert!(std::fs::read_dir("/run/partita/uplinks").map(|d| d.flatten().all(|e| !e.file_name().to_string_lossy().contains(&name))).unwrap_or(true));
 }
 
 /// What a partition without the uplink tries: see it, route to it, find a neighbour on it, send to it.

@@ -13,11 +13,12 @@ fn roundtrips(out: &str) -> u64 {
         .sum()
 }
 
-fn run_ping(a: u32, b: u32, with_router: bool) -> (u64, String) {
+/// ping for `seconds` (pong 2 s longer), with the router between their domains or without.
+fn run_ping(a: u32, b: u32, with_router: bool, seconds: u32) -> (u64, String) {
     let router = with_router.then(|| Router::start(two_sides(a, b, "both_ways = true")).unwrap());
-    let _pong = Reap(Some(ddsperf(b, &["-D", "7", "pong"])));
-    // ddsperf ends itself after its 5 s; the deadline only stops a ping that hangs.
-    let ping = finish(ddsperf(a, &["-D", "5", "ping", "200Hz"]), Duration::from_secs(30));
+    let _pong = Reap(Some(ddsperf(b, &["-D", &(seconds + 2).to_string(), "pong"])));
+    // ddsperf ends itself after its time; the deadline only stops a ping that hangs.
+    let ping = finish(ddsperf(a, &["-D", &seconds.to_string(), "ping", "200Hz"]), Duration::from_secs(30));
     assert!(ping.success.is_some(), "ddsperf ping did not end within 30 s (with router: {with_router}):\n{}", ping.text());
     let stats = router.as_ref().map(|r| r.stats()).unwrap_or_default();
     drop(router);
@@ -32,9 +33,10 @@ fn run_ping(a: u32, b: u32, with_router: bool) -> (u64, String) {
 #[test]
 fn ddsperf_ping_pong_complete_only_through_the_router() {
     let (a, b) = (domain(6), domain(7));
-    let (without, out) = run_ping(a, b, false);
+    // Without the router 2 s tell: on one domain ddsperf's first round trips come well within a second.
+    let (without, out) = run_ping(a, b, false, 2);
     assert_eq!(without, 0, "ping and pong are on different domains: no round trip without a router\n{out}");
-    let (with, out) = run_ping(a, b, true);
+    let (with, out) = run_ping(a, b, true, 3);
     eprintln!("round trips through the router: {with}");
     // ddsperf checks that every ddsperf participant it discovers reads and writes what it does: the router's
     // mirror of pong on ping's domain holds a reader (for ping's writers' routes) and a writer (for pong's).

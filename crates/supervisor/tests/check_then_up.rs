@@ -152,10 +152,10 @@ fn a_program_under_tmp_runs_in_a_partition() {
     let mut options = options(&root);
     options.partita = Some(partita.clone());
     let sup = Supervisor::up(&sys, &options).unwrap();
-    let events = sup.events().clone();
     let log_path = sup.state_dir().join("a.log");
     // The health monitor sees the exit while the system runs.
-    sup.run(Some(Duration::from_secs(3)), None).unwrap();
+    let written = log_path.clone();
+    let events = run_until(sup, Duration::from_secs(10), move |e| e.events().iter().any(|e| e.event == "exit") && std::fs::read_to_string(&written).is_ok_and(|l| l.contains("Usage")));
     let log = std::fs::read_to_string(&log_path).unwrap_or_default();
     let exit = events.events().into_iter().find(|e| e.event == "exit").and_then(|e| e.exit);
     assert_eq!(exit, Some(partita_supervisor::health::ExitKind::Exited { code: 0 }), "{log}");
@@ -178,7 +178,8 @@ fn a_new_run_starts_with_empty_partition_logs() {
     options.partita = Some(partita_binary().into());
     let sup = Supervisor::up(&sys, &options).unwrap();
     let log_path = sup.state_dir().join("a.log");
-    sup.run(Some(Duration::from_secs(2)), None).unwrap();
+    let written = log_path.clone();
+    run_until(sup, Duration::from_secs(10), move |e| e.events().iter().any(|e| e.event == "exit") && std::fs::read_to_string(&written).is_ok_and(|l| l.contains("Usage")));
     let log = std::fs::read_to_string(&log_path).unwrap();
     assert!(log.contains("Usage: partita") && !log.contains("earlier run"), "{log}");
     assert_nothing_left(&name, Some(&link_prefix(&name)));

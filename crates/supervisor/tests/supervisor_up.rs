@@ -226,24 +226,33 @@ fn a_partition_kept_frozen_or_thawed_against_the_plan_is_reported() {
     // From the host (as the attack of a partition with access to cgroup files would): keep the recorder frozen
     // for three seconds, then keep the routing partition thawed for three seconds.
     let (recorder, routing) = (cgroup("recorder"), cgroup("routing"));
+    let seen = |events: &partita_supervisor::health::EventLog, p: &str, e: &str| events.events().iter().any(|x| x.partition == p && x.event == e);
+    let watched = events.clone();
     let meddler = std::thread::spawn(move || {
         // Off the plan's CPU (1), where the spinning partitions would take turns with it: on CPU 0 it writes as
         // fast as it can (unpinned, it lost most of the race in one CI-like run and the freeze went unseen).
         partita_os::sched::pin_current_thread(0).unwrap();
-        // Three seconds each: the supervisor judges only samples well inside a window, a few a second.
-        for (dir, value) in [(recorder, "1"), (routing, "0")] {
+        // Until the supervisor reports it, three seconds at most each: it judges only samples well inside a
+        // window, a few a second.
+        for (dir, value, partition, event) in [(recorder, "1", "recorder", "window_missed"), (routing, "0", "routing", "ran_outside_window")] {
             let until = std::time::Instant::now() + Duration::from_secs(3);
-            while std::time::Instant::now() < until {
-                let _ = std::fs::write(dir.join("cgroup.freeze"), value);
+            while std::time::Instant::now() < until && !seen(&watched, partition, event) {
+                for _ in 0..100 {
+                    let _ = std::fs::write(dir.join("cgroup.freeze"), value);
+                }
             }
         }
     });
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let stopper = {
-        let stop = stop.clone();
+        let (stop, watched) = (stop.clone(), events.clone());
         std::thread::spawn(move || {
             meddler.join().unwrap();
-            std::thread::sleep(Duration::from_millis(1500));
+            // A report that came late: 1.5 s at most.
+            let until = std::time::Instant::now() + Duration::from_millis(1500);
+            while std::time::Instant::now() < until && !(seen(&watched, "recorder", "window_missed") && seen(&watched, "routing", "ran_outside_window")) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
             stop.store(true, std::sync::atomic::Ordering::SeqCst);
         })
     };
@@ -272,7 +281,8 @@ fn a_wake_lead_starts_no_window_early_and_lets_no_partition_out_of_its_windows()
     assert_eq!(sys.modules[0].plans[0].wake_ahead, partita_system::Duration::from_micros(30));
     let sup = Supervisor::up(&sys, &options(&root)).unwrap();
     let events = sup.events().clone();
-    let logs = sup.run(Some(Duration::from_secs(3)), None).unwrap();
+    // 1.5 s: 1000 frames of two windows.
+    let logs = sup.run(Some(Duration::from_millis(1500)), None).unwrap();
     let log = &logs[0];
     assert!(log.windows_started > 1000, "the plan barely ran: {}", log.windows_started);
     assert_eq!(log.switch_errors, 0);

@@ -6,8 +6,6 @@ mod common;
 use common::*;
 use partita_supervisor::health::ExitKind;
 use partita_supervisor::Supervisor;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Options whose `partita` is the workspace's binary (the runner and the guest's copy), not the test.
@@ -49,24 +47,9 @@ window = [{{ partition = "guest", start = "0ms", duration = "{guest_ms}ms" }}, {
     ))
 }
 
-/// Runs `sys` until `done` says so (checked every 50 ms) or `limit` passes; returns the event log.
+/// Brings `sys` up and runs it until `done` says so (checked every 50 ms) or `limit` passes; returns the event log.
 fn run_until(sys: &partita_system::System, root: &TempDir, limit: Duration, done: impl Fn(&partita_supervisor::health::EventLog) -> bool + Send + 'static) -> partita_supervisor::health::EventLog {
-    let sup = Supervisor::up(sys, &vm_options(root)).unwrap();
-    let events = sup.events().clone();
-    let stop = Arc::new(AtomicBool::new(false));
-    let watcher = {
-        let (events, stop) = (events.clone(), stop.clone());
-        std::thread::spawn(move || {
-            let deadline = Instant::now() + limit;
-            while !done(&events) && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            stop.store(true, Ordering::SeqCst);
-        })
-    };
-    sup.run(Some(limit + Duration::from_secs(5)), Some(stop)).unwrap();
-    watcher.join().unwrap();
-    events
+    common::run_until(Supervisor::up(sys, &vm_options(root)).unwrap(), limit, done)
 }
 
 fn exits(events: &partita_supervisor::health::EventLog, partition: &str) -> Vec<ExitKind> {
@@ -91,7 +74,7 @@ domain = 6
 name = "ping"
 kind = "vm"
 vm = {{ memory = "192MiB", accel = "tcg", boot_timeout = "90s" }}
-command = ["ddsperf", "-i", "6", "-D", "10", "-Qroundtrips:5", "ping"]
+command = ["ddsperf", "-i", "6", "-D", "6", "-Qroundtrips:5", "ping"]
 pids = 64
 health = {{ action = "stop" }}
 [[module.partition]]

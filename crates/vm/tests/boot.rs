@@ -205,8 +205,8 @@ fn the_acceleration_probe_boots_under_kvm_once_and_then_answers_from_its_cache()
     std::fs::create_dir_all(&dir).unwrap();
     let guest = Guest::new(&command(&["true"]), "probe");
     let (kernel, base) = (guest.config.kernel.clone(), guest.config.initrds[0].clone());
-    let probe = |fresh| partita_vm::probe::probe(&kernel, &base, &dir, Duration::from_secs(4), fresh).unwrap();
-    // The first probe boots (4 s at most: where KVM hangs, as under kvm_pvm, that is its cost).
+    let probe = |fresh| partita_vm::probe::probe(&kernel, &base, &dir, Duration::from_secs(2), fresh).unwrap();
+    // The first probe boots (2 s at most: where KVM hangs, as under kvm_pvm, that is its cost).
     let started = Instant::now();
     let first = probe(true);
     assert!(!first.cached && !first.reason.is_empty(), "{first:?}");
@@ -221,7 +221,7 @@ fn the_acceleration_probe_boots_under_kvm_once_and_then_answers_from_its_cache()
     let stored: partita_vm::probe::Verdict = serde_json::from_slice(&std::fs::read(dir.join(partita_vm::probe::CACHE_FILE)).unwrap()).unwrap();
     assert_eq!(stored.reason, again.reason);
     match first.accel {
-        Accel::Kvm => assert!(first.kvm_boot_s.is_some_and(|s| s < 4.0), "{first:?}"),
+        Accel::Kvm => assert!(first.kvm_boot_s.is_some_and(|s| s < 2.0), "{first:?}"),
         Accel::Tcg => assert!(first.reason.contains("KVM") || first.reason.contains("/dev/kvm"), "the reason names what failed: {first:?}"),
     }
     assert!(started.elapsed() < Duration::from_secs(30));

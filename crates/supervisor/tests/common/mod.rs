@@ -83,3 +83,27 @@ pub fn binds(programs: &[&str]) -> String {
     let name = |p: &&str| if *p == "python3" { "/usr/bin/python3".to_string() } else { p.to_string() };
     format!("binds = [{}]", programs.iter().map(|p| format!("\"{}\"", name(p))).collect::<Vec<_>>().join(", "))
 }
+
+/// Runs a system that is up until `done` says so (checked every 50 ms) or `limit` passes; returns its event log.
+pub fn run_until(
+    sup: partita_supervisor::Supervisor,
+    limit: std::time::Duration,
+    done: impl Fn(&partita_supervisor::health::EventLog) -> bool + Send + 'static,
+) -> partita_supervisor::health::EventLog {
+    use std::sync::{atomic::AtomicBool, Arc};
+    let events = sup.events().clone();
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (events, stop) = (events.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let deadline = std::time::Instant::now() + limit;
+            while !done(&events) && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            stop.store(true, Ordering::SeqCst);
+        })
+    };
+    sup.run(Some(limit + std::time::Duration::from_secs(5)), Some(stop)).unwrap();
+    watcher.join().unwrap();
+    events
+}
