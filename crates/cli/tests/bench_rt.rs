@@ -109,7 +109,11 @@ fn sigterm_during_a_cell_ends_cyclictest_and_the_load_and_leaves_nothing() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_secs(3));
+    // Once the cell's load runs (10 s at most).
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while processes_with("--vm-bytes 13M").is_empty() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
     assert!(!processes_with("--vm-bytes 13M").is_empty(), "the load should be running");
     partita_os::process::send_signal(child.id() as i32, libc::SIGTERM).unwrap();
     let t = std::time::Instant::now();

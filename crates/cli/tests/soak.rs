@@ -15,7 +15,7 @@ fn a_short_soak_of_the_papers_system_reports_every_interval_against_the_floor() 
     let bench = std::env::temp_dir().join(format!("partita-soak-bench-{}.json", std::process::id()));
     std::fs::write(&bench, r#"{"machine": "another machine", "prediction": {"bound_us": 99900.0, "thaw_herd": {"p99_us": 80.0}}}"#).unwrap();
     let child = partita()
-        .args(["soak", "--duration", "6s", "--interval", "2s", "--floor", "1s", "--bound-from", bench.to_str().unwrap(), "--freeze-ahead", "100us"])
+        .args(["soak", "--duration", "3s", "--interval", "1s", "--floor", "1s", "--bound-from", bench.to_str().unwrap(), "--freeze-ahead", "100us"])
         .args(["--wake-ahead", "30us", "--jitter", "1500us", "--out"])
         .arg(&out)
         .stdout(std::process::Stdio::piped())
@@ -54,19 +54,19 @@ fn a_short_soak_of_the_papers_system_reports_every_interval_against_the_floor() 
     assert_eq!(r["floor"].as_array().unwrap().len(), 1, "one plan, one cyclictest");
     assert!(r["floor"][0][1]["samples"].as_u64().unwrap() >= 900, "{}", r["floor"]);
     for i in intervals {
-        // 2 s of a 1500 µs frame with two windows: about 2,666 window starts
+        // 1 s of a 1500 µs frame with two windows: about 1,333 window starts
         let windows = i["plans"][0]["windows"].as_u64().unwrap();
-        assert!((2000..=2800).contains(&windows), "{i}");
+        assert!((1000..=1400).contains(&windows), "{i}");
         assert!(i["plans"][0]["lateness_p99_us"].as_f64().unwrap() > 0.0);
         let names: Vec<&str> = i["partitions"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["recorder", "routing", "monitor"]);
         assert!(i["partitions"][0]["rss_kib"].as_u64().unwrap() > 0, "{i}");
     }
     let last = &intervals[2];
-    assert!(last["monitors"][0]["answered"].as_u64().unwrap() >= 300, "200/s open loop: {last}");
+    assert!(last["monitors"][0]["answered"].as_u64().unwrap() >= 150, "200/s open loop: {last}");
     // The built-in monitor prints every response time: the interval's p99 is over all of them.
     let m = &last["monitors"][0];
-    assert!(m["samples"].as_u64().unwrap() >= 300, "{m}");
+    assert!(m["samples"].as_u64().unwrap() >= 150, "{m}");
     let (p50, p99, max) = (m["all_p50_us"].as_f64().unwrap(), m["all_p99_us"].as_f64().unwrap(), m["all_max_us"].as_f64().unwrap());
     assert!(0.0 < p50 && p50 <= p99 && p99 <= max, "{m}");
     assert_eq!(last["response_ok"], true, "{last}");
@@ -74,10 +74,15 @@ fn a_short_soak_of_the_papers_system_reports_every_interval_against_the_floor() 
     let binned: u64 = r["responses_100us"].as_array().unwrap().iter().map(|b| b[1].as_u64().unwrap()).sum();
     let sampled: u64 = intervals.iter().map(|i| i["monitors"][0]["samples"].as_u64().unwrap()).sum();
     assert_eq!(binned, sampled, "{}", r["responses_100us"]);
-    let over: u64 = intervals.iter().map(|i| i["monitors"][0]["over_limit"].as_u64().unwrap()).sum();
+    // An interval without a response (the first, while the monitor connects) has no count above the limit.
+    for i in intervals {
+        let m = &i["monitors"][0];
+        assert_eq!(m["over_limit"].is_u64(), m["samples"].as_u64() > Some(0), "{m}");
+    }
+    let over: u64 = intervals.iter().filter_map(|i| i["monitors"][0]["over_limit"].as_u64()).sum();
     let above: u64 = r["responses_100us"].as_array().unwrap().iter().filter(|b| b[0].as_u64().unwrap() >= 100_000).map(|b| b[1].as_u64().unwrap()).sum();
     assert!(over <= above, "a response above 100,000 µs is in a bin from 100,000 on: {over} > {above}");
-    let slowest = intervals.iter().map(|i| i["monitors"][0]["all_max_us"].as_f64().unwrap()).fold(0.0, f64::max);
+    let slowest = intervals.iter().filter_map(|i| i["monitors"][0]["all_max_us"].as_f64()).fold(0.0, f64::max);
     assert_eq!(over > 0, slowest > 100_000.0, "{over} above the limit, the slowest {slowest} µs");
     let jsonl = std::fs::read_to_string(out.join("intervals.jsonl")).unwrap();
     assert_eq!(jsonl.lines().count(), 3);
