@@ -8,7 +8,31 @@ use partita_supervisor::clock::monotonic_ns;
 use partita_supervisor::executor::{Executor, ExecutorConfig, Schedule, Summary, Window};
 use partita_supervisor::freeze::{FreezeBackend, Freezer};
 use partita_supervisor::launch::{launch, try_wait, LaunchSpec};
-use partita_supervisor::error::{Result, SupervisorError};
+use partita_supervisor::error::SupervisorError;
+
+/// Why a freezing benchmark could not measure.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error(transparent)]
+    Supervisor(#[from] SupervisorError),
+    /// The QEMU guest could not be made.
+    #[error("the guest: {0}")]
+    Guest(String),
+    /// The spinner never said it was ready.
+    #[error("{what} never became ready: see {log}")]
+    NotReady { what: &'static str, log: std::path::PathBuf },
+    /// The probe of the reference frame did not end.
+    #[error("probe did not end")]
+    ProbeDidNotEnd,
+    /// The benchmark's own system did not validate.
+    #[error("{0}")]
+    System(partita_system::Errors),
+    /// One of the benchmark's threads panicked.
+    #[error("the benchmark's {0} thread panicked")]
+    Panicked(&'static str),
+}
+
+type Result<T, E = BenchError> = std::result::Result<T, E>;
 use partita_os::{process, sched};
 use serde::Serialize;
 use std::time::Duration;
@@ -71,7 +95,7 @@ pub struct Spinner {
 /// [`freeze_backends`] for the cgroup v2 freezer with a QEMU guest (under `accel`) spinning a shell loop:
 /// how long a VM partition's threads take to stop once frozen. `partita` is the binary whose runner starts QEMU.
 pub fn freeze_vm(iterations: u32, control_cpu: usize, partition_cpu: usize, partita: &std::path::Path, accel: partita_vm::Accel, workdir: &std::path::Path) -> Result<Vec<FreezeBenchResult>> {
-    let invalid = |e: &dyn std::fmt::Display| SupervisorError::Invalid(format!("the guest: {e}"));
+    let invalid = |e: &dyn std::fmt::Display| BenchError::Guest(e.to_string());
     let cache = partita_vm::image::cache_dir();
     let mut spec = partita_vm::BaseSpec::new(&cache).map_err(|e| invalid(&e))?;
     spec.partita = partita_env::programs::guest_binary(partita);
@@ -114,7 +138,7 @@ fn freeze_spinning(iterations: u32, control_cpu: usize, partition_cpu: usize, ba
                 while !std::fs::read_to_string(file).unwrap_or_default().contains(text.as_str()) {
                     if std::time::Instant::now() > deadline || try_wait(pid)?.is_some() {
                         cg.kill_all()?;
-                        return Err(SupervisorError::Invalid(format!("{} never became ready: see {}", spinner.what, file.display())));
+                        return Err(BenchError::NotReady { what: spinner.what, log: file.clone() });
                     }
                     std::thread::sleep(Duration::from_millis(20));
                 }
@@ -149,7 +173,7 @@ fn freeze_spinning(iterations: u32, control_cpu: usize, partition_cpu: usize, ba
         }
         Ok(results)
     });
-    handle.join().map_err(|_| SupervisorError::Invalid("benchmark thread panicked".into()))?
+    handle.join().map_err(|_| BenchError::Panicked("measuring"))?
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -222,7 +246,7 @@ pub fn reference_frame(frames: u64, cpu: usize, backend: FreezeBackend, probe: (
         let deadline = std::time::Instant::now() + Duration::from_millis(run_ms + 10_000);
         while try_wait(*pid)?.is_none() {
             if std::time::Instant::now() > deadline {
-                return Err(SupervisorError::Invalid("probe did not end".into()));
+                return Err(BenchError::ProbeDidNotEnd);
             }
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -302,7 +326,7 @@ pub fn crash_loop(cpu: usize, phase_seconds: f64, rounds: u32, backend: Option<F
             )
             .plan(PlanSpec::new(cpu, us(1500)).window("neighbour", us(0), us(700)).window("steady", us(700), us(800))),
     );
-    let system = spec.build(&partita_system::Host::this_machine(), "<crash-loop benchmark>").map_err(|e| SupervisorError::Invalid(e.to_string()))?;
+    let system = spec.build(&partita_system::Host::this_machine(), "<crash-loop benchmark>").map_err(BenchError::System)?;
     let state = system.partitions().find(|(_, p)| p.name == "neighbour").and_then(|(_, p)| p.tree.confinement.clone()).map(|c| c.state_dir).expect("a partition is confined");
     let marker = state.join("crash");
     let sup = partita_supervisor::Supervisor::up(&system, &partita_supervisor::UpOptions { backend, ..partita_supervisor::UpOptions::new(state_root) })?;
@@ -336,7 +360,7 @@ pub fn crash_loop(cpu: usize, phase_seconds: f64, rounds: u32, backend: Option<F
         })
     };
     let logs = sup.run(None, Some(stop))?;
-    let phases = driver.join().map_err(|_| SupervisorError::Invalid("the benchmark's driver thread panicked".into()))?;
+    let phases = driver.join().map_err(|_| BenchError::Panicked("driver"))?;
     let _ = std::fs::remove_dir(&state);
     let _ = state.parent().map(std::fs::remove_dir);
     let (mut idle, mut crashing) = (Vec::new(), Vec::new());

@@ -119,11 +119,9 @@ pub struct PartitionCgroup {
 }
 
 /// Checks a name used as a cgroup/netns path component.
-pub fn check_component(what: &str, name: &str) -> Result<()> {
+pub fn check_component(what: &'static str, name: &str) -> Result<()> {
     if name.is_empty() || name.len() > 64 || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.') || name.starts_with('.') {
-        return Err(SupervisorError::Invalid(format!(
-            "{what} name {name:?} must be 1 to 64 of [A-Za-z0-9_-] (it becomes a cgroup and namespace name)"
-        )));
+        return Err(SupervisorError::Name { what, value: name.to_string(), rule: "must be 1 to 64 of [A-Za-z0-9_.-], not starting with `.` (it becomes a cgroup and namespace name)" });
     }
     Ok(())
 }
@@ -184,7 +182,7 @@ impl PartitionCgroup {
         let relative = Path::new(relative);
         let mut parts = relative.components().map(|c| c.as_os_str().to_str().unwrap_or(""));
         if parts.next() != Some(TOP) {
-            return Err(SupervisorError::Invalid(format!("cgroup {} is not below {TOP}/", relative.display())));
+            return Err(SupervisorError::Name { what: "cgroup", value: relative.display().to_string(), rule: "must be below partita/" });
         }
         for part in parts {
             check_component("cgroup path component", part)?;
@@ -510,7 +508,7 @@ fn wait_empty<'a>(dirs: impl Iterator<Item = &'a Path> + Clone) -> Result<()> {
             return Ok(());
         }
         if Instant::now() > deadline {
-            return Err(SupervisorError::Invalid(format!("processes {left:?} survived SIGKILL for 5 s")));
+            return Err(SupervisorError::Unkillable { pids: left.clone() });
         }
         for pid in left {
             // The pid was read from a cgroup partita created, so only processes partita placed there are

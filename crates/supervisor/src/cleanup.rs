@@ -145,7 +145,7 @@ pub fn down(force: bool) -> Result<Down> {
     // Moved interfaces go back before their namespaces go (a veth end would go with its namespace).
     let (uplinks, refused) = crate::uplink::give_back_leftovers(&kept_systems.iter().cloned().collect::<Vec<_>>());
     if !refused.is_empty() {
-        return Err(crate::error::SupervisorError::Invalid(format!("{}; the namespaces and records of those systems are kept", refused.join("; "))));
+        return Err(crate::error::SupervisorError::Held(format!("{}; the namespaces and records of those systems are kept", refused.join("; "))));
     }
     for ns in &removed.netns {
         ip(&["netns", "del", ns])?;

@@ -34,7 +34,7 @@ impl CycloneConfig {
     /// written by the DDS layer ([`partita_dds::config::document`]).
     pub fn to_xml_all(domains: &[CycloneConfig]) -> Result<String> {
         let configs = domains.iter().map(CycloneConfig::domain_config).collect::<Result<Vec<_>>>()?;
-        partita_dds::config::document(&configs).map_err(|e| SupervisorError::Invalid(e.to_string()))
+        partita_dds::config::document(&configs).map_err(|source| SupervisorError::DdsConfig { member: domains.iter().map(|d| d.interface.as_str()).collect::<Vec<_>>().join(", "), source })
     }
 
     pub fn to_xml(&self) -> Result<String> {
@@ -45,10 +45,10 @@ impl CycloneConfig {
     /// writes too.
     fn domain_config(&self) -> Result<partita_dds::DomainConfig> {
         if self.interface.is_empty() || self.interface.len() > 15 || !self.interface.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
-            return Err(SupervisorError::Invalid(format!("interface {:?} is not a Linux interface name", self.interface)));
+            return Err(SupervisorError::Name { what: "interface", value: self.interface.clone(), rule: "is not a Linux interface name (1 to 15 characters, no `/`, space or `:`)" });
         }
         if let Some(p) = self.peers.iter().find(|p| !self.any_peers && !crate::vnet::is_project_address(**p)) {
-            return Err(SupervisorError::Invalid(format!("peer {p} is outside 198.18.0.0/15")));
+            return Err(SupervisorError::Address { what: "peer", value: p.to_string() });
         }
         let peers = self.peers.iter().map(|p| p.to_string()).collect();
         Ok(partita_dds::DomainConfig::on_interface(self.domain_id, partita_dds::Interface::Named(self.interface.clone()), peers).with(|s| {

@@ -66,22 +66,41 @@ struct Boundary {
     wake_ahead_ns: u64,
 }
 
+/// Why a plan cannot be executed: what the validation of a system file refuses before, here for a plan built
+/// in code.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    #[error("a plan needs a major frame > 0 and at least one window")]
+    Empty,
+    #[error("window {index} ({offset:?} + {duration:?}) is empty or ends after the major frame {major_frame:?}")]
+    Window { index: usize, offset: Duration, duration: Duration, major_frame: Duration },
+    #[error("windows {first} and {} overlap", first + 1)]
+    Overlap { first: usize },
+    #[error("freeze_ahead {ahead:?} is not shorter than window {index} ({duration:?}), which another partition's window follows")]
+    FreezeAhead { ahead: Duration, index: usize, duration: Duration },
+    #[error("wake_ahead {ahead:?}: no window start follows time in which no partition runs; set freeze_ahead or leave a gap before a window")]
+    WakeAhead { ahead: Duration },
+    #[error("window for partition {partition} but only {freezers} freezers")]
+    NoFreezer { partition: usize, freezers: usize },
+    #[error("plan executor thread failed to start")]
+    DidNotStart,
+    #[error("plan executor panicked")]
+    Panicked,
+}
+
 impl Schedule {
     pub fn new(major_frame: Duration, mut windows: Vec<Window>) -> Result<Schedule> {
         windows.sort_by_key(|w| w.offset);
         if major_frame.is_zero() || windows.is_empty() {
-            return Err(SupervisorError::Invalid("a plan needs a major frame > 0 and at least one window".into()));
+            return Err(PlanError::Empty.into());
         }
         for (i, w) in windows.iter().enumerate() {
             if w.duration.is_zero() || w.offset + w.duration > major_frame {
-                return Err(SupervisorError::Invalid(format!(
-                    "window {i} ({:?} + {:?}) is empty or ends after the major frame {major_frame:?}",
-                    w.offset, w.duration
-                )));
+                return Err(PlanError::Window { index: i, offset: w.offset, duration: w.duration, major_frame }.into());
             }
             if let Some(next) = windows.get(i + 1) {
                 if w.offset + w.duration > next.offset {
-                    return Err(SupervisorError::Invalid(format!("windows {i} and {} overlap", i + 1)));
+                    return Err(PlanError::Overlap { first: i }.into());
                 }
             }
         }
@@ -94,10 +113,7 @@ impl Schedule {
     pub fn with_freeze_ahead(mut self, ahead: Duration) -> Result<Schedule> {
         let followed = self.followed_by_another();
         if let Some((i, w)) = self.windows.iter().enumerate().find(|(i, w)| followed[*i] && w.duration <= ahead) {
-            return Err(SupervisorError::Invalid(format!(
-                "freeze_ahead {ahead:?} is not shorter than window {i} ({:?}), which another partition's window follows",
-                w.duration
-            )));
+            return Err(PlanError::FreezeAhead { ahead, index: i, duration: w.duration }.into());
         }
         self.freeze_ahead = ahead;
         Ok(self)
@@ -113,9 +129,7 @@ impl Schedule {
     pub fn with_wake_ahead(mut self, ahead: Duration) -> Result<Schedule> {
         self.wake_ahead = ahead;
         if !ahead.is_zero() && !self.boundaries().iter().any(|b| b.window.is_some() && b.wake_ahead_ns > 0) {
-            return Err(SupervisorError::Invalid(format!(
-                "wake_ahead {ahead:?}: no window start follows time in which no partition runs; set freeze_ahead or leave a gap before a window"
-            )));
+            return Err(PlanError::WakeAhead { ahead }.into());
         }
         Ok(self)
     }
@@ -371,7 +385,7 @@ impl Executor {
     pub fn start_guarded(schedule: Schedule, freezers: Vec<Freezer>, mut guards: Vec<Option<TimeGuard>>, config: ExecutorConfig) -> Result<Executor> {
         guards.resize_with(freezers.len(), || None);
         if let Some(w) = schedule.windows.iter().find(|w| w.partition >= freezers.len()) {
-            return Err(SupervisorError::Invalid(format!("window for partition {} but only {} freezers", w.partition, freezers.len())));
+            return Err(PlanError::NoFreezer { partition: w.partition, freezers: freezers.len() }.into());
         }
         let stop = Arc::new(AtomicBool::new(false));
         let progress = Arc::new(Mutex::new(Progress::default()));
@@ -399,7 +413,7 @@ impl Executor {
             Ok(None) => Ok(Executor { handle: Some(handle), stop, progress, lateness, stall, overruns, origin_ns }),
             _ => match handle.join() {
                 Ok(Err(e)) => Err(e),
-                _ => Err(SupervisorError::Invalid("plan executor thread failed to start".into())),
+                _ => Err(PlanError::DidNotStart.into()),
             },
         }
     }
@@ -432,7 +446,7 @@ impl Executor {
     /// Waits for the executor to end by itself (`frames` reached or stop requested elsewhere).
     pub fn join(mut self) -> Result<ExecutorLog> {
         let handle = self.handle.take().expect("joined once");
-        handle.join().unwrap_or_else(|_| Err(SupervisorError::Invalid("plan executor panicked".into())))
+        handle.join().unwrap_or_else(|_| Err(PlanError::Panicked.into()))
     }
 
     pub fn stop_flag(&self) -> Arc<AtomicBool> {
@@ -726,14 +740,14 @@ mod tests {
             Window { partition: 1, offset: US(100), duration: US(900) },
         ])
         .unwrap();
-        assert!(s.clone().with_freeze_ahead(US(100)).is_err());
+        assert!(matches!(s.clone().with_freeze_ahead(US(100)), Err(SupervisorError::Plan(PlanError::FreezeAhead { index: 0, .. }))));
         assert_eq!(s.with_freeze_ahead(US(99)).unwrap().freeze_ahead(), US(99));
     }
 
     #[test]
     fn a_wake_lead_is_used_only_before_starts_that_follow_quiet_time() {
         // Back to back and frozen at the boundary, the CPU is never free before a start: refused.
-        assert!(paper_plan().with_wake_ahead(US(30)).is_err());
+        assert!(matches!(paper_plan().with_wake_ahead(US(30)), Err(SupervisorError::Plan(PlanError::WakeAhead { .. }))));
         let s = paper_plan().with_freeze_ahead(US(100)).unwrap().with_wake_ahead(US(30)).unwrap();
         let leads: Vec<(u64, u64)> = s.boundaries().into_iter().map(|b| (b.offset_ns, b.wake_ahead_ns)).collect();
         assert_eq!(leads, vec![(0, 30_000), (600_000, 0), (700_000, 30_000), (1_400_000, 0)]);
@@ -766,7 +780,10 @@ mod tests {
             Window { partition: 0, offset: US(0), duration: US(600) },
             Window { partition: 1, offset: US(500), duration: US(100) },
         ]);
-        assert!(r.is_err());
+        assert!(matches!(r, Err(SupervisorError::Plan(PlanError::Overlap { first: 0 }))));
+        let past_the_frame = Schedule::new(US(1000), vec![Window { partition: 0, offset: US(900), duration: US(200) }]);
+        assert!(matches!(past_the_frame, Err(SupervisorError::Plan(PlanError::Window { index: 0, .. }))));
+        assert!(matches!(Schedule::new(US(1000), Vec::new()), Err(SupervisorError::Plan(PlanError::Empty))));
     }
 
     #[test]

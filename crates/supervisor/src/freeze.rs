@@ -182,10 +182,7 @@ impl Freezer {
                 return Ok(t0.elapsed());
             }
             if t0.elapsed() > timeout {
-                return Err(SupervisorError::Invalid(format!(
-                    "partition not frozen after {timeout:?} with {}",
-                    self.backend.name()
-                )));
+                return Err(SupervisorError::NotFrozen { timeout, backend: self.backend.name() });
             }
             pause();
         }

@@ -132,7 +132,7 @@ fn host_program(argv0: &str, applets: &[String], path: Option<&std::ffi::OsStr>)
 }
 
 fn image_error(partition: &str, e: impl std::fmt::Display) -> SupervisorError {
-    SupervisorError::Invalid(format!("VM partition {partition}: the guest image: {e}"))
+    SupervisorError::Guest { partition: partition.to_string(), step: "the guest image", source: e.to_string().into() }
 }
 
 /// Where a guest's pieces come from, for one partition.
@@ -181,7 +181,7 @@ impl Guests {
                 None => {
                     let cache = partita_vm::image::cache_dir();
                     let v = partita_vm::probe::probe(&kernel, &base.path, &cache, partita_vm::probe::DEFAULT_TIMEOUT, false)
-                        .map_err(|e| SupervisorError::Invalid(format!("VM partition {name}: the acceleration probe: {e}")))?;
+                        .map_err(|e| SupervisorError::Guest { partition: name.to_string(), step: "the acceleration probe", source: Box::new(e) })?;
                     let verdict = (v.accel, v.reason.clone());
                     self.verdicts.insert(kernel.clone(), verdict.clone());
                     verdict
@@ -195,7 +195,7 @@ impl Guests {
         for (i, nic) in place.tree.nics.iter().enumerate() {
             let net = system.network(nic.network);
             let (Some(net), Some(bridge)) = (net, bridge_of(nic.network)) else {
-                return Err(SupervisorError::Invalid(format!("{name}: V-NIC {} names an unknown network", nic.name)));
+                return Err(SupervisorError::Model { member: name.to_string(), broken: "a V-NIC names a network the system does not have" });
             };
             taps.push(Tap::create(&nic.host_name, bridge)?);
             let mac = MacAddr::for_interface(&nic.host_name);
@@ -224,7 +224,7 @@ impl Guests {
         }
         let spec = partita_vm::LaunchSpec { env, extra_env: place.tree.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(), nics, argv, programs, router_file: place.router_file };
         let archive = place.state_path.join(format!("{name}.guest.cpio"));
-        spec.write_archive(&archive).map_err(|e| SupervisorError::Invalid(format!("VM partition {name}: its guest archive: {e}")))?;
+        spec.write_archive(&archive).map_err(|e| SupervisorError::Guest { partition: name.to_string(), step: "its guest archive", source: Box::new(e) })?;
         let kvm = match accel {
             Accel::Kvm => Some(KvmNode::create(&place.state_dir.with_file_name(format!(".{name}.kvm")), place.uid)?),
             Accel::Tcg => None,

@@ -158,7 +158,7 @@ fn read_record(path: &Path) -> Record {
 
 fn write_record(path: &Path, r: &Record) -> Result<()> {
     let tmp = path.with_extension("tmp");
-    let text = serde_json::to_string_pretty(r).map_err(|e| SupervisorError::Invalid(e.to_string()))?;
+    let text = serde_json::to_string_pretty(r).map_err(|source| SupervisorError::Encode { what: "the record of host settings", source })?;
     std::fs::write(&tmp, text).map_err(path_err("write", &tmp))?;
     std::fs::rename(&tmp, path).map_err(path_err("rename", path))
 }

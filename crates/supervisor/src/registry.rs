@@ -70,11 +70,11 @@ impl Registration {
                     Some(o) if o.alive() => format!("system {system} is up (supervisor pid {})", o.pid),
                     _ => format!("a supervisor of system {system} died and left its objects: run `partita down`"),
                 };
-                return Err(SupervisorError::Invalid(format!("{why} ({})", path.display())));
+                return Err(SupervisorError::Held(format!("{why} ({})", path.display())));
             }
             Err(e) => return Err(SupervisorError::Path { op: "create", path, source: e }),
         };
-        let text = serde_json::to_string_pretty(&owner).map_err(|e| SupervisorError::Invalid(e.to_string()))?;
+        let text = serde_json::to_string_pretty(&owner).map_err(|source| SupervisorError::Encode { what: "the system's record", source })?;
         let registration = Registration { path: path.clone() };
         file.write_all(text.as_bytes()).and_then(|_| file.sync_all()).map_err(path_err("write", &path))?;
         Ok(registration)

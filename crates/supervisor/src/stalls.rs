@@ -157,7 +157,7 @@ impl Tracer {
         let mut mounted_here = false;
         if !root.join("instances").is_dir() {
             crate::command::run("mount", &["-t", "tracefs", "nodev", TRACEFS])
-                .map_err(|e| SupervisorError::Invalid(format!("tracefs is not mounted at {TRACEFS} and mounting it failed: {e}")))?;
+                .map_err(|e| SupervisorError::Tracefs { path: TRACEFS, source: Box::new(e) })?;
             mounted_here = true;
         }
         let dir = root.join("instances").join(format!("{}{}-cpu{cpu}", INSTANCE_PREFIX, std::process::id()));

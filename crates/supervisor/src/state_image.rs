@@ -32,17 +32,19 @@ impl StateImage {
         let image = image_of(dir);
         std::fs::create_dir_all(dir).map_err(path_err("mkdir", dir))?;
         if is_mount_point(dir) {
-            return Err(SupervisorError::Invalid(format!("{} is mounted already: another system of this name is up, or `partita down` has not cleaned up after one", dir.display())));
+            return Err(SupervisorError::Held(format!("{} is mounted already: another system of this name is up, or `partita down` has not cleaned up after one", dir.display())));
         }
         match std::fs::metadata(&image) {
             Ok(m) if m.len() != quota.bytes => {
-                return Err(SupervisorError::Invalid(format!(
-                    "{}: the state image of {} is {} bytes, the system file's `state.size` says {}; set `state.size` back, or remove the image (and the partition's files in it) to make a new one",
-                    image.display(),
-                    dir.display(),
-                    m.len(),
-                    quota.bytes
-                )))
+                return Err(SupervisorError::StateImage {
+                    image: image.clone(),
+                    problem: format!(
+                        "the state image of {} is {} bytes, the system file's `state.size` says {}; set `state.size` back, or remove the image (and the partition's files in it) to make a new one",
+                        dir.display(),
+                        m.len(),
+                        quota.bytes
+                    ),
+                })
             }
             Ok(_) => {}
             Err(_) => make(&image, dir, quota, uid)?,
@@ -65,7 +67,7 @@ impl StateImage {
     pub fn mount_to_inspect(dir: &Path) -> Result<StateImage> {
         let image = image_of(dir);
         if !image.is_file() {
-            return Err(SupervisorError::Invalid(format!("{}: no state image (the partition left nothing, or never ran)", image.display())));
+            return Err(SupervisorError::StateImage { image, problem: "no state image (the partition left nothing, or never ran)".into() });
         }
         std::fs::create_dir_all(dir).map_err(path_err("mkdir", dir))?;
         let (i, d) = (image.display().to_string(), dir.display().to_string());
@@ -92,7 +94,7 @@ fn make(image: &Path, dir: &Path, quota: StateQuota, uid: u32) -> Result<()> {
     let allocated = partita_os::fd::allocate(&f, quota.bytes);
     drop(f);
     let made = allocated
-        .map_err(|e| SupervisorError::Invalid(format!("{}: cannot allocate {} bytes for a state image ({e}): free disk space or lower `state.size`", fresh.display(), quota.bytes)))
+        .map_err(|e| SupervisorError::StateImage { image: fresh.clone(), problem: format!("cannot allocate {} bytes for a state image ({e}): free disk space or lower `state.size`", quota.bytes) })
         .and_then(|_| {
             let (inodes, owner, path) = (quota.inodes.to_string(), format!("root_owner={uid}:{uid},nodiscard"), fresh.display().to_string());
             run("mkfs.ext4", &["-q", "-F", "-N", &inodes, "-m", "0", "-E", &owner, &path]).map(|_| ())

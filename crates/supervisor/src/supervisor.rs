@@ -218,7 +218,7 @@ impl Supervisor {
         };
         if let Some(bound) = system.cpu_dma_latency {
             let us = u32::try_from(bound.as_nanos() / 1_000).unwrap_or(u32::MAX);
-            s._cpu_latency = Some(CpuLatencyHold::new(us).map_err(|e| SupervisorError::Invalid(format!("{e} (system.cpu_dma_latency; \"1us\" lets idle CPUs halt without pollers, \"off\" leaves the idle states alone)")))?);
+            s._cpu_latency = Some(CpuLatencyHold::new(us).map_err(|source| SupervisorError::CpuLatency { source })?);
         }
         // The supervisor's own work (launching and restarting partitions, watching them) stays off the CPUs of
         // the plans where the machine has others: it must not take time from the partitions' windows.
@@ -280,7 +280,7 @@ impl Supervisor {
                     .iter()
                     .find(|(id, _)| *id == nic.network)
                     .and_then(|(id, b)| Some((system.network(*id)?, &s.bridges[*b])))
-                    .ok_or_else(|| SupervisorError::Invalid(format!("{}: V-NIC {} names an unknown network", member.name, nic.name)))?;
+                    .ok_or_else(|| SupervisorError::Model { member: member.name.to_string(), broken: "a V-NIC names a network the system does not have" })?;
                 s.nics.push(VirtualNic::create(&nic.host_name, &nic.name, &ns, bridge, nic.address, net.subnet.prefix())?);
                 if s._host_tuning.is_some() && !system.host.housekeeping_cpus.is_empty() {
                     for l in host_tuning::steer_vnics(&[nic.host_name.as_str()], &system.host.housekeeping_cpus) {
@@ -322,7 +322,7 @@ impl Supervisor {
             let fastdds_path = state_path.join(format!("{}.fastdds.xml", member.name));
             let fastdds_written = match vm {
                 None if !fastdds.addresses.is_empty() => {
-                    let xml = fastdds.to_xml().map_err(|e| SupervisorError::Invalid(format!("{}: its Fast DDS profile: {e}", member.name)))?;
+                    let xml = fastdds.to_xml().map_err(|source| SupervisorError::DdsConfig { member: member.name.to_string(), source })?;
                     std::fs::write(&fastdds_path, xml).map_err(path_err("write", &fastdds_path))?;
                     true
                 }
@@ -368,7 +368,7 @@ impl Supervisor {
                 None => None,
             });
             let Some((program, args)) = tree.command.split_first() else {
-                return Err(SupervisorError::Invalid(format!("{} has no command", member.name)));
+                return Err(SupervisorError::Model { member: member.name.to_string(), broken: "its command is empty" });
             };
             // `partita route`, `partita app recorder`, …: the small binary of that program, beside partita.
             let (program, args) = if program == PARTITA_PROGRAM { partita_env::programs::resolve(&partita, args) } else { (PathBuf::from(program), args.to_vec()) };
@@ -403,7 +403,7 @@ impl Supervisor {
                 env: tree.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
                 cgroup_procs: cg.procs_files(),
                 netns: Some(ns.path()),
-                environment: Some(environment),
+                environment: Some(environment.clone()),
                 output: Some(log.clone()),
                 fifo_priority: match tree.scheduling {
                     Scheduling::Fifo { priority } => Some(priority),
@@ -417,14 +417,14 @@ impl Supervisor {
                 // The partition's program is the runner, QEMU its child; the guest gets the command, its file's
                 // environment and the supervisor's variables.
                 let (Some(granted), Some(confine)) = (&tree.confinement, spec.confine.as_mut()) else {
-                    return Err(SupervisorError::Invalid(format!("VM partition {} is not confined", member.name)));
+                    return Err(SupervisorError::Model { member: member.name.to_string(), broken: "a VM partition without confinement" });
                 };
                 let bridge_of = |id: NetworkId| bridges.iter().find(|(i, _)| *i == id).map(|(_, b)| &s.bridges[*b]);
                 let place = GuestPlace {
                     partition: member.name,
                     vm,
                     tree,
-                    env: spec.environment.clone().ok_or_else(|| SupervisorError::Invalid(format!("VM partition {} has no environment", member.name)))?,
+                    env: environment.clone(),
                     partita: &partita,
                     state_path: &state_path,
                     uid: granted.uid,
@@ -446,7 +446,7 @@ impl Supervisor {
             // What of the host it sees: its program (partita's runner for a VM partition, with QEMU) and binds.
             if let (Some(confine), Some(granted)) = (spec.confine.as_mut(), &tree.confinement) {
                 let program = crate::launch::resolve_program(&spec.program)?;
-                confine.seen = crate::launch::view::seen(&program, &granted.binds, vm.is_some(), &guest_seen).map_err(|e| SupervisorError::Invalid(format!("{}: {e}", member.name)))?;
+                confine.seen = crate::launch::view::seen(&program, &granted.binds, vm.is_some(), &guest_seen).map_err(|e| SupervisorError::Member { member: member.name.to_string(), source: Box::new(e) })?;
             }
             s.namespaces.push(ns);
             let address = |id: fn(&NetworkId) -> bool| tree.nics.iter().find(|n| id(&n.network)).map(|n| n.address);
@@ -482,7 +482,7 @@ impl Supervisor {
                     .iter()
                     .map(|w| {
                         let partition = members.iter().position(|&pi| m.partitions[pi].name == w.partition).ok_or_else(|| {
-                            SupervisorError::Invalid(format!("plan of module {} names partition {}, which is not in it", m.name, w.partition))
+                            SupervisorError::Model { member: w.partition.clone(), broken: "a plan's window names a partition of another module or of none" }
                         })?;
                         Ok(Window { partition, offset: w.start.to_std(), duration: w.duration.to_std() })
                     })
@@ -544,7 +544,7 @@ impl Supervisor {
             self.executors.iter().map(|e| e.progress.lock().map(|p| p.max_lateness_ns).unwrap_or(0)).collect();
         let path = self.state_dir.path.join("state.json");
         let tmp = self.state_dir.path.join("state.json.tmp");
-        let text = serde_json::to_string_pretty(&self.state).map_err(|e| SupervisorError::Invalid(e.to_string()))?;
+        let text = serde_json::to_string_pretty(&self.state).map_err(|source| SupervisorError::Encode { what: "the state file", source })?;
         std::fs::write(&tmp, text).map_err(path_err("write", &tmp))?;
         std::fs::rename(&tmp, &path).map_err(path_err("rename", &path))
     }

@@ -84,8 +84,8 @@ fn read(ns: Option<&str>, interface: &str) -> Result<(Link, Vec<Route>)> {
         args.extend(["-n", n]);
     }
     let link_args: Vec<&str> = args.iter().copied().chain(["-j", "addr", "show", "dev", interface]).collect();
-    let links: Vec<Link> = serde_json::from_str(&ip(&link_args)?).map_err(|e| SupervisorError::Invalid(format!("ip -j addr show dev {interface}: {e}")))?;
-    let link = links.into_iter().next().ok_or_else(|| SupervisorError::Invalid(format!("no interface {interface}")))?;
+    let links: Vec<Link> = serde_json::from_str(&ip(&link_args)?).map_err(|source| SupervisorError::Decode { command: format!("ip -j addr show dev {interface}"), source })?;
+    let link = links.into_iter().next().ok_or_else(|| SupervisorError::Uplink { interface: interface.to_string(), problem: "no such interface".into() })?;
     let route_args: Vec<&str> = args.iter().copied().chain(["-j", "-4", "route", "show", "dev", interface]).collect();
     let routes: Vec<Route> = serde_json::from_str(&ip(&route_args)?).unwrap_or_default();
     Ok((link, routes))
@@ -120,9 +120,9 @@ impl HandedUplink {
     pub fn hand_over_in(dir: &Path, uplink: &Uplink, system: &str, owner: &str, ns: &NetNamespace) -> Result<HandedUplink> {
         let iface = uplink.interface.as_str();
         if let Some(why) = held_elsewhere(dir, iface, system) {
-            return Err(SupervisorError::Invalid(why));
+            return Err(SupervisorError::Held(why));
         }
-        let (link, routes) = read(None, iface).map_err(|e| SupervisorError::Invalid(format!("uplink {iface}: {e}; name an interface `ip link` shows")))?;
+        let (link, routes) = read(None, iface).map_err(|e| SupervisorError::Uplink { interface: iface.to_string(), problem: format!("{e}; name an interface `ip link` shows") })?;
         let record = Record {
             system: system.into(),
             owner: owner.into(),
@@ -151,7 +151,7 @@ impl HandedUplink {
         };
         std::fs::create_dir_all(dir).map_err(path_err("mkdir", dir))?;
         let path = record_path(dir, &record);
-        let json = serde_json::to_vec_pretty(&record).map_err(|e| SupervisorError::Invalid(e.to_string()))?;
+        let json = serde_json::to_vec_pretty(&record).map_err(|source| SupervisorError::Encode { what: "the uplink's record", source })?;
         std::fs::write(&path, json).map_err(path_err("write", &path))?;
         // From here on, dropping the value gives back whatever was done.
         let handed = HandedUplink { record, path, done: false };
@@ -165,10 +165,10 @@ impl HandedUplink {
             UplinkMode::Macvlan | UplinkMode::Ipvlan => {
                 let (kind, mode) = if uplink.mode == UplinkMode::Macvlan { ("macvlan", "bridge") } else { ("ipvlan", "l2") };
                 ip(&["link", "add", "link", iface, "name", UPLINK_NIC, "netns", nsn, "type", kind, "mode", mode]).map_err(|e| match e {
-                    SupervisorError::Command { stderr, .. } if stderr.contains("Unknown device type") => SupervisorError::Invalid(format!(
-                        "uplink {iface}: this kernel has no {kind} interfaces (CONFIG_{}; `modprobe {kind}` found none); use mode = \"move\" or another mode",
-                        kind.to_uppercase()
-                    )),
+                    SupervisorError::Command { stderr, .. } if stderr.contains("Unknown device type") => SupervisorError::Uplink {
+                        interface: iface.to_string(),
+                        problem: format!("this kernel has no {kind} interfaces (CONFIG_{}; `modprobe {kind}` found none); use mode = \"move\" or another mode", kind.to_uppercase()),
+                    },
                     e => e,
                 })?;
             }
@@ -231,12 +231,10 @@ pub fn give_back(r: &Record) -> Result<()> {
         return Ok(());
     }
     if own_netns() != r.home_netns {
-        return Err(SupervisorError::Invalid(format!(
-            "uplink {} belongs to the network namespace with inode {} but this process runs in {}; run `partita down` where `partita up` ran",
-            r.interface,
-            r.home_netns,
-            own_netns()
-        )));
+        return Err(SupervisorError::Uplink {
+            interface: r.interface.clone(),
+            problem: format!("belongs to the network namespace with inode {} but this process runs in {}; run `partita down` where `partita up` ran", r.home_netns, own_netns()),
+        });
     }
     let here = |name: &str| read(None, name).is_ok();
     if ns_exists && read(Some(&r.netns), UPLINK_NIC).is_ok() {
@@ -287,7 +285,7 @@ fn find_by_mac(mac: &str) -> Result<Option<String>> {
         ifname: String,
         address: Option<String>,
     }
-    let links: Vec<L> = serde_json::from_str(&ip(&["-j", "link", "show"])?).map_err(|e| SupervisorError::Invalid(format!("ip -j link show: {e}")))?;
+    let links: Vec<L> = serde_json::from_str(&ip(&["-j", "link", "show"])?).map_err(|source| SupervisorError::Decode { command: "ip -j link show".into(), source })?;
     Ok(links.into_iter().find(|l| !mac.is_empty() && l.address.as_deref() == Some(mac)).map(|l| l.ifname))
 }
 

@@ -17,9 +17,7 @@ pub fn check_link_name(name: &str) -> Result<()> {
         || name.len() > 15
         || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
     {
-        return Err(SupervisorError::Invalid(format!(
-            "interface name {name:?} must start with {LINK_PREFIX:?}, be at most 15 characters of [A-Za-z0-9._-]"
-        )));
+        return Err(SupervisorError::Name { what: "interface name", value: name.to_string(), rule: "must start with \"pt\", be at most 15 characters of [A-Za-z0-9._-]" });
     }
     Ok(())
 }
@@ -41,7 +39,7 @@ impl NetNamespace {
     /// Creates the namespace with its loopback up.
     pub fn create(name: &str) -> Result<NetNamespace> {
         if !name.starts_with(NETNS_PREFIX) || name.len() > 200 || name.contains('/') {
-            return Err(SupervisorError::Invalid(format!("network namespace name {name:?} must start with {NETNS_PREFIX:?}")));
+            return Err(SupervisorError::Name { what: "network namespace name", value: name.to_string(), rule: "must start with \"partita-\", without `/`, at most 200 characters" });
         }
         ip(&["netns", "add", name])?;
         let ns = NetNamespace { name: name.to_string(), deleted: false };
@@ -130,12 +128,10 @@ impl VirtualNic {
     ) -> Result<VirtualNic> {
         check_link_name(host_name)?;
         if inner_name.is_empty() || inner_name.len() > 15 {
-            return Err(SupervisorError::Invalid(format!("inner interface name {inner_name:?} must be 1 to 15 characters")));
+            return Err(SupervisorError::Name { what: "inner interface name", value: inner_name.to_string(), rule: "must be 1 to 15 characters" });
         }
         if !is_project_address(address) || !(15..=30).contains(&prefix) {
-            return Err(SupervisorError::Invalid(format!(
-                "address {address}/{prefix} is outside 198.18.0.0/15 (partita uses only that range)"
-            )));
+            return Err(SupervisorError::Address { what: "address", value: format!("{address}/{prefix}") });
         }
         let ns = namespace.name();
         ip(&["link", "add", host_name, "type", "veth", "peer", "name", inner_name, "netns", ns])?;

@@ -114,6 +114,23 @@ fn the_io_partition_alone_gets_its_router_file_in_its_view_with_a_side_per_v_nic
     assert_nothing_left(&name, Some(&link_prefix(&name)));
 }
 
+/// A system model built around validation (its fields are public) that breaks what validation guarantees is
+/// refused with the member and the broken rule, and nothing is left.
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn a_model_that_breaks_what_validation_guarantees_is_refused_and_leaves_nothing() {
+    let _bound = bound_shared();
+    let name = system_name("mb");
+    let root = tempdir("state");
+    let mut sys = system(&reference_system(&name, r#"["sh", "-c", "while :; do :; done"]"#));
+    sys.modules[0].partitions[1].tree.command.clear();
+    match Supervisor::up(&sys, &options(&root)) {
+        Err(partita_supervisor::SupervisorError::Model { member, broken }) => assert_eq!((member.as_str(), broken), ("recorder", "its command is empty")),
+        other => panic!("an empty command was not refused as a broken model: {:?}", other.err()),
+    }
+    assert_nothing_left(&name, Some(&link_prefix(&name)));
+}
+
 #[test]
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn a_build_failing_half_way_leaves_nothing() {

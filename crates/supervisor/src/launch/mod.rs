@@ -121,18 +121,18 @@ pub fn resolve_program(program: &str) -> Result<PathBuf> {
         return if is_executable(&p) {
             Ok(p)
         } else {
-            Err(SupervisorError::Invalid(format!("program {program:?} is not an executable file")))
+            Err(SupervisorError::Program { program: program.to_string(), problem: "is not an executable file" })
         };
     }
     partita_system::search_path()
         .into_iter()
         .map(|dir| dir.join(program))
         .find(|p| is_executable(p))
-        .ok_or_else(|| SupervisorError::Invalid(format!("program {program:?} not found in PATH")))
+        .ok_or_else(|| SupervisorError::Program { program: program.to_string(), problem: "not found in PATH" })
 }
 
-fn cstring(what: &str, s: &[u8]) -> Result<CString> {
-    CString::new(s).map_err(|_| SupervisorError::Invalid(format!("{what} contains a NUL byte")))
+fn cstring(what: &'static str, s: &[u8]) -> Result<CString> {
+    CString::new(s).map_err(|_| SupervisorError::Name { what, value: String::from_utf8_lossy(s).into_owned(), rule: "contains a NUL byte" })
 }
 
 /// The highest capability number this kernel knows.
@@ -212,7 +212,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<Started> {
         ],
     };
     let filters = match &spec.confine {
-        Some(c) => seccomp::filters(&c.granted.seccomp_allow).map_err(|e| SupervisorError::Invalid(format!("seccomp filter of {}: {e}", spec.partition)))?,
+        Some(c) => seccomp::filters(&c.granted.seccomp_allow).map_err(|problem| SupervisorError::Seccomp { partition: spec.partition.clone(), problem })?,
         None => seccomp::Filters::default(),
     };
     let fprog = |p: &seccompiler::BpfProgram| libc::sock_fprog { len: p.len() as u16, filter: p.as_ptr() as *mut libc::sock_filter };

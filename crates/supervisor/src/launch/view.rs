@@ -195,10 +195,10 @@ pub fn seen(program: &Path, binds: &[String], qemu: bool, extra: &[PathBuf]) -> 
         let path = if b.starts_with('/') {
             PathBuf::from(b)
         } else {
-            find_in_path(b).ok_or_else(|| SupervisorError::Invalid(format!("`binds` names {b:?}, which is no program in PATH on this machine; give a path or a program that is installed")))?
+            find_in_path(b).ok_or_else(|| SupervisorError::Bind { bind: format!("{b:?}"), problem: "which is no program in PATH on this machine; give a path or a program that is installed" })?
         };
         if !path.exists() {
-            return Err(SupervisorError::Invalid(format!("`binds` names {}, which this machine does not have; give a path that exists", path.display())));
+            return Err(SupervisorError::Bind { bind: path.display().to_string(), problem: "which this machine does not have; give a path that exists" });
         }
         if path.is_dir() {
             c.add_tree(&path);
