@@ -249,229 +249,15 @@ impl Supervisor {
         }
         // 2. Per partition and node: cgroup, namespace, V-NICs, DDS configuration; then launch (frozen when
         //    planned). Freezers go to the plan executors, by module and plan.
-        let mut freezers: Vec<Option<Freezer>> = Vec::new();
-        let mut guards: Vec<Option<TimeGuard>> = Vec::new();
-        let mut guests = Guests::default();
+        let mut build = Build { system, options, layout: &layout, partita: &partita, state_path: &state_path, bridges, guests: Guests::default(), freezers: Vec::new(), guards: Vec::new() };
         let members = system
             .partitions()
             .map(|(m, p)| Member { name: &p.name, module: Some(m), partition: Some(p), tree: &p.tree })
             .chain(system.nodes.iter().map(|n| Member { name: &n.name, module: None, partition: None, tree: &n.tree }));
         for member in members {
-            let tree = member.tree;
-            let cpus = (!tree.cpus.is_empty()).then(|| tree.cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(","));
-            // A planned partition that may be demoted gets a cpu controller group of its own (not one granted
-            // SCHED_FIFO: docs/security.md, "Time partitioning and kernel work").
-            let plan = member.partition.and_then(|p| Some((p, &member.module?.plans[p.plan?])));
-            let cpu_group = plan.is_some_and(|(_, pl)| pl.demote) && tree.scheduling == Scheduling::Normal;
-            let disk = match (&tree.confinement, tree.disk.is_unlimited()) {
-                (Some(c), false) => partita_os::blockdev::whole_disk_of(&c.state_dir).ok().flatten().map(|d| (d, tree.disk)),
-                _ => None,
-            };
-            let limits = Limits { memory_bytes: tree.memory.map(|m| m.0), pids_max: tree.pids_max, cpus, mems: None, cpu_group, disk };
-            let cg = Arc::new(PartitionCgroup::create(&layout, &tree.cgroup, &limits)?);
-            s.cgroups.push(cg.clone());
-            let ns = NetNamespace::create(&tree.netns)?;
-            // A VM partition's V-NICs are taps (made below with its guest); its namespace stays empty.
-            let vm = member.partition.and_then(|p| p.vm.as_ref());
-            let mut domains = Vec::new();
-            let mut fastdds = FastDdsProfile { addresses: Vec::new(), peers: Vec::new(), max_participant_index: 20 };
-            for nic in tree.nics.iter().filter(|_| vm.is_none()) {
-                let (net, bridge) = bridges
-                    .iter()
-                    .find(|(id, _)| *id == nic.network)
-                    .and_then(|(id, b)| Some((system.network(*id)?, &s.bridges[*b])))
-                    .ok_or_else(|| SupervisorError::Model { member: member.name.to_string(), broken: "a V-NIC names a network the system does not have" })?;
-                s.nics.push(VirtualNic::create(&nic.host_name, &nic.name, &ns, bridge, nic.address, net.subnet.prefix())?);
-                if s._host_tuning.is_some() && !system.host.housekeeping_cpus.is_empty() {
-                    for l in host_tuning::steer_vnics(&[nic.host_name.as_str()], &system.host.housekeeping_cpus) {
-                        s.monitor.log().record(member.name, "host_setting_left", None, None, Some(l));
-                    }
-                }
-                domains.push(CycloneConfig::new(&nic.name, nic.domain.get(), system.addresses_on(nic.network)));
-                fastdds.addresses.push(nic.address);
-                fastdds.peers.extend(system.addresses_on(nic.network));
-            }
-            // An I/O partition's sides reach each other only through its program (the routing service).
-            let mut sides: Vec<Side> = tree.nics.iter().filter(|_| vm.is_none()).map(|n| Side { interface: &n.name, address: n.address, domain: n.domain.get() }).collect();
-            if let Some(u) = &tree.uplink {
-                sides.push(Side { interface: UPLINK_NIC, address: u.address, domain: u.domain.get() });
-            }
-            // A secure uplink's credentials: a confined partition reads copies it owns, bound read-only in its view.
-            let mut security_binds: Vec<(PathBuf, &'static str)> = Vec::new();
-            if let Some(u) = &tree.uplink {
-                s.uplinks.push(HandedUplink::hand_over(u, &system.name, member.name, &ns)?);
-                s.monitor.log().record(member.name, "uplink", None, None, Some(format!("{} ({}) as {UPLINK_NIC} {}/{}", u.interface, u.mode, u.address, u.prefix)));
-                let mut config = CycloneConfig::uplink(u);
-                if let Some(sec) = &u.security {
-                    let (files, binds) = crate::uplink::security_files(sec, tree.confinement.as_ref().map(|c| c.uid), &state_path.join(format!("{}.security", member.name)))?;
-                    config.security = Some(files);
-                    security_binds = binds;
-                }
-                domains.push(config);
-                fastdds.addresses.push(u.address);
-                fastdds.peers.extend(&u.peers);
-            }
-            crate::vnet::strong_host(&ns, &sides)?;
-            let xml_path = state_path.join(format!("{}.xml", member.name));
-            let uri = match vm {
-                Some(_) => String::new(),
-                None => CycloneConfig::write_all(&domains, &xml_path)?,
-            };
-            // The same network for Fast DDS programs (their default profile), which would otherwise bind every
-            // interface, multicast and share memory with every Fast DDS program of the host.
-            let fastdds_path = state_path.join(format!("{}.fastdds.xml", member.name));
-            let fastdds_written = match vm {
-                None if !fastdds.addresses.is_empty() => {
-                    let xml = fastdds.to_xml().map_err(|source| SupervisorError::DdsConfig { member: member.name.to_string(), source })?;
-                    std::fs::write(&fastdds_path, xml).map_err(path_err("write", &fastdds_path))?;
-                    true
-                }
-                _ => false,
-            };
-            // An I/O partition's routing service: its whole configuration, as a router file.
-            let io = member.partition.filter(|p| p.io);
-            let router = io.and_then(|p| system.router_config(p)).map(|r| {
-                let header = format!("The routing service of I/O partition {} of system {}, written by partita's supervisor from\n{} (docs/router.md).", member.name, system.name, system.source);
-                r.to_file(&header)
-            });
-            let router_path = state_path.join(format!("{}.router.toml", member.name));
-            if let (Some(text), None) = (&router, vm) {
-                std::fs::write(&router_path, text).map_err(path_err("write", &router_path))?;
-            }
-            let confine = match &tree.confinement {
-                Some(c) => {
-                    s._state_dirs.0.push(c.state_dir.clone());
-                    let mut confine = confine(c, &state_path.join(format!("{}.root", member.name)), vm.is_none().then_some(xml_path.as_path()))?;
-                    s.state_images.push(StateImage::mount(&c.state_dir, c.state_quota, c.uid)?);
-                    confine.fastdds_profile = fastdds_written.then(|| fastdds_path.clone());
-                    confine.router_file = (router.is_some() && vm.is_none()).then(|| router_path.clone());
-                    confine.guest_files.extend(security_binds.iter().cloned());
-                    confine.memory = tree.memory.map(|m| m.0);
-                    Some(confine)
-                }
-                None => None,
-            };
-            // A confined partition reads its DDS configurations where its view puts them.
-            let uri = if confine.is_some() { format!("file://{}", rootfs::DDS_CONFIG) } else { uri };
-            let fastdds_profile = fastdds_written.then(|| if confine.is_some() { rootfs::FASTDDS_PROFILE.to_string() } else { fastdds_path.display().to_string() });
-            freezers.push(match member.partition.and_then(|p| p.plan) {
-                Some(_) => {
-                    let f = Freezer::new(&cg, options.backend.unwrap_or_else(|| FreezeBackend::best_for(&cg)))?;
-                    s.state.freeze_backend = f.backend().name();
-                    f.freeze()?;
-                    Some(f)
-                }
-                None => None,
-            });
-            guards.push(match plan {
-                Some((p, pl)) => Some(TimeGuard::new(&cg, OverrunPolicy::from_system(&p.time_overrun, pl.demote))?),
-                None => None,
-            });
-            let Some((program, args)) = tree.command.split_first() else {
-                return Err(SupervisorError::Model { member: member.name.to_string(), broken: "its command is empty" });
-            };
-            // `partita route`, `partita app recorder`, …: the small binary of that program, beside partita.
-            let (program, args) = if program == PARTITA_PROGRAM { partita_env::programs::resolve(&partita, args) } else { (PathBuf::from(program), args.to_vec()) };
-            let program = program.display().to_string();
-            let environment = PartitionEnv {
-                partition: member.name.to_string(),
-                module: member.module.map_or(member.name, |m| &m.name).to_string(),
-                // A node with an uplink speaks on it: it stands for a machine on that network.
-                domain: match (&tree.uplink, member.partition) {
-                    (Some(u), None) => u.domain,
-                    _ => tree.nics.first().map_or(system.network.domain, |n| n.domain),
-                }
-                .get(),
-                external_domain: io.and(tree.nics.iter().find(|n| n.network == NetworkId::InterModule)).map(|n| n.domain.get()),
-                uplink_domain: io.and(tree.uplink.as_ref()).map(|u| u.domain.get()),
-                router_file: match (&router, vm, confine.is_some()) {
-                    (None, ..) => None,
-                    (Some(_), Some(_), _) => Some(partita_vm::GUEST_ROUTER_FILE.to_string()),
-                    (Some(_), None, true) => Some(rootfs::ROUTER_FILE.to_string()),
-                    (Some(_), None, false) => Some(router_path.display().to_string()),
-                },
-                cyclonedds_uri: uri,
-                fastdds_profile,
-                state_dir: tree.confinement.as_ref().map(|c| c.state_dir.display().to_string()),
-            };
-            let log = PartitionLog::new(state_path.join(format!("{}.log", member.name)), tree.log_size);
-            s.logs.push(log.clone());
-            let mut spec = LaunchSpec {
-                partition: member.name.to_string(),
-                program,
-                args,
-                env: tree.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-                cgroup_procs: cg.procs_files(),
-                netns: Some(ns.path()),
-                environment: Some(environment.clone()),
-                output: Some(log.clone()),
-                fifo_priority: match tree.scheduling {
-                    Scheduling::Fifo { priority } => Some(priority),
-                    Scheduling::Normal => None,
-                },
-                confine,
-                pass_fds: Vec::new(),
-            };
-            let mut guest_seen: Vec<PathBuf> = Vec::new();
-            if let Some(vm) = vm {
-                // The partition's program is the runner, QEMU its child; the guest gets the command, its file's
-                // environment and the supervisor's variables.
-                let (Some(granted), Some(confine)) = (&tree.confinement, spec.confine.as_mut()) else {
-                    return Err(SupervisorError::Model { member: member.name.to_string(), broken: "a VM partition without confinement" });
-                };
-                let bridge_of = |id: NetworkId| bridges.iter().find(|(i, _)| *i == id).map(|(_, b)| &s.bridges[*b]);
-                let place = GuestPlace {
-                    partition: member.name,
-                    vm,
-                    tree,
-                    env: environment.clone(),
-                    partita: &partita,
-                    state_path: &state_path,
-                    uid: granted.uid,
-                    state_dir: &granted.state_dir,
-                    router_file: router.clone(),
-                };
-                let guest = guests.prepare(system, place, bridge_of)?;
-                let (runner, args) = partita_env::programs::resolve(&partita, &guest.args);
-                spec.program = runner.display().to_string();
-                spec.args = args;
-                spec.env.clear();
-                spec.pass_fds = guest.pass_fds();
-                confine.kvm = guest.kvm_node();
-                confine.guest_files = guest.files.clone();
-                guest_seen = guest.seen.clone();
-                s.taps.extend(guest.taps);
-                s.kvm_nodes.extend(guest.kvm);
-            }
-            // What of the host it sees: its program (partita's runner for a VM partition, with QEMU) and binds.
-            if let (Some(confine), Some(granted)) = (spec.confine.as_mut(), &tree.confinement) {
-                let program = crate::launch::resolve_program(&spec.program)?;
-                confine.seen = crate::launch::view::seen(&program, &granted.binds, vm.is_some(), &guest_seen).map_err(|e| SupervisorError::Member { member: member.name.to_string(), source: Box::new(e) })?;
-            }
-            s.namespaces.push(ns);
-            let address = |id: fn(&NetworkId) -> bool| tree.nics.iter().find(|n| id(&n.network)).map(|n| n.address);
-            s.state.partitions.push(PartitionState {
-                module: member.module.map(|m| m.name.clone()),
-                partition: member.name.to_string(),
-                pid: None,
-                windows: None,
-                address: address(|id| matches!(id, NetworkId::Module(_))),
-                external_address: address(|id| *id == NetworkId::InterModule),
-            });
-            let action = health_action(&tree.health);
-            let starter: crate::health::Starter = match vm {
-                Some(vm) => {
-                    let boot_timeout = vm.boot_timeout.to_std();
-                    Box::new(move || launch_guest(&spec, boot_timeout))
-                }
-                None => Box::new(move || launch(&spec)),
-            };
-            s.monitor.start(member.name, action, cg, starter)?;
-            // Its time guard (pushed above, for this member) holds nothing of its launch against it.
-            if let (Some(Some(guard)), Some(clock)) = (guards.last_mut(), s.monitor.program_clock(member.name)) {
-                guard.watch_program(clock);
-            }
+            build.member(&mut s, member)?;
         }
+        let Build { mut freezers, mut guards, .. } = build;
         // 3. Plans: one executor per plan, owning the freezers of its partitions (in module order).
         let mut first = 0;
         for m in &system.modules {
@@ -633,6 +419,247 @@ impl Supervisor {
         // The remaining fields drop here, in declaration order.
     }
 }
+
+/// What building each partition and node needs: the system, where things go, the bridges made for its
+/// networks; and what the members built leave for their plans' executors (freezers and time guards, in member
+/// order).
+struct Build<'a> {
+    system: &'a System,
+    options: &'a UpOptions,
+    layout: &'a Layout,
+    partita: &'a Path,
+    state_path: &'a Path,
+    bridges: Vec<(NetworkId, usize)>,
+    guests: Guests,
+    freezers: Vec<Option<Freezer>>,
+    guards: Vec<Option<TimeGuard>>,
+}
+
+impl Build<'_> {
+    /// One partition or node: its cgroup, namespace, V-NICs and uplink, DDS configurations and router file,
+    /// its guest (a VM partition) and its view of the host; then its start (frozen when planned), watched by
+    /// the health monitor. What it makes goes into `s`, so that a failure later on removes it too.
+    fn member(&mut self, s: &mut Supervisor, member: Member) -> Result<()> {
+        let (system, options, layout, partita, state_path) = (self.system, self.options, self.layout, self.partita, self.state_path);
+        let (bridges, guests, freezers, guards) = (&self.bridges, &mut self.guests, &mut self.freezers, &mut self.guards);
+        let tree = member.tree;
+        let cpus = (!tree.cpus.is_empty()).then(|| tree.cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(","));
+        // A planned partition that may be demoted gets a cpu controller group of its own (not one granted
+        // SCHED_FIFO: docs/security.md, "Time partitioning and kernel work").
+        let plan = member.partition.and_then(|p| Some((p, &member.module?.plans[p.plan?])));
+        let cpu_group = plan.is_some_and(|(_, pl)| pl.demote) && tree.scheduling == Scheduling::Normal;
+        let disk = match (&tree.confinement, tree.disk.is_unlimited()) {
+            (Some(c), false) => partita_os::blockdev::whole_disk_of(&c.state_dir).ok().flatten().map(|d| (d, tree.disk)),
+            _ => None,
+        };
+        let limits = Limits { memory_bytes: tree.memory.map(|m| m.0), pids_max: tree.pids_max, cpus, mems: None, cpu_group, disk };
+        let cg = Arc::new(PartitionCgroup::create(&layout, &tree.cgroup, &limits)?);
+        s.cgroups.push(cg.clone());
+        let ns = NetNamespace::create(&tree.netns)?;
+        // A VM partition's V-NICs are taps (made below with its guest); its namespace stays empty.
+        let vm = member.partition.and_then(|p| p.vm.as_ref());
+        let mut domains = Vec::new();
+        let mut fastdds = FastDdsProfile { addresses: Vec::new(), peers: Vec::new(), max_participant_index: 20 };
+        for nic in tree.nics.iter().filter(|_| vm.is_none()) {
+            let (net, bridge) = bridges
+                .iter()
+                .find(|(id, _)| *id == nic.network)
+                .and_then(|(id, b)| Some((system.network(*id)?, &s.bridges[*b])))
+                .ok_or_else(|| SupervisorError::Model { member: member.name.to_string(), broken: "a V-NIC names a network the system does not have" })?;
+            s.nics.push(VirtualNic::create(&nic.host_name, &nic.name, &ns, bridge, nic.address, net.subnet.prefix())?);
+            if s._host_tuning.is_some() && !system.host.housekeeping_cpus.is_empty() {
+                for l in host_tuning::steer_vnics(&[nic.host_name.as_str()], &system.host.housekeeping_cpus) {
+                    s.monitor.log().record(member.name, "host_setting_left", None, None, Some(l));
+                }
+            }
+            domains.push(CycloneConfig::new(&nic.name, nic.domain.get(), system.addresses_on(nic.network)));
+            fastdds.addresses.push(nic.address);
+            fastdds.peers.extend(system.addresses_on(nic.network));
+        }
+        // An I/O partition's sides reach each other only through its program (the routing service).
+        let mut sides: Vec<Side> = tree.nics.iter().filter(|_| vm.is_none()).map(|n| Side { interface: &n.name, address: n.address, domain: n.domain.get() }).collect();
+        if let Some(u) = &tree.uplink {
+            sides.push(Side { interface: UPLINK_NIC, address: u.address, domain: u.domain.get() });
+        }
+        // A secure uplink's credentials: a confined partition reads copies it owns, bound read-only in its view.
+        let mut security_binds: Vec<(PathBuf, &'static str)> = Vec::new();
+        if let Some(u) = &tree.uplink {
+            s.uplinks.push(HandedUplink::hand_over(u, &system.name, member.name, &ns)?);
+            s.monitor.log().record(member.name, "uplink", None, None, Some(format!("{} ({}) as {UPLINK_NIC} {}/{}", u.interface, u.mode, u.address, u.prefix)));
+            let mut config = CycloneConfig::uplink(u);
+            if let Some(sec) = &u.security {
+                let (files, binds) = crate::uplink::security_files(sec, tree.confinement.as_ref().map(|c| c.uid), &state_path.join(format!("{}.security", member.name)))?;
+                config.security = Some(files);
+                security_binds = binds;
+            }
+            domains.push(config);
+            fastdds.addresses.push(u.address);
+            fastdds.peers.extend(&u.peers);
+        }
+        crate::vnet::strong_host(&ns, &sides)?;
+        let xml_path = state_path.join(format!("{}.xml", member.name));
+        let uri = match vm {
+            Some(_) => String::new(),
+            None => CycloneConfig::write_all(&domains, &xml_path)?,
+        };
+        // The same network for Fast DDS programs (their default profile), which would otherwise bind every
+        // interface, multicast and share memory with every Fast DDS program of the host.
+        let fastdds_path = state_path.join(format!("{}.fastdds.xml", member.name));
+        let fastdds_written = match vm {
+            None if !fastdds.addresses.is_empty() => {
+                let xml = fastdds.to_xml().map_err(|source| SupervisorError::DdsConfig { member: member.name.to_string(), source })?;
+                std::fs::write(&fastdds_path, xml).map_err(path_err("write", &fastdds_path))?;
+                true
+            }
+            _ => false,
+        };
+        // An I/O partition's routing service: its whole configuration, as a router file.
+        let io = member.partition.filter(|p| p.io);
+        let router = io.and_then(|p| system.router_config(p)).map(|r| {
+            let header = format!("The routing service of I/O partition {} of system {}, written by partita's supervisor from\n{} (docs/router.md).", member.name, system.name, system.source);
+            r.to_file(&header)
+        });
+        let router_path = state_path.join(format!("{}.router.toml", member.name));
+        if let (Some(text), None) = (&router, vm) {
+            std::fs::write(&router_path, text).map_err(path_err("write", &router_path))?;
+        }
+        let confine = match &tree.confinement {
+            Some(c) => {
+                s._state_dirs.0.push(c.state_dir.clone());
+                let mut confine = confine(c, &state_path.join(format!("{}.root", member.name)), vm.is_none().then_some(xml_path.as_path()))?;
+                s.state_images.push(StateImage::mount(&c.state_dir, c.state_quota, c.uid)?);
+                confine.fastdds_profile = fastdds_written.then(|| fastdds_path.clone());
+                confine.router_file = (router.is_some() && vm.is_none()).then(|| router_path.clone());
+                confine.guest_files.extend(security_binds.iter().cloned());
+                confine.memory = tree.memory.map(|m| m.0);
+                Some(confine)
+            }
+            None => None,
+        };
+        // A confined partition reads its DDS configurations where its view puts them.
+        let uri = if confine.is_some() { format!("file://{}", rootfs::DDS_CONFIG) } else { uri };
+        let fastdds_profile = fastdds_written.then(|| if confine.is_some() { rootfs::FASTDDS_PROFILE.to_string() } else { fastdds_path.display().to_string() });
+        freezers.push(match member.partition.and_then(|p| p.plan) {
+            Some(_) => {
+                let f = Freezer::new(&cg, options.backend.unwrap_or_else(|| FreezeBackend::best_for(&cg)))?;
+                s.state.freeze_backend = f.backend().name();
+                f.freeze()?;
+                Some(f)
+            }
+            None => None,
+        });
+        guards.push(match plan {
+            Some((p, pl)) => Some(TimeGuard::new(&cg, OverrunPolicy::from_system(&p.time_overrun, pl.demote))?),
+            None => None,
+        });
+        let Some((program, args)) = tree.command.split_first() else {
+            return Err(SupervisorError::Model { member: member.name.to_string(), broken: "its command is empty" });
+        };
+        // `partita route`, `partita app recorder`, …: the small binary of that program, beside partita.
+        let (program, args) = if program == PARTITA_PROGRAM { partita_env::programs::resolve(&partita, args) } else { (PathBuf::from(program), args.to_vec()) };
+        let program = program.display().to_string();
+        let environment = PartitionEnv {
+            partition: member.name.to_string(),
+            module: member.module.map_or(member.name, |m| &m.name).to_string(),
+            // A node with an uplink speaks on it: it stands for a machine on that network.
+            domain: match (&tree.uplink, member.partition) {
+                (Some(u), None) => u.domain,
+                _ => tree.nics.first().map_or(system.network.domain, |n| n.domain),
+            }
+            .get(),
+            external_domain: io.and(tree.nics.iter().find(|n| n.network == NetworkId::InterModule)).map(|n| n.domain.get()),
+            uplink_domain: io.and(tree.uplink.as_ref()).map(|u| u.domain.get()),
+            router_file: match (&router, vm, confine.is_some()) {
+                (None, ..) => None,
+                (Some(_), Some(_), _) => Some(partita_vm::GUEST_ROUTER_FILE.to_string()),
+                (Some(_), None, true) => Some(rootfs::ROUTER_FILE.to_string()),
+                (Some(_), None, false) => Some(router_path.display().to_string()),
+            },
+            cyclonedds_uri: uri,
+            fastdds_profile,
+            state_dir: tree.confinement.as_ref().map(|c| c.state_dir.display().to_string()),
+        };
+        let log = PartitionLog::new(state_path.join(format!("{}.log", member.name)), tree.log_size);
+        s.logs.push(log.clone());
+        let mut spec = LaunchSpec {
+            partition: member.name.to_string(),
+            program,
+            args,
+            env: tree.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            cgroup_procs: cg.procs_files(),
+            netns: Some(ns.path()),
+            environment: Some(environment.clone()),
+            output: Some(log.clone()),
+            fifo_priority: match tree.scheduling {
+                Scheduling::Fifo { priority } => Some(priority),
+                Scheduling::Normal => None,
+            },
+            confine,
+            pass_fds: Vec::new(),
+        };
+        let mut guest_seen: Vec<PathBuf> = Vec::new();
+        if let Some(vm) = vm {
+            // The partition's program is the runner, QEMU its child; the guest gets the command, its file's
+            // environment and the supervisor's variables.
+            let (Some(granted), Some(confine)) = (&tree.confinement, spec.confine.as_mut()) else {
+                return Err(SupervisorError::Model { member: member.name.to_string(), broken: "a VM partition without confinement" });
+            };
+            let bridge_of = |id: NetworkId| bridges.iter().find(|(i, _)| *i == id).map(|(_, b)| &s.bridges[*b]);
+            let place = GuestPlace {
+                partition: member.name,
+                vm,
+                tree,
+                env: environment.clone(),
+                partita: &partita,
+                state_path: &state_path,
+                uid: granted.uid,
+                state_dir: &granted.state_dir,
+                router_file: router.clone(),
+            };
+            let guest = guests.prepare(system, place, bridge_of)?;
+            let (runner, args) = partita_env::programs::resolve(&partita, &guest.args);
+            spec.program = runner.display().to_string();
+            spec.args = args;
+            spec.env.clear();
+            spec.pass_fds = guest.pass_fds();
+            confine.kvm = guest.kvm_node();
+            confine.guest_files = guest.files.clone();
+            guest_seen = guest.seen.clone();
+            s.taps.extend(guest.taps);
+            s.kvm_nodes.extend(guest.kvm);
+        }
+        // What of the host it sees: its program (partita's runner for a VM partition, with QEMU) and binds.
+        if let (Some(confine), Some(granted)) = (spec.confine.as_mut(), &tree.confinement) {
+            let program = crate::launch::resolve_program(&spec.program)?;
+            confine.seen = crate::launch::view::seen(&program, &granted.binds, vm.is_some(), &guest_seen).map_err(|e| SupervisorError::Member { member: member.name.to_string(), source: Box::new(e) })?;
+        }
+        s.namespaces.push(ns);
+        let address = |id: fn(&NetworkId) -> bool| tree.nics.iter().find(|n| id(&n.network)).map(|n| n.address);
+        s.state.partitions.push(PartitionState {
+            module: member.module.map(|m| m.name.clone()),
+            partition: member.name.to_string(),
+            pid: None,
+            windows: None,
+            address: address(|id| matches!(id, NetworkId::Module(_))),
+            external_address: address(|id| *id == NetworkId::InterModule),
+        });
+        let action = health_action(&tree.health);
+        let starter: crate::health::Starter = match vm {
+            Some(vm) => {
+                let boot_timeout = vm.boot_timeout.to_std();
+                Box::new(move || launch_guest(&spec, boot_timeout))
+            }
+            None => Box::new(move || launch(&spec)),
+        };
+        s.monitor.start(member.name, action, cg, starter)?;
+        // Its time guard (pushed above, for this member) holds nothing of its launch against it.
+        if let (Some(Some(guard)), Some(clock)) = (guards.last_mut(), s.monitor.program_clock(member.name)) {
+            guard.watch_program(clock);
+        }
+        Ok(())
+    }
+}
+
 
 /// Mounts the cgroup v2 hierarchy with `favordynmods`, so that moving a process into a cgroup (every start
 /// and restart of a partition) does not wait for an RCU grace period while holding the lock the plan executor's
