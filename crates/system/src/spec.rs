@@ -201,21 +201,6 @@ impl std::fmt::Display for CpuDmaLatency {
     }
 }
 
-impl Serialize for CpuDmaLatency {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            CpuDmaLatency::Off => s.serialize_str("off"),
-            CpuDmaLatency::Bound(d) => d.serialize(s),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for CpuDmaLatency {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
-    }
-}
-
 /// The `[network]` table: the inter-module network.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -838,7 +823,7 @@ macro_rules! as_text {
         }
     )*};
 }
-as_text!(Duration, ByteSize, Subnet);
+as_text!(Duration, ByteSize, Subnet, CpuDmaLatency);
 
 macro_rules! as_word {
     ($t:ident { $($v:ident => $w:literal),* $(,)? }) => {
