@@ -34,7 +34,8 @@ impl CycloneConfig {
     /// written by the DDS layer ([`partita_dds::config::document`]).
     pub fn to_xml_all(domains: &[CycloneConfig]) -> Result<String> {
         let configs = domains.iter().map(CycloneConfig::domain_config).collect::<Result<Vec<_>>>()?;
-        partita_dds::config::document(&configs).map_err(|source| SupervisorError::DdsConfig { member: domains.iter().map(|d| d.interface.as_str()).collect::<Vec<_>>().join(", "), source })
+        let what = || format!("the Cyclone DDS configuration of {}", domains.iter().map(|d| d.interface.as_str()).collect::<Vec<_>>().join(", "));
+        partita_dds::config::document(&configs).map_err(|source| SupervisorError::DdsConfig { what: what(), source })
     }
 
     pub fn to_xml(&self) -> Result<String> {

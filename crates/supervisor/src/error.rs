@@ -36,9 +36,9 @@ pub enum SupervisorError {
     /// A command's JSON output could not be read.
     #[error("reading the output of `{command}`: {source}")]
     Decode { command: String, #[source] source: serde_json::Error },
-    /// A DDS configuration (Cyclone XML, Fast DDS profile) could not be written for a member.
-    #[error("{member}: its DDS configuration: {source}")]
-    DdsConfig { member: String, #[source] source: partita_dds::DdsError },
+    /// A DDS configuration (Cyclone XML, Fast DDS profile) could not be written: `what` says which.
+    #[error("{what}: {source}")]
+    DdsConfig { what: String, #[source] source: partita_dds::DdsError },
     /// The bound on the CPUs' wake-up latency could not be held.
     #[error("{source} (system.cpu_dma_latency; \"1us\" lets idle CPUs halt without pollers, \"off\" leaves the idle states alone)")]
     CpuLatency { #[source] source: partita_os::cpu_latency::CpuLatencyError },

@@ -500,14 +500,14 @@ impl Build<'_> {
         let xml_path = state_path.join(format!("{}.xml", member.name));
         let uri = match vm {
             Some(_) => String::new(),
-            None => CycloneConfig::write_all(&domains, &xml_path)?,
+            None => CycloneConfig::write_all(&domains, &xml_path).map_err(|e| SupervisorError::Member { member: member.name.to_string(), source: Box::new(e) })?,
         };
         // The same network for Fast DDS programs (their default profile), which would otherwise bind every
         // interface, multicast and share memory with every Fast DDS program of the host.
         let fastdds_path = state_path.join(format!("{}.fastdds.xml", member.name));
         let fastdds_written = match vm {
             None if !fastdds.addresses.is_empty() => {
-                let xml = fastdds.to_xml().map_err(|source| SupervisorError::DdsConfig { member: member.name.to_string(), source })?;
+                let xml = fastdds.to_xml().map_err(|source| SupervisorError::DdsConfig { what: format!("{}: its Fast DDS profile", member.name), source })?;
                 std::fs::write(&fastdds_path, xml).map_err(path_err("write", &fastdds_path))?;
                 true
             }
