@@ -91,7 +91,7 @@ pub fn run(programs: &Programs, setup: &Setup, state_root: &Path, machine: &str,
                     let done = run_until_exit(&system, &options, "node", Duration::from_secs(60));
                     let text = std::fs::read_to_string(state.join("node.log")).unwrap_or_default();
                     let _ = std::fs::remove_dir_all(&state);
-                    judge(writer, reader, done.map_err(|e| e.to_string()).map(|(_, timed_out)| timed_out), &text)
+                    judge(writer, reader, done.map_err(|e| e.to_string()).map(|e| e.timed_out), &text)
                 }
             };
             log(&format!(

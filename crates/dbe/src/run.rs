@@ -93,18 +93,17 @@ pub fn run_group(p: &Planned, cfg: &RunConfig, serial: usize) -> Result<Vec<(Cel
     let state = cfg.state_root.join(&system.name);
     // Logs are appended: a state directory left by an earlier system of the same name would mix its lines in.
     let _ = std::fs::remove_dir_all(&state);
-    let watch = partita_lab::machine::Watch::start();
     let done = run_until_exit(&system, &options, &layout.wait_for, limit(p));
-    let disturbance = watch.stop();
+    let disturbance = done.as_ref().ok().map(|e| e.disturbance);
     let outcome = match done {
         Err(RunError::Interrupted) => Err("interrupted".to_string()),
         Err(e) => Err(e.to_string()),
-        Ok((_, true)) => Err(format!("still running after {} s:\n{}", limit(p).as_secs(), tail(&state, &layout.logs))),
-        Ok((_, false)) => read_logs(&state, &layout.logs).and_then(|lines| cells(p, cfg, lines).map_err(|e| format!("{e}\n{}", tail(&state, &layout.logs)))),
+        Ok(e) if e.timed_out => Err(format!("still running after {} s:\n{}", limit(p).as_secs(), tail(&state, &layout.logs))),
+        Ok(_) => read_logs(&state, &layout.logs).and_then(|lines| cells(p, cfg, lines).map_err(|e| format!("{e}\n{}", tail(&state, &layout.logs)))),
     };
     let outcome = outcome.map(|mut cells| {
         for (c, _) in &mut cells {
-            c.disturbance = Some(disturbance);
+            c.disturbance = disturbance;
         }
         cells
     });

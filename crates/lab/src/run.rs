@@ -87,9 +87,7 @@ pub fn run_until_exits<T: serde::de::DeserializeOwned>(
             return Err(RunError::File { path: report_path.into(), message: e.to_string() });
         }
     }
-    let watch = Watch::start();
-    let (executors, timed_out) = run_until_exit(system, options, monitor, limit)?;
-    let disturbance = watch.stop();
+    let Exited { executors, timed_out, disturbance } = run_until_exit(system, options, monitor, limit)?;
     let log = options.state_root.join(&system.name).join(format!("{monitor}.log"));
     let text = match std::fs::read_to_string(report_path) {
         Ok(t) => t,
@@ -107,17 +105,27 @@ pub fn run_until_exits<T: serde::de::DeserializeOwned>(
     Ok(Finished { report, executors, disturbance })
 }
 
-/// Runs `system` until its partition or node `name` exits or `limit` passes, then tears it down: the plan
-/// executors' logs, and whether `limit` passed first. The state directory (logs, events) is left for the
-/// caller to read and remove.
-pub fn run_until_exit(system: &System, options: &UpOptions, name: &str, limit: Duration) -> Result<(Vec<ExecutorLog>, bool), RunError> {
+/// A system run until one of its members exited ([`run_until_exit`]).
+pub struct Exited {
+    /// The plan executors' logs.
+    pub executors: Vec<ExecutorLog>,
+    /// Whether the limit passed first.
+    pub timed_out: bool,
+    /// What the host did to the machine from the system's start to its end (steal time, CPU frequency).
+    pub disturbance: Disturbance,
+}
+
+/// Runs `system` until its partition or node `name` exits or `limit` passes, then tears it down. The state
+/// directory (logs, events) is left for the caller to read and remove.
+pub fn run_until_exit(system: &System, options: &UpOptions, name: &str, limit: Duration) -> Result<Exited, RunError> {
     let sys_err = |e: &dyn std::fmt::Display| RunError::Supervisor { system: system.name.clone(), message: e.to_string() };
     if system.node(name).is_none() && !system.partitions().any(|(_, p)| p.name == name) {
         return Err(RunError::Supervisor { system: system.name.clone(), message: format!("it has no partition or node {name:?} to wait for") });
     }
+    let watch = Watch::start();
     let sup = Supervisor::up(system, options).map_err(|e| sys_err(&e))?;
     let events = sup.state_dir().join("events.jsonl");
-        let stop = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
     let timed_out = Arc::new(AtomicBool::new(false));
     let watcher = {
         let (stop, timed_out, name) = (stop.clone(), timed_out.clone(), name.to_string());
@@ -143,7 +151,7 @@ pub fn run_until_exit(system: &System, options: &UpOptions, name: &str, limit: D
     if stop_requested() {
         return Err(RunError::Interrupted);
     }
-    Ok((executors, timed_out.load(Ordering::SeqCst)))
+    Ok(Exited { executors, timed_out: timed_out.load(Ordering::SeqCst), disturbance: watch.stop() })
 }
 
 /// The thaw herd of one partition, measured.

@@ -408,8 +408,7 @@ fn run_system(cfg: &RtConfig, profile: Profile, tp: u8) -> Result<String, RunErr
     // The RT partition's log, then the neighbours' (where their load says it started).
     let log: String = ["rt.log", "neighbour-1.log", "neighbour-2.log"].iter().map(|f| std::fs::read_to_string(state.join(f)).unwrap_or_default()).collect::<Vec<_>>().join("\n");
     let _ = std::fs::remove_dir_all(&state);
-    let (_, timed_out) = done?;
-    if timed_out {
+    if done?.timed_out {
         return Err(RunError::Supervisor { system: name, message: format!("cyclictest was still running after {:.0} s", limit.as_secs_f64()) });
     }
     Ok(log)
