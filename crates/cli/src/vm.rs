@@ -181,6 +181,7 @@ fn plain_env(partition: &str) -> partita_env::PartitionEnv {
         cyclonedds_uri: partita_vm::launch::GUEST_DDS_URI.into(),
         fastdds_profile: None,
         state_dir: None,
+        ports: Vec::new(),
     }
 }
 

@@ -11,10 +11,12 @@
 //! | `PARTITA_EXTERNAL_DOMAIN` | I/O partitions only: the inter-module network's domain id |
 //! | `PARTITA_UPLINK_DOMAIN` | I/O partitions with an uplink: the DDS domain carried on it |
 //! | `PARTITA_ROUTER_FILE` | I/O partitions: the path of the routing service's whole configuration, a router file (docs/router.md) the supervisor wrote from the system file |
+//! | `PARTITA_PORTS` | partitions with ARINC 653 ports: each port's channel memory and geometry ([`ports`]) |
 //! | `PARTITA_STATE_DIR` | partitions: their private writable directory, kept across runs |
 //! | `CYCLONEDDS_URI` | `file://` of the Cyclone DDS configuration the supervisor wrote: every domain on its V-NIC |
 //! | `FASTRTPS_DEFAULT_PROFILES_FILE` | the Fast DDS XML profile the supervisor wrote: its V-NICs only, unicast peers, no multicast, no shared memory |
 #![forbid(unsafe_code)]
+pub mod ports;
 pub mod programs;
 
 /// The partition's or node's name.
@@ -68,6 +70,8 @@ pub struct PartitionEnv {
     pub fastdds_profile: Option<String>,
     /// A partition's private writable directory (none for a native node).
     pub state_dir: Option<String>,
+    /// Its ARINC 653 ports (`PARTITA_PORTS`), each with the descriptors it inherits.
+    pub ports: Vec<ports::PortEntry>,
 }
 
 impl PartitionEnv {
@@ -93,6 +97,9 @@ impl PartitionEnv {
         }
         if let Some(d) = &self.state_dir {
             v.push((STATE_DIR.to_string(), d.clone()));
+        }
+        if !self.ports.is_empty() {
+            v.push((ports::PORTS.to_string(), ports::format_ports(&self.ports)));
         }
         v
     }
@@ -153,7 +160,7 @@ mod tests {
 
     #[test]
     fn the_supervisors_variables_are_reserved_and_others_are_not() {
-        let all = PartitionEnv { partition: "p".into(), module: "m".into(), domain: 1, external_domain: Some(0), uplink_domain: Some(2), router_file: Some("/x".into()), cyclonedds_uri: "file:///x".into(), fastdds_profile: None, state_dir: Some("/s".into()) };
+        let all = PartitionEnv { partition: "p".into(), module: "m".into(), domain: 1, external_domain: Some(0), uplink_domain: Some(2), router_file: Some("/x".into()), cyclonedds_uri: "file:///x".into(), fastdds_profile: None, state_dir: Some("/s".into()), ports: Vec::new() };
         for v in all.vars() {
             assert!(is_reserved(&v.0), "{}", v.0);
         }
@@ -162,7 +169,7 @@ mod tests {
 
     #[test]
     fn only_io_partitions_get_the_external_domain_and_router() {
-        let e = PartitionEnv { partition: "p".into(), module: "m".into(), domain: 3, external_domain: None, uplink_domain: None, router_file: None, cyclonedds_uri: "file:///x".into(), fastdds_profile: None, state_dir: None };
+        let e = PartitionEnv { partition: "p".into(), module: "m".into(), domain: 3, external_domain: None, uplink_domain: None, router_file: None, cyclonedds_uri: "file:///x".into(), fastdds_profile: None, state_dir: None, ports: Vec::new() };
         let names: Vec<String> = e.vars().into_iter().map(|(k, _)| k).collect();
         assert_eq!(names, vec![PARTITION, MODULE, DOMAIN, CYCLONEDDS_URI]);
         assert!(e.vars().contains(&(DOMAIN.to_string(), "3".to_string())));

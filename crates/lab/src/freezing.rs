@@ -100,7 +100,7 @@ pub fn freeze_vm(iterations: u32, control_cpu: usize, partition_cpu: usize, part
     let mut spec = partita_vm::BaseSpec::new(&cache).map_err(|e| invalid(&e))?;
     spec.partita = partita_env::programs::guest_binary(partita);
     let base = partita_vm::prepare_base(&spec).map_err(|e| invalid(&e))?;
-    let env = partita_env::PartitionEnv { partition: "spin".into(), module: "bench".into(), domain: 0, external_domain: None, uplink_domain: None, router_file: None, cyclonedds_uri: String::new(), fastdds_profile: None, state_dir: None };
+    let env = partita_env::PartitionEnv { partition: "spin".into(), module: "bench".into(), domain: 0, external_domain: None, uplink_domain: None, router_file: None, cyclonedds_uri: String::new(), fastdds_profile: None, state_dir: None, ports: Vec::new() };
     let launch_spec = partita_vm::LaunchSpec { env, extra_env: Vec::new(), nics: Vec::new(), argv: vec!["sh".into(), "-c".into(), "while :; do :; done".into()], programs: Vec::new(), router_file: None };
     std::fs::create_dir_all(workdir).map_err(partita_supervisor::error::path_err("mkdir", workdir))?;
     let archive = workdir.join("spin.cpio");

@@ -27,6 +27,7 @@ pub mod prexec;
 pub mod process;
 pub mod sandbox;
 pub mod sched;
+pub mod shm;
 pub mod seccomp_notify;
 pub mod signal;
 pub mod socket;

@@ -28,6 +28,7 @@ fn spec(system: &str, partition: &str, cg: &PartitionCgroup, netns: Option<&NetN
             cyclonedds_uri: "file:///nonexistent.xml".into(),
             fastdds_profile: None,
             state_dir: None,
+            ports: Vec::new(),
         }),
         output: None,
         fifo_priority: None,

@@ -294,7 +294,7 @@ mod tests {
     use super::*;
 
     pub(crate) fn env() -> PartitionEnv {
-        PartitionEnv { partition: "p1".into(), module: "m".into(), domain: 3, external_domain: None, uplink_domain: None, router_file: None, cyclonedds_uri: "file:///run/partita/dds.xml".into(), fastdds_profile: None, state_dir: Some("/var/lib/partita/s/p1".into()) }
+        PartitionEnv { partition: "p1".into(), module: "m".into(), domain: 3, external_domain: None, uplink_domain: None, router_file: None, cyclonedds_uri: "file:///run/partita/dds.xml".into(), fastdds_profile: None, state_dir: Some("/var/lib/partita/s/p1".into()), ports: Vec::new() }
     }
 
     fn nic() -> GuestNic {

@@ -103,7 +103,7 @@ pub fn probe(kernel: &Path, base: &Path, cache_dir: &Path, timeout: Duration, fr
 }
 
 fn boot_under_kvm(kernel: &Path, base: &Path, cache_dir: &Path, timeout: Duration) -> Result<Outcome, ProbeError> {
-    let env = PartitionEnv { partition: "accel-probe".into(), module: "probe".into(), domain: 0, external_domain: None, uplink_domain: None, router_file: None, cyclonedds_uri: String::new(), fastdds_profile: None, state_dir: None };
+    let env = PartitionEnv { partition: "accel-probe".into(), module: "probe".into(), domain: 0, external_domain: None, uplink_domain: None, router_file: None, cyclonedds_uri: String::new(), fastdds_profile: None, state_dir: None, ports: Vec::new() };
     let spec = LaunchSpec { env, extra_env: Vec::new(), nics: Vec::new(), argv: vec!["true".into()], programs: Vec::new(), router_file: None };
     let extra = cache_dir.join(format!(".probe-{}.cpio", std::process::id()));
     spec.write_archive(&extra)?;

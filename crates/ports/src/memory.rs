@@ -1,0 +1,65 @@
+//! A channel's memory as the supervisor creates it, and the descriptors each end gets.
+use crate::layout;
+use crate::{PortError, PortKind};
+use partita_os::shm;
+use std::io;
+use std::os::fd::OwnedFd;
+
+/// The descriptors of one port's end: its channel's message memory (writable at the source, read-only at a
+/// destination), its own status memory, and a queuing channel's acknowledgement memory (writable at the
+/// destination, read-only at the source).
+#[derive(Debug)]
+pub struct EndFds {
+    pub data: OwnedFd,
+    pub status: OwnedFd,
+    pub ack: Option<OwnedFd>,
+}
+
+/// One channel's memory, created before its partitions start and kept by the supervisor for as long as the
+/// system is up (a restarted partition finds its channel as it left it).
+#[derive(Debug)]
+pub struct ChannelMemory {
+    pub kind: PortKind,
+    pub max_message: u32,
+    pub data: OwnedFd,
+    pub ack: Option<OwnedFd>,
+}
+
+impl ChannelMemory {
+    /// Creates the memory of a channel named `name` (the name shows in `/proc/<pid>/fd` as `memfd:<name>`).
+    pub fn create(name: &str, kind: PortKind, max_message: u32, depth: u64) -> io::Result<ChannelMemory> {
+        let (bytes, ack) = match kind {
+            PortKind::Sampling => (layout::sampling_bytes(max_message), None),
+            PortKind::Queuing => (layout::queuing_bytes(max_message, depth), Some(shm::create(&format!("partita-ack-{name}"), layout::ACK_BYTES)?)),
+        };
+        Ok(ChannelMemory { kind, max_message, data: shm::create(&format!("partita-channel-{name}"), bytes)?, ack })
+    }
+
+    /// The source's descriptors: the messages writable, the acknowledgements read-only.
+    pub fn source(&self, status: OwnedFd) -> io::Result<EndFds> {
+        Ok(EndFds { data: self.data.try_clone()?, status, ack: self.ack.as_ref().map(shm::read_only).transpose()? })
+    }
+
+    /// A destination's descriptors: the messages read-only, the acknowledgements writable.
+    pub fn destination(&self, status: OwnedFd) -> io::Result<EndFds> {
+        Ok(EndFds { data: shm::read_only(&self.data)?, status, ack: self.ack.as_ref().map(OwnedFd::try_clone).transpose()? })
+    }
+}
+
+/// A port's status memory (writable by its partition, read by the supervisor).
+pub fn create_status(port: &str) -> io::Result<OwnedFd> {
+    shm::create(&format!("partita-status-{port}"), layout::STATUS_BYTES)
+}
+
+/// Maps `fd` and checks that it is big enough for what the supervisor said it holds, and sealed so that the
+/// other end cannot shrink it under this mapping.
+pub(crate) fn map_checked(name: &str, fd: &OwnedFd, writable: bool, at_least: usize, what: &'static str) -> Result<shm::Mapping, PortError> {
+    if !shm::is_size_sealed(fd) {
+        return Err(PortError::PeerFault { name: name.to_string(), what: "its memory is not sealed against resizing" });
+    }
+    let m = crate::map(name, fd, writable, what)?;
+    if m.len() < at_least {
+        return Err(PortError::PeerFault { name: name.to_string(), what: "its memory is smaller than its geometry" });
+    }
+    Ok(m)
+}
