@@ -578,6 +578,7 @@ impl Build<'_> {
             cyclonedds_uri: uri,
             fastdds_profile,
             state_dir: tree.confinement.as_ref().map(|c| c.state_dir.display().to_string()),
+            ports: Vec::new(),
         };
         let log = PartitionLog::new(state_path.join(format!("{}.log", member.name)), tree.log_size);
         s.logs.push(log.clone());
