@@ -198,10 +198,40 @@ pub fn render(s: &System) -> String {
             n.tree.netns
         ));
     }
+    out.push_str(&render_channels(s));
     out.push_str(&render_uplinks(s));
     out.push_str(&render_vms(s));
     out.push_str(&render_time_protection(s));
     out.push_str(&render_host_objects(&s.host_objects()));
+    out
+}
+
+/// ARINC 653 channels between partitions (docs/ports.md).
+fn render_channels(s: &System) -> String {
+    let mut out = String::new();
+    for m in s.modules.iter().filter(|m| !m.channels.is_empty()) {
+        if out.is_empty() {
+            out.push_str("\nchannels (ARINC 653 ports, on memory the supervisor creates per channel)\n");
+            out.push_str(&format!("  {:<10} {:<16} {:<9} {:>9} {:<14} {:<24} {}\n", "module", "channel", "kind", "max", "depth/refresh", "source", "destinations"));
+        }
+        for c in &m.channels {
+            let geometry = match c.kind {
+                partita_system::ChannelKind::Sampling { refresh } => format!("{refresh}"),
+                partita_system::ChannelKind::Queuing { depth } => format!("{depth} msgs"),
+            };
+            let dests: Vec<String> = c.destinations.iter().map(ToString::to_string).collect();
+            out.push_str(&format!(
+                "  {:<10} {:<16} {:<9} {:>9} {:<14} {:<24} {}\n",
+                m.name,
+                c.name,
+                c.kind.as_str(),
+                partita_system::ByteSize(u64::from(c.max_message)).to_string(),
+                geometry,
+                c.source.to_string(),
+                dests.join(", ")
+            ));
+        }
+    }
     out
 }
 

@@ -250,6 +250,8 @@ struct RawModule {
     plan: Vec<RawPlan>,
     #[serde(default)]
     path: Vec<RawPath>,
+    #[serde(default)]
+    channel: Vec<RawChannel>,
     /// The host it runs on, in a system spanning several (`[[host]]`).
     host: Option<S<String>>,
 }
@@ -262,6 +264,32 @@ struct RawPath {
     name: S<String>,
     through: S<Vec<String>>,
 }
+
+/// An ARINC 653 channel between partitions of the module (docs/ports.md).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawChannel {
+    name: S<String>,
+    kind: S<String>,
+    /// `partition` or `partition:port` (the port is named after the channel unless given).
+    source: S<String>,
+    destinations: S<Vec<String>>,
+    max_message: S<String>,
+    /// Sampling channels: how long a message stays valid.
+    refresh: Option<S<String>>,
+    /// Queuing channels: how many messages the queue holds.
+    depth: Option<S<u64>>,
+    /// `ignore` (default: logged), `restart` or `stop` the partition that reports a fault of its own.
+    on_fault: Option<S<String>>,
+}
+
+/// The longest message a channel may carry, the deepest queue, and the most memory a channel's messages may
+/// take (the same bounds as partita-ports' layout).
+pub const MAX_CHANNEL_MESSAGE: u64 = 1 << 20;
+pub const MAX_CHANNEL_DEPTH: u64 = 4096;
+pub const MAX_CHANNEL_BYTES: u64 = 64 << 20;
+/// The longest refresh period of a sampling channel.
+const MAX_REFRESH: Duration = Duration::from_millis(3_600_000);
 
 /// The most partitions one request path may visit.
 const MAX_PATH_VISITS: usize = 64;
@@ -947,7 +975,8 @@ impl Cx<'_> {
                 }
                 paths.push(RequestPath { name: pname, through: through.clone() });
             }
-            modules.push(Module { name, cpus, network: Network { domain, subnet, bridge: String::new() }, partitions, plans, paths, host: None });
+            let channels = self.channels(&m.channel, &path, &partitions);
+            modules.push(Module { name, cpus, network: Network { domain, subnet, bridge: String::new() }, partitions, plans, paths, host: None, channels });
         }
 
         // Native nodes.
@@ -1001,6 +1030,147 @@ impl Cx<'_> {
         let mut system = System { name: system_name, source: self.file.to_string(), modules, nodes, network, cpu_dma_latency, host: host_tuning, hosts: vec![], part: None, peers: vec![] };
         crate::names::place(&mut system);
         system
+    }
+
+    /// A module's `[[module.channel]]`s against its partitions: both ends exist and are process partitions,
+    /// sizes and depths within bounds, each port used once.
+    fn channels(&mut self, raw: &[RawChannel], mpath: &str, partitions: &[Partition]) -> Vec<Channel> {
+        let mut channels: Vec<Channel> = Vec::new();
+        let mut ports: BTreeMap<PortRef, String> = BTreeMap::new();
+        for (k, rc) in raw.iter().enumerate() {
+            let cpath = format!("{mpath}.channel[{k}]");
+            let name = self.name(&rc.name, &cpath);
+            if channels.iter().any(|c| c.name == name) {
+                self.err(&rc.name.span(), &format!("{cpath}.name"), Problem::BadValue(format!("a second channel named {name:?}; give each channel of a module its own name")));
+            }
+            let mut ok = true;
+            let kind = match rc.kind.get_ref().as_str() {
+                "sampling" => {
+                    if let Some(d) = &rc.depth {
+                        self.err(&d.span(), &format!("{cpath}.depth"), Problem::BadValue("a sampling channel holds one message, it has no depth; remove `depth` (or make it kind = \"queuing\")".into()));
+                        ok = false;
+                    }
+                    match &rc.refresh {
+                        None => {
+                            self.err(&rc.kind.span(), &format!("{cpath}.refresh"), Problem::BadValue("a sampling channel needs `refresh`, how long a message stays valid, e.g. refresh = \"100ms\"".into()));
+                            None
+                        }
+                        Some(r) => match self.duration(r, &format!("{cpath}.refresh")) {
+                            Some(d) if d == Duration::from_micros(0) || d > MAX_REFRESH => {
+                                self.err(&r.span(), &format!("{cpath}.refresh"), Problem::BadValue(format!("refresh {d} is out of range; give more than 0 and at most {MAX_REFRESH}")));
+                                None
+                            }
+                            Some(d) => Some(ChannelKind::Sampling { refresh: d }),
+                            None => None,
+                        },
+                    }
+                }
+                "queuing" => {
+                    if let Some(r) = &rc.refresh {
+                        self.err(&r.span(), &format!("{cpath}.refresh"), Problem::BadValue("a queuing channel's messages do not age; remove `refresh` (or make it kind = \"sampling\")".into()));
+                        ok = false;
+                    }
+                    match &rc.depth {
+                        None => {
+                            self.err(&rc.kind.span(), &format!("{cpath}.depth"), Problem::BadValue("a queuing channel needs `depth`, how many messages it holds, e.g. depth = 16".into()));
+                            None
+                        }
+                        Some(d) if *d.get_ref() == 0 || *d.get_ref() > MAX_CHANNEL_DEPTH => {
+                            self.err(&d.span(), &format!("{cpath}.depth"), Problem::BadValue(format!("depth {} is out of range; give 1 to {MAX_CHANNEL_DEPTH}", d.get_ref())));
+                            None
+                        }
+                        Some(d) => Some(ChannelKind::Queuing { depth: *d.get_ref() as u32 }),
+                    }
+                }
+                other => {
+                    self.err(&rc.kind.span(), &format!("{cpath}.kind"), Problem::BadValue(format!("unknown channel kind {other:?}; use \"sampling\" or \"queuing\"")));
+                    None
+                }
+            };
+            let max_message = match rc.max_message.get_ref().parse::<ByteSize>().map_err(|e| self.err(&rc.max_message.span(), &format!("{cpath}.max_message"), Problem::BadValue(e.to_string()))).ok() {
+                Some(b) if b.0 == 0 || b.0 > MAX_CHANNEL_MESSAGE => {
+                    self.err(&rc.max_message.span(), &format!("{cpath}.max_message"), Problem::BadValue(format!("max_message {b} is out of range; give 1B to {}", ByteSize(MAX_CHANNEL_MESSAGE))));
+                    None
+                }
+                other => other,
+            };
+            if let (Some(ChannelKind::Queuing { depth }), Some(m)) = (kind, max_message) {
+                if u64::from(depth) * m.0 > MAX_CHANNEL_BYTES {
+                    let why = format!("depth {depth} × max_message {m} is more than the {} a channel may take; make the queue shorter or its messages smaller", ByteSize(MAX_CHANNEL_BYTES));
+                    self.err(&rc.max_message.span(), &format!("{cpath}.max_message"), Problem::BadValue(why));
+                    ok = false;
+                }
+            }
+            let mut end = |cx: &mut Self, text: &str, span: &Range<usize>, field: String| -> Option<PortRef> {
+                let (partition, port) = match text.split_once(':') {
+                    Some((p, q)) => (p.to_string(), q.to_string()),
+                    None => (text.to_string(), name.clone()),
+                };
+                let Some(p) = partitions.iter().find(|p| p.name == partition) else {
+                    let known = partitions.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ");
+                    cx.err(span, &field, Problem::UnknownPartition { name: partition, known });
+                    return None;
+                };
+                if p.vm.is_some() {
+                    cx.err(span, &field, Problem::BadValue(format!("partition {partition} is a VM partition, which shares no memory with the host's partitions; connect it over its V-NIC (DDS) instead, or make it a process partition")));
+                    return None;
+                }
+                let valid = !port.is_empty() && port.len() <= MAX_NAME && port.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') && port.starts_with(|c: char| c.is_ascii_alphanumeric());
+                if !valid {
+                    cx.err(span, &field, Problem::BadName { name: port, max: MAX_NAME });
+                    return None;
+                }
+                let r = PortRef { partition, port };
+                if let Some(other) = ports.get(&r) {
+                    cx.err(span, &field, Problem::BadValue(format!("port {r} is already an end of channel {other:?}; give each port one channel (name it \"{}:<port>\")", r.partition)));
+                    return None;
+                }
+                ports.insert(r.clone(), name.clone());
+                Some(r)
+            };
+            let source = end(self, rc.source.get_ref(), &rc.source.span(), format!("{cpath}.source"));
+            let dests = rc.destinations.get_ref();
+            let wanted = match kind {
+                Some(ChannelKind::Queuing { .. }) => dests.len() == 1,
+                _ => !dests.is_empty() && dests.len() <= partitions.len(),
+            };
+            if !wanted {
+                let why = match kind {
+                    Some(ChannelKind::Queuing { .. }) => format!("a queuing channel has exactly one destination, this one {}; use a channel per destination, or a sampling channel", dests.len()),
+                    _ => format!("a sampling channel has 1 to {} destinations (one per other partition), this one {}", partitions.len().saturating_sub(1).max(1), dests.len()),
+                };
+                self.err(&rc.destinations.span(), &format!("{cpath}.destinations"), Problem::BadValue(why));
+                ok = false;
+            }
+            let mut destinations = Vec::new();
+            let source_partition = rc.source.get_ref().split(':').next().unwrap_or_default();
+            for (j, d) in dests.iter().enumerate() {
+                if d.split(':').next() == Some(source_partition) {
+                    let why = format!("partition {source_partition} is both the source and a destination; a channel connects different partitions");
+                    self.err(&rc.destinations.span(), &format!("{cpath}.destinations"), Problem::BadValue(why));
+                    ok = false;
+                    continue;
+                }
+                match end(self, d, &rc.destinations.span(), format!("{cpath}.destinations[{j}]")) {
+                    Some(r) => destinations.push(r),
+                    None => ok = false,
+                }
+            }
+            let on_fault = match rc.on_fault.as_ref().map(|a| (a, a.get_ref().as_str())) {
+                None | Some((_, "ignore")) => FaultAction::Ignore,
+                Some((_, "restart")) => FaultAction::Restart,
+                Some((_, "stop")) => FaultAction::Stop,
+                Some((a, other)) => {
+                    self.err(&a.span(), &format!("{cpath}.on_fault"), Problem::BadValue(format!("unknown fault action {other:?}; use \"ignore\" (the fault is logged), \"restart\" or \"stop\"")));
+                    ok = false;
+                    FaultAction::Ignore
+                }
+            };
+            if let (true, Some(kind), Some(max_message), Some(source)) = (ok, kind, max_message, source) {
+                channels.push(Channel { name, kind, max_message: max_message.0 as u32, source, destinations, on_fault });
+            }
+        }
+        channels
     }
 
     fn explicit_uid(&mut self, u: &S<u64>, path: &str, owner: &str, uids: &mut Uids) {

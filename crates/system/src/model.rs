@@ -589,6 +589,79 @@ pub struct Module {
     pub paths: Vec<RequestPath>,
     /// The host it runs on (`host`), in a system spanning several.
     pub host: Option<String>,
+    /// ARINC 653 channels between its partitions (`[[module.channel]]`).
+    pub channels: Vec<Channel>,
+}
+
+/// An ARINC 653 channel between partitions of one module: one source port, one destination (queuing) or
+/// one or more (sampling), on memory the supervisor creates before the partitions start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Channel {
+    pub name: String,
+    pub kind: ChannelKind,
+    /// The longest message, in bytes.
+    pub max_message: u32,
+    pub source: PortRef,
+    pub destinations: Vec<PortRef>,
+    /// What the health monitor does to a partition that reports a fault of its own at this channel's port.
+    pub on_fault: FaultAction,
+}
+
+/// The health monitor's answer to a port fault (`on_fault`): every fault is logged as an event either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultAction {
+    Ignore,
+    Restart,
+    Stop,
+}
+
+impl FaultAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FaultAction::Ignore => "ignore",
+            FaultAction::Restart => "restart",
+            FaultAction::Stop => "stop",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChannelKind {
+    /// The latest message, valid for `refresh` after it was written.
+    Sampling { refresh: Duration },
+    /// A FIFO of at most `depth` messages.
+    Queuing { depth: u32 },
+}
+
+impl ChannelKind {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ChannelKind::Sampling { .. } => "sampling",
+            ChannelKind::Queuing { .. } => "queuing",
+        }
+    }
+}
+
+/// One end of a channel: a partition and the name its port has there.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PortRef {
+    pub partition: String,
+    pub port: String,
+}
+
+impl fmt::Display for PortRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.partition, self.port)
+    }
+}
+
+impl Module {
+    /// The ports of partition `name`: each channel it is an end of, the port, and whether it is the source.
+    pub fn ports_of<'a>(&'a self, name: &'a str) -> impl Iterator<Item = (&'a Channel, &'a PortRef, bool)> + 'a {
+        self.channels.iter().flat_map(move |c| {
+            std::iter::once((&c.source, true)).chain(c.destinations.iter().map(|d| (d, false))).filter(move |(p, _)| p.partition == name).map(move |(p, src)| (c, p, src))
+        })
+    }
 }
 
 /// A request's visits to the module's partitions, in order (`[[module.path]]`): what `partita check` and

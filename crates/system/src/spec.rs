@@ -249,12 +249,14 @@ pub struct ModuleSpec {
     pub plan: Vec<PlanSpec>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub path: Vec<RequestPathSpec>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub channel: Vec<ChannelSpec>,
 }
 
 impl ModuleSpec {
     /// A module named `name` with nothing in it yet.
     pub fn new(name: impl Into<String>) -> ModuleSpec {
-        ModuleSpec { name: name.into(), host: None, cpus: None, domain: None, subnet: None, partition: Vec::new(), plan: Vec::new(), path: Vec::new() }
+        ModuleSpec { name: name.into(), host: None, cpus: None, domain: None, subnet: None, partition: Vec::new(), plan: Vec::new(), path: Vec::new(), channel: Vec::new() }
     }
     /// Adds a `[[module.partition]]`.
     pub fn partition(mut self, p: PartitionSpec) -> Self {
@@ -264,6 +266,11 @@ impl ModuleSpec {
     /// Adds a `[[module.plan]]`.
     pub fn plan(mut self, p: PlanSpec) -> Self {
         self.plan.push(p);
+        self
+    }
+    /// Adds a `[[module.channel]]`.
+    pub fn channel(mut self, c: ChannelSpec) -> Self {
+        self.channel.push(c);
         self
     }
     /// Adds a `[[module.path]]`: a request's visits to the module's partitions, in order.
@@ -291,6 +298,33 @@ impl ModuleSpec {
 pub struct RequestPathSpec {
     pub name: String,
     pub through: Vec<String>,
+}
+
+/// A `[[module.channel]]`: an ARINC 653 channel between partitions of the module (docs/ports.md). Ends are
+/// `"partition"` (the port named after the channel) or `"partition:port"`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelSpec {
+    pub name: String,
+    pub kind: String,
+    pub source: String,
+    pub destinations: Vec<String>,
+    pub max_message: ByteSize,
+    pub refresh: Option<Duration>,
+    pub depth: Option<u64>,
+    /// `"ignore"`, `"restart"` or `"stop"`.
+    pub on_fault: Option<String>,
+}
+
+impl ChannelSpec {
+    /// A sampling channel from `source` to `destinations`, valid for `refresh` after each write.
+    pub fn sampling<S: Into<String>>(name: impl Into<String>, source: impl Into<String>, destinations: impl IntoIterator<Item = S>, max_message: ByteSize, refresh: Duration) -> ChannelSpec {
+        ChannelSpec { name: name.into(), kind: "sampling".into(), source: source.into(), destinations: strings(destinations), max_message, refresh: Some(refresh), depth: None, on_fault: None }
+    }
+    /// A queuing channel of `depth` messages from `source` to `destination`.
+    pub fn queuing(name: impl Into<String>, source: impl Into<String>, destination: impl Into<String>, max_message: ByteSize, depth: u64) -> ChannelSpec {
+        ChannelSpec { name: name.into(), kind: "queuing".into(), source: source.into(), destinations: vec![destination.into()], max_message, refresh: None, depth: Some(depth), on_fault: None }
+    }
 }
 
 /// A `[[module.partition]]`. Besides the setters, the struct-update form sets any other key:

@@ -411,6 +411,23 @@ duration = "2ms"
 name = "request"
 through = ["routing", "app", "routing"]
 
+[[module.channel]]
+name = "position"
+kind = "sampling"
+source = "app"
+destinations = ["routing:position_in"]
+max_message = "64B"
+refresh = "100ms"
+
+[[module.channel]]
+name = "commands"
+kind = "queuing"
+source = "routing"
+destinations = ["app"]
+max_message = "1KiB"
+depth = 8
+on_fault = "restart"
+
 [[node]]
 name = "monitor"
 command = ["mon"]
@@ -440,6 +457,7 @@ const RAW_TABLES: &[(&str, &str)] = &[
     ("RawPeer", "peer[]"),
     ("RawModule", "module[]"),
     ("RawPath", "module[].path[]"),
+    ("RawChannel", "module[].channel[]"),
     ("RawPartition", "module[].partition[]"),
     ("RawHealth", "module[].partition[].health"),
     ("RawScheduling", "module[].partition[].scheduling"),
