@@ -2,7 +2,7 @@
 //! exchange-client and vm: crates/programs, the same code as their small binaries), and the lab's own: probe,
 //! the hidden fault programs of `bench isolation` and the DBE agents.
 use clap::{Args, Subcommand};
-use partita_programs::{exchange, fail, monitor, recorder, udp_echo, vm_runner};
+use partita_programs::{exchange, fail, monitor, port, recorder, udp_echo, vm_runner};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -20,6 +20,8 @@ enum App {
     Recorder(recorder::RecorderArgs),
     /// A monitoring node: requests frames, measures response times, saves the latest frame.
     Monitor(monitor::MonitorArgs),
+    /// A partition's ARINC 653 ports from the shell: list, write and read (sampling), send and receive (queuing).
+    Port(port::PortArgs),
     /// The raw-UDP answerer of `monitor --udp` (the NETWORK baseline).
     UdpEcho(udp_echo::UdpEchoArgs),
     /// Paper 003's server: answers exchange requests after busy work of the length each asks for (DDS on the
@@ -99,6 +101,7 @@ pub fn run(a: AppArgs) -> ExitCode {
         App::Recorder(r) => recorder::run(r),
         App::Monitor(m) => monitor::run(m),
         App::UdpEcho(u) => udp_echo::run(u),
+        App::Port(p) => port::run(p),
         App::Vm(v) => vm_runner::run(v),
         App::DbeAgent { args } => crate::dbe::agent(args),
         App::Fault(f) => fault(f),

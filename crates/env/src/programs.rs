@@ -11,6 +11,7 @@ pub const SMALL_BINARIES: &[(&[&str], &str)] = &[
     (&["app", "recorder"], "partita-recorder"),
     (&["app", "monitor"], "partita-monitor"),
     (&["app", "vm"], "partita-vm-runner"),
+    (&["app", "port"], "partita-port"),
 ];
 
 /// The guest's own `partita`: `partita route` and the partition applications only.

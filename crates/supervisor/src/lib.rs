@@ -13,6 +13,7 @@ pub mod host_tuning;
 pub mod histogram;
 pub mod launch;
 pub mod partition_log;
+pub mod ports;
 pub mod state_image;
 pub mod overrun;
 

@@ -118,6 +118,8 @@ pub struct Supervisor {
     _host_tuning: Option<HostTuning>,
     /// The CPUs the calling thread had before `up` moved it off the plans' CPUs: given back when the system goes.
     _caller_cpus: CallerCpus,
+    /// The partitions' ARINC 653 ports, whose fault counters the health monitor reads.
+    ports: Vec<crate::ports::WatchedPort>,
     /// The system's record in the registry: the system is up until it goes, last.
     _registration: Registration,
 }
@@ -214,6 +216,7 @@ impl Supervisor {
             _cpu_latency: None,
             _host_tuning: None,
             _caller_cpus: CallerCpus(None),
+            ports: Vec::new(),
             _registration: registration,
         };
         if let Some(bound) = system.cpu_dma_latency {
@@ -249,7 +252,7 @@ impl Supervisor {
         }
         // 2. Per partition and node: cgroup, namespace, V-NICs, DDS configuration; then launch (frozen when
         //    planned). Freezers go to the plan executors, by module and plan.
-        let mut build = Build { system, options, layout: &layout, partita: &partita, state_path: &state_path, bridges, guests: Guests::default(), freezers: Vec::new(), guards: Vec::new() };
+        let mut build = Build { system, options, layout: &layout, partita: &partita, state_path: &state_path, bridges, guests: Guests::default(), freezers: Vec::new(), guards: Vec::new(), channels: Default::default() };
         let members = system
             .partitions()
             .map(|(m, p)| Member { name: &p.name, module: Some(m), partition: Some(p), tree: &p.tree })
@@ -343,6 +346,7 @@ impl Supervisor {
         loop {
             // Before the health monitor reaps: a partition killed by its overrun action `stop` is not restarted.
             self.read_overruns();
+            self.read_port_faults();
             self.monitor.poll();
             self.watch.sample(crate::clock::monotonic_ns(), self.monitor.log());
             if stop_requested() || stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst)) || duration.is_some_and(|d| t0.elapsed() >= d) {
@@ -396,6 +400,25 @@ impl Supervisor {
         }
     }
 
+    /// Logs the faults the partitions' ports counted since the last look, and applies each channel's
+    /// `on_fault` to the partition that reported a fault of its own (crate::ports says why only to it).
+    fn read_port_faults(&mut self) {
+        let log = self.monitor.log().clone();
+        for port in &mut self.ports {
+            for r in port.read() {
+                log.record(&r.partition, crate::ports::EVENT_PORT_FAULT, None, None, Some(r.detail));
+                match r.action {
+                    partita_system::FaultAction::Ignore => {}
+                    partita_system::FaultAction::Restart => self.monitor.kill(&r.partition),
+                    partita_system::FaultAction::Stop => {
+                        self.monitor.keep_stopped(&r.partition);
+                        self.monitor.kill(&r.partition);
+                    }
+                }
+            }
+        }
+    }
+
     /// Stops the plans and removes everything, in reverse order of the build.
     pub fn down(mut self) -> Result<Vec<ExecutorLog>> {
         self.read_overruns();
@@ -433,6 +456,7 @@ struct Build<'a> {
     guests: Guests,
     freezers: Vec<Option<Freezer>>,
     guards: Vec<Option<TimeGuard>>,
+    channels: crate::ports::Channels,
 }
 
 impl Build<'_> {
@@ -580,6 +604,15 @@ impl Build<'_> {
             state_dir: tree.confinement.as_ref().map(|c| c.state_dir.display().to_string()),
             ports: Vec::new(),
         };
+        // Its ARINC 653 ports (process partitions only: check refuses a channel to a VM partition).
+        let ports = match (member.module, member.partition, vm) {
+            (Some(m), Some(_), None) => Some(self.channels.for_partition(m, member.name, 3)?),
+            _ => None,
+        };
+        let mut environment = environment;
+        if let Some(p) = &ports {
+            environment.ports = p.entries.clone();
+        }
         let log = PartitionLog::new(state_path.join(format!("{}.log", member.name)), tree.log_size);
         s.logs.push(log.clone());
         let mut spec = LaunchSpec {
@@ -596,8 +629,9 @@ impl Build<'_> {
                 Scheduling::Normal => None,
             },
             confine,
-            pass_fds: Vec::new(),
+            pass_fds: ports.as_ref().map(|p| p.fds.clone()).unwrap_or_default(),
         };
+        s.ports.extend(ports.into_iter().flat_map(|p| p.watched));
         let mut guest_seen: Vec<PathBuf> = Vec::new();
         if let Some(vm) = vm {
             // The partition's program is the runner, QEMU its child; the guest gets the command, its file's
