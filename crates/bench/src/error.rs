@@ -66,6 +66,23 @@ pub enum BenchError {
     BadRepeat,
     #[error("--batch-delay {text:?}: {reason}")]
     BadBatchDelay { text: String, reason: String },
+    #[error("--depth {depth}: {reason}")]
+    BadDepth { depth: u64, reason: String },
+
+    #[error("{measurement}: {source}")]
+    Port { measurement: String, #[source] source: partita_ports::PortError },
+    #[error("{measurement}: {what}: {source}")]
+    SharedMemory { measurement: String, what: &'static str, #[source] source: std::io::Error },
+    #[error("{measurement}: iceoryx2: {what}: {reason}")]
+    Iceoryx { measurement: String, what: String, reason: String },
+    #[error("{measurement}: the writer process {reason}")]
+    Peer { measurement: String, reason: String },
+    #[error("{measurement}: no answer within {seconds:.0} s (the other end stopped or never started)")]
+    Stalled { measurement: String, seconds: f64 },
+    #[error("bench ports pins its writer to CPU {writer} and its reader to CPU {reader}, but this process may run on CPUs {allowed:?} only: run it where both are allowed (see /proc/self/status, Cpus_allowed_list)")]
+    Cpus { writer: usize, reader: usize, allowed: Vec<usize> },
+    #[error("pinning to CPU {cpu}: {source}")]
+    Pin { cpu: usize, #[source] source: partita_os::sched::SchedError },
 }
 
 impl BenchError {
@@ -86,6 +103,7 @@ impl BenchError {
                 | BenchError::BadPriority(_)
                 | BenchError::BadRepeat
                 | BenchError::BadBatchDelay { .. }
+                | BenchError::BadDepth { .. }
                 | BenchError::BadTimeout
                 | BenchError::BadServerWork(_)
                 | BenchError::OutputDir { .. }

@@ -5,6 +5,8 @@
 //! with `CLOCK_MONOTONIC` (`std::time::Instant`). Transports plug in through the [`driver`] traits; the
 //! registry of transports is [`driver::registry`]. Cyclone's own `ddsperf` runs as a reference in the same
 //! benchmark ([`ddsperf`]).
+//!
+//! [`ports`] is `partita bench ports`: partita's ARINC 653 ports against iceoryx2 and a bare futex.
 #![forbid(unsafe_code)]
 pub mod dds;
 pub mod ddsperf;
@@ -12,6 +14,7 @@ pub mod driver;
 pub mod error;
 pub mod flood;
 pub mod hop;
+pub mod ports;
 pub mod report;
 pub mod rr;
 pub use partita_apps::size;
