@@ -3,9 +3,12 @@
 //! `partita bench rr` is the request/response benchmark; it starts its server by re-executing this binary as
 //! `partita bench rr-server --transport T --size N --server-work US --session S` (a hidden subcommand), reads
 //! `READY <iterations-per-µs> <address>` from the server's stdout, and ends the server by pid when done.
+//! `partita bench ports` starts its writer the same way, as `partita bench ports-peer …` with the channel ends
+//! it inherits named by descriptor number.
 use clap::{Args, Subcommand};
 use partita_bench::report::{self, Report, Versions};
 use partita_bench::rr::{self, RrConfig, ServerConfig, ServerLauncher};
+use partita_bench::ports::{self, peer::EndNumbers, PeerLauncher, PortsConfig};
 use partita_bench::{parse_size, BenchError, Setup};
 use partita_lab::machine;
 use partita_os::signal::{install_stop_signals, stop_flag};
@@ -55,6 +58,12 @@ enum BenchCommand {
     /// A minimal raw-UDP relay (started by `bench rr --transport udp-relay`).
     #[command(name = "udp-relay", hide = true)]
     UdpRelay(UdpRelayArgs),
+    /// ARINC 653 sampling and queuing ports between two processes on two CPUs: one-way latency against iceoryx2
+    /// and a bare futex, copy against in-place writes, and a queuing channel's throughput.
+    Ports(PortsArgs),
+    /// The writing end of `bench ports` (started by `bench ports` itself).
+    #[command(name = "ports-peer", hide = true)]
+    PortsPeer(PortsPeerArgs),
 }
 
 /// How every benchmark measures: the setup of the measured processes and the number of runs per cell.
@@ -176,6 +185,66 @@ struct RrArgs {
 }
 
 #[derive(Args)]
+struct PortsArgs {
+    /// Measured messages per latency row.
+    #[arg(long, default_value_t = 10_000)]
+    count: u64,
+    /// Messages before the measured ones of each latency row, and before each throughput row's timed flood,
+    /// discarded.
+    #[arg(long, default_value_t = 1_000)]
+    warmup: u64,
+    /// How long each throughput row floods its channel, in seconds.
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    seconds: f64,
+    /// Message sizes of the throughput rows, comma-separated (64, 1KiB, 64KiB, 1M); the largest is the
+    /// throughput channel's maximum message and the size copy and in-place writes are compared at.
+    #[arg(long, value_delimiter = ',', default_value = "64,1KiB,64KiB")]
+    sizes: Vec<String>,
+    /// Message size of the latency rows compared with iceoryx2 and the futex.
+    #[arg(long, default_value = "64")]
+    latency_size: String,
+    /// Depth of the throughput rows' queuing channel.
+    #[arg(long, default_value_t = ports::DEFAULT_DEPTH)]
+    depth: u64,
+    /// Also write every latency sample (raw-<row>.csv and in results.json).
+    #[arg(long)]
+    raw: bool,
+    /// Folder for the result files (default results/ports-<timestamp>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    #[command(flatten)]
+    setup: SetupArgs,
+}
+
+#[derive(Args)]
+struct PortsPeerArgs {
+    #[arg(long)]
+    path: ports::Path,
+    #[arg(long)]
+    write: ports::Write,
+    #[arg(long)]
+    size: usize,
+    #[arg(long)]
+    channel_max: usize,
+    #[arg(long)]
+    depth: u64,
+    #[arg(long)]
+    total: u64,
+    #[arg(long)]
+    seconds: f64,
+    #[arg(long)]
+    run: String,
+    #[arg(long)]
+    forward: Option<EndNumbers>,
+    #[arg(long)]
+    echo: Option<EndNumbers>,
+    #[arg(long)]
+    shared: Option<i32>,
+    #[arg(long)]
+    cpu: usize,
+}
+
+#[derive(Args)]
 struct RrServerArgs {
     #[arg(long)]
     transport: String,
@@ -216,6 +285,27 @@ pub fn run(args: BenchArgs) -> ExitCode {
                 ExitCode::from(1)
             }
         },
+        BenchCommand::Ports(a) => match run_ports(a) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(e),
+        },
+        BenchCommand::PortsPeer(a) => {
+            install_stop_signals();
+            let cfg = ports::peer::PeerConfig {
+                scenario: ports::Scenario { path: a.path, write: a.write, size: a.size, channel_max: a.channel_max, depth: a.depth },
+                total: a.total,
+                seconds: a.seconds,
+                run: a.run,
+                forward: a.forward,
+                echo: a.echo,
+                shared: a.shared,
+                cpu: a.cpu,
+            };
+            match ports::peer::run(&cfg, stop_flag()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(e),
+            }
+        }
         BenchCommand::RrServer(a) => {
             install_stop_signals();
             let cfg = ServerConfig {
@@ -295,6 +385,60 @@ fn run_rr(a: RrArgs) -> Result<(), BenchError> {
     };
     let files = report::write_all(&out, &report)?;
     println!("{}", report::markdown(&report));
+    for f in files {
+        eprintln!("wrote {}", f.display());
+    }
+    Ok(())
+}
+
+fn run_ports(a: PortsArgs) -> Result<(), BenchError> {
+    let sizes = a.sizes.iter().map(|s| parse_size(s)).collect::<Result<Vec<_>, _>>()?;
+    let latency_size = parse_size(&a.latency_size)?;
+    let setup = a.setup.setup()?;
+    let out = a.out.unwrap_or_else(|| PathBuf::from(format!("results/ports-{}", machine::compact_now())));
+    let cfg = PortsConfig {
+        count: a.count,
+        warmup: a.warmup,
+        seconds: a.seconds,
+        sizes,
+        latency_size,
+        depth: a.depth,
+        raw: a.raw,
+        out: out.clone(),
+        setup,
+        writer_cpu: ports::WRITER_CPU,
+        reader_cpu: ports::READER_CPU,
+    };
+    cfg.validate()?;
+    report::prepare_dir(&out)?;
+    // No private network namespace, unlike bench rr: the ports and iceoryx2 (its wake-ups are Unix sockets
+    // under /tmp) use no network. Before any other thread or process of the run exists, so that the reader
+    // thread and every writer inherit the scheduling class.
+    let _setup = cfg.setup.enter()?;
+    let program = std::env::current_exe()
+        .map_err(|e| BenchError::Peer { measurement: "any".into(), reason: format!("cannot be started: finding this executable: {e}") })?;
+    let launcher = PeerLauncher { program, args: vec!["bench".into(), "ports-peer".into()] };
+    install_stop_signals();
+    let started = machine::now_rfc3339();
+    let (latency, throughput) = ports::run_all(&cfg, &launcher, stop_flag(), |line| eprintln!("{line}"))?;
+    let applied = if cfg.setup.is_realtime() {
+        "entered by bench ports before it started any thread or process: the reader thread and every writer process \
+         inherit SCHED_FIFO, the writers lock their own memory, the latency bound is held for the whole run"
+    } else {
+        "the reader thread and every writer process run under SCHED_OTHER without locking memory; no latency bound is held"
+    };
+    let report = ports::report::PortsReport::new(
+        machine::Machine::probe(),
+        ports::report::Versions::new(env!("CARGO_PKG_VERSION")),
+        cfg.setup.record(applied),
+        cfg,
+        started,
+        machine::now_rfc3339(),
+        latency,
+        throughput,
+    );
+    let files = ports::report::write_all(&out, &report)?;
+    println!("{}", ports::report::markdown(&report));
     for f in files {
         eprintln!("wrote {}", f.display());
     }
