@@ -25,7 +25,7 @@
 //! sampling destination's refresh period or a queuing port's depth (`max_nb_message`); a mismatch is
 //! INVALID_CONFIG. A port not given, or given as the other kind or direction, is refused by partita's
 //! [`partita_ports::Ports`], which counts it as [`partita_ports::Fault::IllegalOperation`] in the status memory
-//! the supervisor's health monitor reads; a size, refresh or depth mismatch is refused here before the port is
+//! the supervisor's health monitor reads (its first port's); a size, refresh or depth mismatch is refused here before the port is
 //! opened, and not counted (partita-ports offers no way to count a fault on a port it has not opened). A port
 //! created twice is NO_ACTION; a creation outside cold or warm start is INVALID_MODE. Ids are 1, 2, … in order
 //! of creation, one series for sampling ports and one for queuing ports.
