@@ -28,7 +28,8 @@ QUICK_TESTS=(
   partita-supervisor:check_then_up partita-supervisor:cleanup partita-supervisor:dds_in_partitions
   partita-supervisor:freezing partita-supervisor:isolation partita-supervisor:network
   partita-supervisor:supervisor_signal partita-supervisor:supervisor_up partita-supervisor:time_overrun
-  partita-supervisor:attacks partita-supervisor:space_attacks
+  partita-supervisor:attacks partita-supervisor:space_attacks partita-supervisor:ports
+  partita-system:channels partita-ports:ports partita-apex:services partita-apex:modes partita-apex:hello_pair
   partita-cli:check partita-cli:check_is_what_up_builds partita-cli:supervisor_cli partita-cli:up
   partita-cli:recorder_ring
 )
