@@ -19,6 +19,7 @@
 //! cannot make a reader read outside its mapping, wait forever (timeouts), or loop without end.
 #![forbid(unsafe_code)]
 
+pub mod dds_frame;
 pub mod layout;
 mod memory;
 mod queuing;
