@@ -176,12 +176,14 @@ pub fn render(s: &System) -> String {
                 (false, false) => "partition",
             };
             let ext = p.external_address.map(|a| a.to_string()).unwrap_or_else(|| "-".into());
+            // A partition without a network has no V-NIC: it is reached through its ports only.
+            let (kind, vnic) = if p.network { (kind, p.address.to_string()) } else { ("no network", "ports only".to_string()) };
             out.push_str(&format!(
                 "  {:<22} {:<14} {:>6}  {:<16} {:<16} {}\n",
                 p.name,
                 kind,
                 p.domain.to_string(),
-                p.address.to_string(),
+                vnic,
                 ext,
                 p.tree.netns
             ));

@@ -60,7 +60,15 @@ pub fn run(args: RouteArgs) -> ExitCode {
     }
     partita_os::signal::install_stop_signals();
     let period = config.stats_period();
-    let router = match Router::start(config) {
+    // The partition's ARINC 653 ports, for the port routes (`[[port]]`): none outside a partition.
+    let mut ports = match partita_ports::Ports::from_env() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let router = match Router::start_with_ports(config, &mut ports) {
         Ok(r) => Arc::new(r),
         Err(e) => {
             eprintln!("error: {e}");

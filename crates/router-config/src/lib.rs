@@ -195,6 +195,37 @@ pub struct RouterConfig {
     pub sides: Vec<SideConfig>,
     #[serde(rename = "route", default)]
     pub routes: Vec<RouteConfig>,
+    /// Topics carried between a DDS side and the I/O partition's ARINC 653 ports, for partitions without a
+    /// network (`[[port]]`, docs/ports.md).
+    #[serde(rename = "port", default, skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<PortRouteConfig>,
+}
+
+/// A topic carried through a port (`[[port]]`): samples of `topic` on `side` go into the port `to_port` (a
+/// source port of the I/O partition), or the DDS frames a partition writes into the channel whose destination
+/// is `from_port` are published as `topic` on `side`. The samples pass as serialized CDR with their key hash,
+/// instance life cycle and source timestamp (partita-ports' `dds_frame`), for any type.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortRouteConfig {
+    #[serde(default = "default_port_side")]
+    pub side: String,
+    pub topic: String,
+    /// The DDS type name, as the applications on `side` announce it.
+    #[serde(rename = "type")]
+    pub type_name: String,
+    /// Whether the type has a key (the samples then carry its key hash).
+    #[serde(default)]
+    pub keyed: bool,
+    pub to_port: Option<String>,
+    pub from_port: Option<String>,
+    /// Keep-last depth of the router's reader or writer of the topic (default 16).
+    pub history: Option<u32>,
+    pub reliability: Option<ReliabilityOverride>,
+}
+
+fn default_port_side() -> String {
+    EMBEDDED_SIDES[1].to_string()
 }
 
 /// The two sides of a router embedded in a system file.
@@ -367,6 +398,7 @@ impl RouterConfig {
                 local_applications: false,
                 sides: Vec::new(),
                 routes: default_routes(uplink),
+                ports: Vec::new(),
             },
         };
         cfg.sides = sides;
@@ -490,6 +522,25 @@ impl RouterConfig {
                 if let Some(Err((problem, fix))) = t.batch_delay.as_deref().map(batch_delay) {
                     err(l("batch_delay"), f("batch_delay"), problem, fix);
                 }
+            }
+        }
+        for (i, p) in self.ports.iter().enumerate() {
+            let f = |k: &str| format!("port[{i}].{k}");
+            let l = |k: &str| line_of("[[port]]", i, k);
+            if !self.sides.iter().any(|s| s.name == p.side) {
+                err(l("side"), f("side"), format!("no side named {:?}", p.side), "name one of the router's sides (an I/O partition's: module, network or uplink)");
+            }
+            if p.topic.is_empty() {
+                err(l("topic"), f("topic"), "an empty topic name".into(), "name the DDS topic to carry, e.g. \"surveillance/request\"");
+            }
+            if p.type_name.is_empty() {
+                err(l("type"), f("type"), "an empty type name".into(), "give the DDS type name the applications announce, e.g. \"partita::surveillance::FrameRequest\"");
+            }
+            if p.to_port.is_some() == p.from_port.is_some() {
+                err(l("topic"), f("to_port"), "a port route names either to_port or from_port".into(), "to_port = a source port of the I/O partition (DDS → port), or from_port = a destination port (port → DDS)");
+            }
+            if p.history == Some(0) || p.history.is_some_and(|h| h > MAX_HISTORY) {
+                err(l("history"), f("history"), format!("{} is not a keep-last depth", p.history.unwrap_or(0)), "keep 1 to 2147483647 samples (a few suffice)");
             }
         }
         errs

@@ -57,6 +57,8 @@ pub enum RouterError {
     Side { side: String, source: partita_dds::DdsError },
     #[error("statistics topic: {0}")]
     Stats(partita_dds::DdsError),
+    #[error(transparent)]
+    PortRoute(#[from] crate::ports::PortRouteError),
 }
 
 /// What the router's threads share: the forwarders and the statistics of routes that ended.
@@ -69,6 +71,8 @@ pub(crate) struct Shared {
     pub(crate) retired: Mutex<Vec<RouteStats>>,
     /// Per side (in `side_names` order): its application participants.
     pub(crate) peers: Vec<Arc<crate::side::PeerCounts>>,
+    /// The port routes' figures: (route, topic, type, counters).
+    pub(crate) port_stats: Vec<(String, String, String, Arc<crate::stats::ForwardStats>)>,
 }
 
 /// Routes that ended whose final figures are kept.
@@ -81,6 +85,8 @@ pub struct Router {
     /// Discovery, route changes and the statistics topic: one thread, since every thread of a partition under
     /// a plan is woken at each freeze and thaw (docs/soak.md, "The thaw herd in the bound").
     manager: Option<JoinHandle<()>>,
+    /// Topics carried through the partition's ports; dropped first when the router stops.
+    port_routes: Option<crate::ports::PortRoutes>,
     /// Last: forwarders still hand batches to it until they are gone.
     _flusher: Arc<Flusher>,
 }
@@ -88,6 +94,12 @@ pub struct Router {
 impl Router {
     /// Opens every side and starts discovery and forwarding.
     pub fn start(config: impl Into<RouterConfig>) -> Result<Router, RouterError> {
+        Router::start_with_ports(config, &mut partita_ports::Ports::default())
+    }
+
+    /// [`Router::start`] with the ARINC 653 ports of the router's partition, which its port routes (`[[port]]`)
+    /// open by name.
+    pub fn start_with_ports(config: impl Into<RouterConfig>, ports: &mut partita_ports::Ports) -> Result<Router, RouterError> {
         let config = config.into();
         let configs: Vec<_> = config.sides.iter().map(|c| config.domain_of(c)).collect();
         let domains: Vec<u32> = configs.iter().map(|dc| dc.domain_id).collect();
@@ -102,6 +114,8 @@ impl Router {
                 Side::open(c, dc, &config.name, config.local_applications, reach, tag.clone())
             })
             .collect::<Result<_, _>>()?;
+        let participants: Vec<(String, partita_dds::Participant)> = sides.iter().map(|s| (s.name.clone(), s.participant.clone())).collect();
+        let port_routes = crate::ports::PortRoutes::start(&config.ports, &participants, ports, &tag)?;
         let shared = Arc::new(Shared {
             name: config.name.clone(),
             side_names: sides.iter().map(|s| s.name.clone()).collect(),
@@ -109,6 +123,7 @@ impl Router {
             refused_topics: Mutex::new(HashSet::new()),
             retired: Mutex::new(Vec::new()),
             peers: sides.iter().map(|s| s.peers.clone()).collect(),
+            port_stats: port_routes.routes.iter().map(|r| (r.label.clone(), r.topic.clone(), r.type_name.clone(), r.stats.clone())).collect(),
         });
         let stop = Arc::new(AtomicBool::new(false));
         let flusher = Arc::new(Flusher::start());
@@ -131,7 +146,7 @@ impl Router {
                 .spawn(move || manage(config, sides, shared, stop, &flusher, stats))
                 .expect("spawn discovery thread")
         };
-        Ok(Router { shared, stop, manager: Some(manager), _flusher: flusher })
+        Ok(Router { shared, stop, manager: Some(manager), _flusher: flusher, port_routes: Some(port_routes) })
     }
 
     /// Current statistics of every routed topic, then the final figures of routes that have ended.
@@ -167,6 +182,7 @@ impl Router {
     }
 
     fn shutdown(&mut self) {
+        self.port_routes = None;
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.manager.take() {
             let _ = t.join();
@@ -205,6 +221,7 @@ fn snapshot(shared: &Shared) -> Vec<RouteStats> {
             fw.refresh_reader_figures();
             fw.stats.snapshot(&shared.name, &route, &k.topic, &k.type_name)
         })
+        .chain(shared.port_stats.iter().map(|(route, topic, type_name, st)| st.snapshot(&shared.name, route.split(' ').next().unwrap_or(route), topic, type_name)))
         .collect()
 }
 

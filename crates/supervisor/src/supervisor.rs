@@ -522,8 +522,12 @@ impl Build<'_> {
         }
         crate::vnet::strong_host(&ns, &sides)?;
         let xml_path = state_path.join(format!("{}.xml", member.name));
+        // A partition without a network (`network = false`) gets no DDS configuration: its namespace holds only
+        // the loopback interface, and it talks through its ports.
+        let networkless = member.partition.is_some_and(|p| !p.network);
         let uri = match vm {
             Some(_) => String::new(),
+            None if networkless => String::new(),
             None => CycloneConfig::write_all(&domains, &xml_path).map_err(|e| SupervisorError::Member { member: member.name.to_string(), source: Box::new(e) })?,
         };
         // The same network for Fast DDS programs (their default profile), which would otherwise bind every
@@ -550,7 +554,7 @@ impl Build<'_> {
         let confine = match &tree.confinement {
             Some(c) => {
                 s._state_dirs.0.push(c.state_dir.clone());
-                let mut confine = confine(c, &state_path.join(format!("{}.root", member.name)), vm.is_none().then_some(xml_path.as_path()))?;
+                let mut confine = confine(c, &state_path.join(format!("{}.root", member.name)), (vm.is_none() && !networkless).then_some(xml_path.as_path()))?;
                 s.state_images.push(StateImage::mount(&c.state_dir, c.state_quota, c.uid)?);
                 confine.fastdds_profile = fastdds_written.then(|| fastdds_path.clone());
                 confine.router_file = (router.is_some() && vm.is_none()).then(|| router_path.clone());
@@ -561,7 +565,7 @@ impl Build<'_> {
             None => None,
         };
         // A confined partition reads its DDS configurations where its view puts them.
-        let uri = if confine.is_some() { format!("file://{}", rootfs::DDS_CONFIG) } else { uri };
+        let uri = if confine.is_some() && !networkless { format!("file://{}", rootfs::DDS_CONFIG) } else { uri };
         let fastdds_profile = fastdds_written.then(|| if confine.is_some() { rootfs::FASTDDS_PROFILE.to_string() } else { fastdds_path.display().to_string() });
         freezers.push(match member.partition.and_then(|p| p.plan) {
             Some(_) => {

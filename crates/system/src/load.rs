@@ -313,6 +313,8 @@ struct RawPartition {
     seccomp: Option<RawSeccomp>,
     #[serde(default)]
     io: bool,
+    /// `false`: no V-NIC at all (a partition that talks only through its ports).
+    network: Option<S<bool>>,
     domain: Option<S<u64>>,
     address: Option<S<String>>,
     /// The routing service's configuration (I/O partition only).
@@ -819,7 +821,22 @@ impl Cx<'_> {
                     None => DEFAULT_DISK,
                 };
                 let tree = ProcessTree { command, env, memory: Some(memory), pids_max, cpus: pcpus, health, scheduling, netns: String::new(), cgroup: String::new(), nics: Vec::new(), confinement: Some(confinement), disk, uplink: None, log_size: self.log_size(p.log_size.as_ref(), &format!("{ppath}.log_size")) };
-                partitions.push(Partition { name: pname, criticality, io: p.io, domain, address, external_address, router, plan: None, vm, time_overrun, tree });
+                let network = p.network.as_ref().map_or(true, |n| *n.get_ref());
+                if let (false, Some(n)) = (network, &p.network) {
+                    let refused = if p.io {
+                        Some("the I/O partition is the module's way to the network; give `network = false` to another partition")
+                    } else if vm.is_some() {
+                        Some("a VM partition's guest reaches the module over its V-NIC; remove `network = false`")
+                    } else if p.address.is_some() || p.domain.is_some() {
+                        Some("a partition without a network has no address or DDS domain; remove `address` and `domain`")
+                    } else {
+                        None
+                    };
+                    if let Some(why) = refused {
+                        self.err(&n.span(), &format!("{ppath}.network"), Problem::BadValue(why.into()));
+                    }
+                }
+                partitions.push(Partition { name: pname, criticality, io: p.io, network, domain, address, external_address, router, plan: None, vm, time_overrun, tree });
             }
 
             // Plans.
@@ -1168,6 +1185,33 @@ impl Cx<'_> {
             };
             if let (true, Some(kind), Some(max_message), Some(source)) = (ok, kind, max_message, source) {
                 channels.push(Channel { name, kind, max_message: max_message.0 as u32, source, destinations, on_fault });
+            }
+        }
+        // The I/O partition's router carries topics through its own queuing ports only.
+        let span = raw.first().map(|c| c.name.span()).unwrap_or(0..0);
+        for io in partitions.iter().filter(|p| p.io) {
+            let Some(r) = &io.router else { continue };
+            for (i, pr) in r.ports.iter().enumerate() {
+                let (name, source, key) = match (&pr.to_port, &pr.from_port) {
+                    (Some(n), _) => (n, true, "to_port"),
+                    (None, Some(n)) => (n, false, "from_port"),
+                    (None, None) => continue,
+                };
+                let end = PortRef { partition: io.name.clone(), port: name.clone() };
+                let found = channels.iter().find(|c| if source { c.source == end } else { c.destinations.contains(&end) });
+                let field = format!("{mpath}.partition[{}].router.port[{i}].{key}", io.name);
+                match found {
+                    None => {
+                        let (what, side) = if source { ("source", "source") } else { ("destination", "destinations") };
+                        let why = format!("the I/O partition {} has no {what} port {name:?}; add a [[module.channel]] with {side} = \"{end}\" (kind = \"queuing\")", io.name);
+                        self.err(&span, &field, Problem::BadValue(why));
+                    }
+                    Some(c) if !matches!(c.kind, ChannelKind::Queuing { .. }) => {
+                        let why = format!("port {end} is an end of sampling channel {:?}; the router carries DDS samples through queuing channels (every sample, in order): make it kind = \"queuing\"", c.name);
+                        self.err(&span, &field, Problem::BadValue(why));
+                    }
+                    Some(_) => {}
+                }
             }
         }
         channels

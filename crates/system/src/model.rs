@@ -679,6 +679,9 @@ pub struct Partition {
     pub criticality: Criticality,
     /// The module's I/O partition: it also has a V-NIC on the inter-module network.
     pub io: bool,
+    /// Whether it has a V-NIC (`network`, default true). Without one its network namespace holds only the
+    /// loopback interface: it talks to the other partitions through its ARINC 653 ports alone.
+    pub network: bool,
     /// DDS domain its applications use by default (the module's domain unless set).
     pub domain: DomainId,
     /// Its V-NIC address on the module's V-NETWORK.

@@ -124,13 +124,11 @@ pub(crate) fn place(system: &mut System) {
                 c.state_dir = names.state_dir(&p.name);
             }
             // A guest's NICs carry the same names (its /init renames them by MAC); on the host they are taps.
-            p.tree.nics = vec![Nic {
-                name: MODULE_NIC.into(),
-                host_name: names.vnic(mi, pi),
-                network: NetworkId::Module(mi),
-                address: p.address,
-                domain: p.domain,
-            }];
+            p.tree.nics = if p.network {
+                vec![Nic { name: MODULE_NIC.into(), host_name: names.vnic(mi, pi), network: NetworkId::Module(mi), address: p.address, domain: p.domain }]
+            } else {
+                Vec::new()
+            };
             if let Some(a) = p.external_address {
                 p.tree.nics.push(Nic {
                     name: INTER_MODULE_NIC.into(),

@@ -341,6 +341,8 @@ pub struct PartitionSpec {
     pub cpus: Option<Vec<usize>>,
     #[serde(default, skip_serializing_if = "is_false")]
     pub io: bool,
+    /// `Some(false)`: no V-NIC, only ports.
+    pub network: Option<bool>,
     pub domain: Option<u64>,
     pub address: Option<Ipv4Addr>,
     pub uid: Option<u64>,
@@ -377,6 +379,7 @@ impl PartitionSpec {
             pids: None,
             cpus: None,
             io: false,
+            network: None,
             domain: None,
             address: None,
             uid: None,
@@ -414,6 +417,8 @@ impl PartitionSpec {
     set_optional! {
         domain: u64,
         address: Ipv4Addr,
+        /// `false`: no V-NIC, only its ports.
+        network: bool,
     }
     /// Adds an environment variable.
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {

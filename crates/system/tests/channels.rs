@@ -113,3 +113,78 @@ fn a_vm_partition_cannot_be_an_end_of_a_channel() {
     let e = errors(&text);
     assert!(e.iter().any(|d| d.path == "module[m].channel[0].destinations[0]" && d.to_string().contains("VM partition")), "{e:#?}");
 }
+
+const NETWORKLESS: &str = r#"
+[system]
+name = "t"
+
+[[module]]
+name = "m"
+cpus = [0]
+
+[[module.partition]]
+name = "recorder"
+command = ["prog"]
+network = false
+
+[[module.partition]]
+name = "routing"
+command = ["prog"]
+io = true
+[module.partition.router]
+[[module.partition.router.port]]
+topic = "surveillance/request"
+type = "partita::surveillance::FrameRequest"
+keyed = true
+to_port = "requests"
+[[module.partition.router.port]]
+topic = "surveillance/reply"
+type = "partita::surveillance::FrameReply"
+keyed = true
+from_port = "replies"
+
+[[module.channel]]
+name = "requests"
+kind = "queuing"
+source = "routing"
+destinations = ["recorder"]
+max_message = "256B"
+depth = 8
+
+[[module.channel]]
+name = "replies"
+kind = "queuing"
+source = "recorder"
+destinations = ["routing"]
+max_message = "64KiB"
+depth = 8
+"#;
+
+#[test]
+fn a_partition_without_a_network_has_no_v_nic_and_the_router_reaches_it_through_its_ports() {
+    let s = parse(NETWORKLESS, "sys.toml", &Host::with_cpus(2)).unwrap();
+    let m = &s.modules[0];
+    let recorder = m.partition("recorder").unwrap();
+    assert!(!recorder.network && recorder.tree.nics.is_empty());
+    assert!(!s.addresses_on(NetworkId::Module(0)).contains(&recorder.address));
+    let routing = m.partition("routing").unwrap();
+    assert_eq!(routing.tree.nics.len(), 2);
+    let r = s.router_config(routing).unwrap();
+    assert_eq!((r.ports[0].to_port.as_deref(), r.ports[1].from_port.as_deref()), (Some("requests"), Some("replies")));
+}
+
+#[test]
+fn port_routes_and_partitions_without_a_network_are_checked_with_the_field_and_the_fix() {
+    let bad = |from: &str, to: &str, path: &str, says: &str| {
+        let e = errors(&NETWORKLESS.replacen(from, to, 1));
+        assert!(e.iter().any(|d| d.path == path && d.to_string().contains(says)), "{from} → {to}: wanted {path} saying {says:?}, got {e:#?}");
+    };
+    bad("to_port = \"requests\"", "to_port = \"nothing\"", "module[m].partition[routing].router.port[0].to_port", "no source port \"nothing\"");
+    bad("from_port = \"replies\"", "from_port = \"requests\"", "module[m].partition[routing].router.port[1].from_port", "no destination port \"requests\"");
+    bad("from_port = \"replies\"", "to_port = \"requests\"\nfrom_port = \"replies\"", "module[m].partition[routing].router.port[1].to_port", "either to_port or from_port");
+    bad("network = false", "network = false\naddress = \"198.18.1.9\"", "module[m].partition[recorder].network", "remove `address`");
+    bad("io = true", "io = true\nnetwork = false", "module[m].partition[routing].network", "give `network = false` to another partition");
+    let sampling = NETWORKLESS.replacen("kind = \"queuing\"\nsource = \"routing\"", "kind = \"sampling\"\nsource = \"routing\"", 1).replacen("max_message = \"256B\"\ndepth = 8", "max_message = \"256B\"\nrefresh = \"1s\"", 1);
+    let e = errors(&sampling);
+    assert!(e.iter().any(|d| d.path == "module[m].partition[routing].router.port[0].to_port" && d.to_string().contains("through queuing channels")), "{e:#?}");
+}

@@ -321,6 +321,7 @@ subnet = "198.18.101.0/24"
 name = "app"
 command = ["prog", "--flag"]
 kind = "process"
+network = true
 criticality = "high"
 memory = "128MiB"
 pids = 64
