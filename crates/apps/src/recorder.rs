@@ -1,13 +1,15 @@
 //! The Video_Recorder partition's application: synthetic cameras recorded into the ring, frames served over
-//! DDS.
+//! DDS, or over two ARINC 653 queuing ports in a partition without a network ([`crate::recorder_ports`]).
 //!
 //! The capture thread draws and encodes every camera's frame at the configured rate and hands it to the ring's
 //! writer thread through a bounded queue; it never waits on DDS or on the disk. Requests are answered as Cyclone delivers them, in a listener on its receive thread (no hand-off to an
 //! application thread), from the newest frame kept in memory (`Live`) or from the ring (`AtTime`). The two
 //! share only the ring index and the newest frames, each behind a mutex held for a lookup or an insertion,
 //! never for I/O or encoding: requests, however many, cannot stall recording, and a monitor that crashes or
-//! restarts is just a reader that comes and goes.
+//! restarts is just a reader that comes and goes. Over ports, requests are answered the same way on a thread
+//! of their own that takes them from the request port ([`Recorder::start_on_ports`]).
 use crate::pattern;
+use crate::recorder_ports::RecorderPorts;
 use crate::ring::{Entry, FrameMeta, OpenReport, RingConfig, RingError, RingIndex, RingReader, RingWriter, ENCODING_PNG};
 use crate::surveillance::*;
 use partita_dds::{DomainConfig, ListeningReader, Participant, Topic, Writer};
@@ -42,22 +44,30 @@ pub enum RecorderError {
     Ring(#[from] RingError),
     #[error("DDS: {0}")]
     Dds(#[from] partita_dds::DdsError),
+    #[error("reply port {port:?} carries at most {max} bytes per message, but every reply is {needed} ({reply_size} of FrameReply, --reply-size, and the {header}-byte frame header): make the channel's max_message in the system file at least {needed}", header = partita_ports::dds_frame::HEADER)]
+    ReplyPortTooSmall { port: String, max: u32, reply_size: usize, needed: usize },
     #[error("the {0} thread panicked")]
     Panicked(&'static str),
 }
 
 /// Counters, readable while the recorder runs.
 #[derive(Debug, Default)]
-struct Counters {
-    frames: AtomicU64,
+pub(crate) struct Counters {
+    pub(crate) frames: AtomicU64,
     /// Frame slots skipped because drawing and writing fell behind the rate.
-    late_ticks: AtomicU64,
-    write_errors: AtomicU64,
-    requests: AtomicU64,
-    replies: AtomicU64,
+    pub(crate) late_ticks: AtomicU64,
+    pub(crate) write_errors: AtomicU64,
+    pub(crate) requests: AtomicU64,
+    pub(crate) replies: AtomicU64,
     /// Replies that could not be brought down to `reply_size`.
-    oversize_replies: AtomicU64,
-    reply_errors: AtomicU64,
+    pub(crate) oversize_replies: AtomicU64,
+    pub(crate) reply_errors: AtomicU64,
+    /// Over ports: messages on the request port that are not a data sample of a `FrameRequest` (skipped).
+    pub(crate) bad_requests: AtomicU64,
+    /// Over ports: replies dropped because the reply port's queue stayed full.
+    pub(crate) dropped_replies: AtomicU64,
+    /// Over ports: replies dropped because they are larger than the reply port's maximum message.
+    pub(crate) too_large_replies: AtomicU64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
@@ -69,6 +79,13 @@ pub struct RecorderStats {
     pub replies: u64,
     pub oversize_replies: u64,
     pub reply_errors: u64,
+    /// Over ports: messages on the request port that were not a data sample of a `FrameRequest` (skipped).
+    pub bad_requests: u64,
+    /// Over ports: replies dropped because the reply port's queue stayed full.
+    pub dropped_replies: u64,
+    /// Over ports: replies dropped because they are larger than the reply port's maximum message (the system
+    /// file's channel is too small for the replies; [`Recorder::last_error`] says by how much).
+    pub too_large_replies: u64,
     pub ring_records: u64,
 }
 
@@ -79,28 +96,63 @@ struct Latest {
     image: Arc<Vec<u8>>,
 }
 
-struct Shared {
-    stop: AtomicBool,
-    counters: Counters,
+pub(crate) struct Shared {
+    pub(crate) stop: AtomicBool,
+    pub(crate) counters: Counters,
     latest: Mutex<Vec<Option<Latest>>>,
     index: Arc<Mutex<RingIndex>>,
     last_error: Mutex<Option<String>>,
 }
 
 impl Shared {
-    fn note_error(&self, e: String) {
+    pub(crate) fn note_error(&self, e: String) {
         *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
     }
 }
 
-/// A running recorder. Dropping it stops both threads.
+/// A running recorder. Dropping it stops recording and serving.
 pub struct Recorder {
     shared: Arc<Shared>,
     capture: Option<JoinHandle<()>>,
-    /// The request listener (dropped first), then the topics and participant it uses.
-    serving: Option<(ListeningReader, Topic<FrameRequest>, Topic<FrameReply>, Participant)>,
+    serving: Option<Serving>,
     open_report: OpenReport,
-    domain_id: u32,
+    domain_id: Option<u32>,
+}
+
+/// How requests reach the recorder.
+enum Serving {
+    /// The request listener (dropped first, as declared first), then the topics and participant it uses; held
+    /// only to be dropped.
+    Dds { _listener: ListeningReader, _request_topic: Topic<FrameRequest>, _reply_topic: Topic<FrameReply>, _participant: Participant },
+    /// The thread that takes requests from the request port; it sees `stop` within one receive timeout.
+    Ports(JoinHandle<()>),
+}
+
+impl Serving {
+    fn is_running(&self) -> bool {
+        match self {
+            Serving::Dds { .. } => true,
+            Serving::Ports(t) => !t.is_finished(),
+        }
+    }
+
+    /// Stops serving (`stop` already set): deleting the DDS reader waits for a running callback; the port
+    /// thread is joined.
+    fn stop(self) -> Result<(), RecorderError> {
+        match self {
+            Serving::Dds { .. } => Ok(()),
+            Serving::Ports(t) => t.join().map_err(|_| RecorderError::Panicked("port server")),
+        }
+    }
+}
+
+/// What both ways of serving start from: the checked configuration, the ring opened, the state the capture
+/// and serving threads share.
+struct Prepared {
+    config: RecorderConfig,
+    writer: RingWriter,
+    open_report: OpenReport,
+    shared: Arc<Shared>,
 }
 
 /// Wall-clock ns since the Unix epoch, the clock of DDS source timestamps and of frame capture times.
@@ -110,6 +162,42 @@ impl Recorder {
     /// Opens the ring (scanning what a previous run left), joins the domain and starts recording and serving.
     /// A ring another recorder is writing is refused ([`RingError::InUse`]) before anything else starts.
     pub fn start(config: RecorderConfig, dds: &DomainConfig) -> Result<Self, RecorderError> {
+        let prepared = Recorder::prepare(config)?;
+        let participant = Participant::new(dds)?;
+        let request_topic = Topic::<FrameRequest>::new(&participant, REQUEST_TOPIC, &request_qos())?;
+        let reply_topic = Topic::<FrameReply>::new(&participant, REPLY_TOPIC, &reply_qos())?;
+        let replies = Writer::new(&reply_topic, &reply_qos())?;
+        let mut server = prepared.server();
+        let listener = ListeningReader::typed(&request_topic, &request_qos(), move |sample| {
+            if let Some(req) = sample.value {
+                server.handle(&req, &replies);
+            }
+        })?;
+        Recorder::record(prepared, Serving::Dds { _listener: listener, _request_topic: request_topic, _reply_topic: reply_topic, _participant: participant }, Some(dds.domain_id))
+    }
+
+    /// Opens the ring and starts recording and serving over two queuing ports instead of DDS, for a partition
+    /// without a network: requests come from `ports.requests` and replies go to `ports.replies`, each sample a
+    /// [`partita_ports::dds_frame::DdsFrame`] that the routing service exchanges with DDS. No DDS participant
+    /// is made.
+    ///
+    /// With a `reply_size`, every reply has the same size, so a reply port too small for it is refused here
+    /// ([`RecorderError::ReplyPortTooSmall`]) instead of dropping every reply.
+    pub fn start_on_ports(config: RecorderConfig, ports: RecorderPorts) -> Result<Self, RecorderError> {
+        if let Some(reply_size) = config.reply_size {
+            let needed = reply_size + partita_ports::dds_frame::HEADER;
+            let max = ports.replies.max_message();
+            if needed > max as usize {
+                return Err(RecorderError::ReplyPortTooSmall { port: ports.replies.name().to_string(), max, reply_size, needed });
+            }
+        }
+        let prepared = Recorder::prepare(config)?;
+        let serving = crate::recorder_ports::spawn(ports, prepared.server(), prepared.shared.clone())
+            .map_err(|e| RecorderError::Config(format!("cannot start the port server thread: {e}")))?;
+        Recorder::record(prepared, Serving::Ports(serving), None)
+    }
+
+    fn prepare(config: RecorderConfig) -> Result<Prepared, RecorderError> {
         if config.cameras == 0 || config.width == 0 || config.height == 0 {
             return Err(RecorderError::Config("cameras, width and height must be at least 1".into()));
         }
@@ -120,11 +208,6 @@ impl Recorder {
             return Err(RecorderError::Config(format!("fps {} is not in (0, 1000]", config.fps)));
         }
         let (writer, open_report) = RingWriter::open(config.ring.clone())?;
-        let participant = Participant::new(dds)?;
-        let request_topic = Topic::<FrameRequest>::new(&participant, REQUEST_TOPIC, &request_qos())?;
-        let reply_topic = Topic::<FrameReply>::new(&participant, REPLY_TOPIC, &reply_qos())?;
-        let replies = Writer::new(&reply_topic, &reply_qos())?;
-
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),
             counters: Counters::default(),
@@ -132,32 +215,26 @@ impl Recorder {
             index: writer.index(),
             last_error: Mutex::new(None),
         });
-        let mut server = Server {
-            reader: RingReader::new(&config.ring.dir),
-            cameras: config.cameras,
-            reply_size: config.reply_size,
-            shared: shared.clone(),
-        };
-        let listener = ListeningReader::typed(&request_topic, &request_qos(), move |sample| {
-            if let Some(req) = sample.value {
-                server.handle(&req, &replies);
-            }
-        })?;
-        // Recording starts last, so that an error above leaves no thread running.
+        Ok(Prepared { config, writer, open_report, shared })
+    }
+
+    /// Starts recording, last, so that an error before leaves no thread running; if even this fails, serving
+    /// is stopped again.
+    fn record(prepared: Prepared, serving: Serving, domain_id: Option<u32>) -> Result<Self, RecorderError> {
+        let Prepared { config, writer, open_report, shared } = prepared;
         let capture = {
-            let (shared, config) = (shared.clone(), config.clone());
-            std::thread::Builder::new()
-                .name("capture".into())
-                .spawn(move || capture_loop(writer, &config, &shared))
-                .map_err(|e| RecorderError::Config(format!("cannot start the capture thread: {e}")))?
+            let shared = shared.clone();
+            std::thread::Builder::new().name("capture".into()).spawn(move || capture_loop(writer, &config, &shared))
         };
-        Ok(Recorder {
-            shared,
-            capture: Some(capture),
-            serving: Some((listener, request_topic, reply_topic, participant)),
-            open_report,
-            domain_id: dds.domain_id,
-        })
+        let capture = match capture {
+            Ok(c) => c,
+            Err(e) => {
+                shared.stop.store(true, Ordering::Relaxed);
+                let _ = serving.stop();
+                return Err(RecorderError::Config(format!("cannot start the capture thread: {e}")));
+            }
+        };
+        Ok(Recorder { shared, capture: Some(capture), serving: Some(serving), open_report, domain_id })
     }
 
     /// What opening the ring found (records kept, damaged stretches skipped, bytes cut).
@@ -165,7 +242,8 @@ impl Recorder {
         &self.open_report
     }
 
-    pub fn domain_id(&self) -> u32 {
+    /// The DDS domain it serves on; `None` when it serves over ports.
+    pub fn domain_id(&self) -> Option<u32> {
         self.domain_id
     }
 
@@ -180,6 +258,9 @@ impl Recorder {
             replies: l(&c.replies),
             oversize_replies: l(&c.oversize_replies),
             reply_errors: l(&c.reply_errors),
+            bad_requests: l(&c.bad_requests),
+            dropped_replies: l(&c.dropped_replies),
+            too_large_replies: l(&c.too_large_replies),
             ring_records: self.shared.index.lock().unwrap_or_else(|p| p.into_inner()).len() as u64,
         }
     }
@@ -202,7 +283,7 @@ impl Recorder {
 
     /// True while the capture thread runs and requests are served.
     pub fn is_running(&self) -> bool {
-        self.serving.is_some() && self.capture.as_ref().is_some_and(|t| !t.is_finished())
+        self.serving.as_ref().is_some_and(Serving::is_running) && self.capture.as_ref().is_some_and(|t| !t.is_finished())
     }
 
     /// Stops both threads and returns the final counters.
@@ -213,11 +294,11 @@ impl Recorder {
 
     fn shutdown(&mut self) -> Result<(), RecorderError> {
         self.shared.stop.store(true, Ordering::Relaxed);
-        // Stop answering first (deleting the reader waits for a running callback), then stop recording.
-        drop(self.serving.take());
+        // Stop answering first, then stop recording.
+        let served = self.serving.take().map_or(Ok(()), Serving::stop);
         match self.capture.take().map(|t| t.join()) {
             Some(Err(_)) => Err(RecorderError::Panicked("capture")),
-            _ => Ok(()),
+            _ => served,
         }
     }
 }
@@ -315,7 +396,18 @@ fn capture_loop(ring: RingWriter, config: &RecorderConfig, shared: &Arc<Shared>)
     }
 }
 
-struct Server {
+impl Prepared {
+    fn server(&self) -> Server {
+        Server {
+            reader: RingReader::new(&self.config.ring.dir),
+            cameras: self.config.cameras,
+            reply_size: self.config.reply_size,
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+pub(crate) struct Server {
     reader: RingReader,
     cameras: u32,
     reply_size: Option<usize>,
@@ -325,15 +417,8 @@ struct Server {
 impl Server {
     /// Answers one request (on Cyclone's receive thread).
     fn handle(&mut self, req: &FrameRequest, replies: &Writer<FrameReply>) {
-        let shared = self.shared.clone();
-        let c = &shared.counters;
-        c.requests.fetch_add(1, Ordering::Relaxed);
-        let mut reply = self.answer(req);
-        if let Some(size) = self.reply_size {
-            if !reply.fit_to(size) {
-                c.oversize_replies.fetch_add(1, Ordering::Relaxed);
-            }
-        }
+        let reply = self.reply_to(req);
+        let c = &self.shared.counters;
         match replies.write(&reply) {
             Ok(()) => c.replies.fetch_add(1, Ordering::Relaxed),
             Err(e) => {
@@ -341,6 +426,19 @@ impl Server {
                 c.reply_errors.fetch_add(1, Ordering::Relaxed)
             }
         };
+    }
+
+    /// Counts one request and makes its reply, brought to `reply_size` when one is set: what is sent back,
+    /// over DDS or a port.
+    pub(crate) fn reply_to(&mut self, req: &FrameRequest) -> FrameReply {
+        self.shared.counters.requests.fetch_add(1, Ordering::Relaxed);
+        let mut reply = self.answer(req);
+        if let Some(size) = self.reply_size {
+            if !reply.fit_to(size) {
+                self.shared.counters.oversize_replies.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        reply
     }
 
     /// The reply to one request.
