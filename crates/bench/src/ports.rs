@@ -305,10 +305,11 @@ pub fn message_header(buf: &[u8]) -> (u64, u64) {
     (word(0), word(8))
 }
 
-/// How a spinning loop gives up: when the run is stopped, or when the other end has not answered by a
-/// deadline. It looks at both only every [`Patience::EVERY`] spins, so that a spin costs a compare.
+/// How a spinning loop gives up: when the run is stopped (either of two flags: the stop signals', and the
+/// watching thread's when it gives up on the row), or when the other end has not answered by a deadline. It
+/// looks only every [`Patience::EVERY`] spins, so that a spin costs a compare.
 pub(crate) struct Patience<'a> {
-    stop: &'a AtomicBool,
+    stops: [&'a AtomicBool; 2],
     deadline_ns: u64,
     limit: Option<Duration>,
     spins: u32,
@@ -318,15 +319,15 @@ pub(crate) struct Patience<'a> {
 impl<'a> Patience<'a> {
     const EVERY: u32 = 1024;
 
-    pub(crate) fn new(stop: &'a AtomicBool, limit: Option<Duration>, measurement: &'a str) -> Patience<'a> {
+    pub(crate) fn new(stops: [&'a AtomicBool; 2], limit: Option<Duration>, measurement: &'a str) -> Patience<'a> {
         let deadline_ns = limit.map_or(u64::MAX, |d| partita_os::clock::monotonic_ns().saturating_add(d.as_nanos() as u64));
-        Patience { stop, deadline_ns, limit, spins: 0, measurement }
+        Patience { stops, deadline_ns, limit, spins: 0, measurement }
     }
 
     pub(crate) fn spin(&mut self) -> Result<(), BenchError> {
         self.spins = self.spins.wrapping_add(1);
         if self.spins % Self::EVERY == 0 {
-            if self.stop.load(Ordering::Relaxed) {
+            if self.stops.iter().any(|s| s.load(Ordering::Relaxed)) {
                 return Err(BenchError::Interrupted);
             }
             if partita_os::clock::monotonic_ns() > self.deadline_ns {
@@ -398,7 +399,7 @@ pub struct ThroughputRow {
 pub fn run_all(
     cfg: &PortsConfig,
     launcher: &PeerLauncher,
-    stop: &AtomicBool,
+    stop: &'static AtomicBool,
     mut on_row: impl FnMut(&str),
 ) -> Result<(Vec<LatencyRow>, Vec<ThroughputRow>), BenchError> {
     cfg.validate()?;
@@ -485,7 +486,7 @@ enum FromReader {
 /// Measures one row: creates its channels, opens the reader's ends on a thread pinned to the reader's CPU,
 /// starts the writer with its ends, and waits for the reader's result, the writer's failure, a stop or the
 /// row's time limit.
-fn measure(sc: &Scenario, total: u64, cfg: &PortsConfig, run: &str, launcher: &PeerLauncher, stop: &AtomicBool) -> Result<Measured, BenchError> {
+fn measure(sc: &Scenario, total: u64, cfg: &PortsConfig, run: &str, launcher: &PeerLauncher, stop: &'static AtomicBool) -> Result<Measured, BenchError> {
     let key = sc.key();
     let (reader_ends, peer_ends) = prepare(sc, run)?;
     let limit = limit(sc, total, cfg);
@@ -503,7 +504,7 @@ fn measure(sc: &Scenario, total: u64, cfg: &PortsConfig, run: &str, launcher: &P
                     partita_os::sched::pin_current_thread(reader_cpu).map_err(|source| BenchError::Pin { cpu: reader_cpu, source })?;
                     let mut ends = reader::Reader::open(&sc, reader_ends, &run)?;
                     let _ = tx.send(FromReader::Ready);
-                    let mut patience = Patience::new(&abandon, Some(limit), &thread_key);
+                    let mut patience = Patience::new([stop, &abandon], Some(limit), &thread_key);
                     ends.run(&sc, total, warmup, &mut patience)
                 })();
                 let _ = tx.send(FromReader::Done(result));
@@ -528,12 +529,15 @@ fn measure(sc: &Scenario, total: u64, cfg: &PortsConfig, run: &str, launcher: &P
         echo: peer_ends.echo.as_ref().map(peer::EndNumbers::of),
         shared: peer_ends.shared.as_ref().map(|fd| fd.as_raw_fd()),
         cpu: cfg.writer_cpu,
+        fifo: cfg.setup.fifo_priority(),
     };
+    // Before the writer starts: from then on the reader and the writer may spin on both CPUs.
+    let _outranking = Outrank::measured(&cfg.setup);
     let mut writer = PeerProcess::spawn(launcher, &peer_cfg, peer_ends, &key)?;
     let started = Instant::now();
     let mut writer_ended: Option<Instant> = None;
     let measured = loop {
-        match rx.recv_timeout(Duration::from_millis(100)) {
+        match rx.recv_timeout(Duration::from_millis(250)) {
             Ok(FromReader::Done(r)) => break r,
             Ok(FromReader::Ready) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => {
@@ -564,6 +568,39 @@ fn measure(sc: &Scenario, total: u64, cfg: &PortsConfig, run: &str, launcher: &P
     let measured = measured?;
     writer.finish(&key)?;
     Ok(measured)
+}
+
+/// While it waits for a row, the thread that started it runs one SCHED_FIFO priority above the measured
+/// threads: during a polling row the reader and the writer spin on both CPUs at the setup's priority, and a
+/// thread of equal priority would not run until they end — neither to see a writer that failed nor, being the
+/// process's main thread (the one the kernel hands a signal to while it waits), to run the stop signals'
+/// handler. It wakes
+/// every 250 ms and takes a few µs when it does: at most a sample or two of a row. Back to the setup's
+/// priority when dropped, so that the next row's reader thread and writer inherit that one.
+struct Outrank {
+    priority: Option<u8>,
+}
+
+impl Outrank {
+    fn measured(setup: &Setup) -> Outrank {
+        // At the highest priority a measured process may take (89) there is no room below the plan executors'
+        // 90: the thread then stays level with the measured ones.
+        let priority = setup.fifo_priority().filter(|&p| p < partita_lab::setup::MAX_PRIORITY);
+        if let Some(p) = priority {
+            if partita_os::sched::set_current_thread_fifo(i32::from(p) + 1).is_err() {
+                return Outrank { priority: None };
+            }
+        }
+        Outrank { priority }
+    }
+}
+
+impl Drop for Outrank {
+    fn drop(&mut self) {
+        if let Some(p) = self.priority {
+            let _ = partita_os::sched::set_current_thread_fifo(i32::from(p));
+        }
+    }
 }
 
 /// The reader's ends of a row, as this process keeps them.

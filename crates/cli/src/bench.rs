@@ -242,6 +242,9 @@ struct PortsPeerArgs {
     shared: Option<i32>,
     #[arg(long)]
     cpu: usize,
+    /// The measured SCHED_FIFO priority, which the writer sets for itself.
+    #[arg(long)]
+    fifo: Option<u8>,
 }
 
 #[derive(Args)]
@@ -300,6 +303,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
                 echo: a.echo,
                 shared: a.shared,
                 cpu: a.cpu,
+                fifo: a.fifo,
             };
             match ports::peer::run(&cfg, stop_flag()) {
                 Ok(()) => ExitCode::SUCCESS,

@@ -71,6 +71,9 @@ pub struct PeerConfig {
     /// The futex row's memory.
     pub shared: Option<RawFd>,
     pub cpu: usize,
+    /// The measured SCHED_FIFO priority, set by the writer itself: the thread that starts it runs one above
+    /// (`Outrank` in the parent module), and the writer would inherit that.
+    pub fifo: Option<u8>,
 }
 
 impl PeerConfig {
@@ -99,6 +102,9 @@ impl PeerConfig {
         if let Some(fd) = self.shared {
             a.extend(["--shared".to_string(), fd.to_string()]);
         }
+        if let Some(p) = self.fifo {
+            a.extend(["--fifo".to_string(), p.to_string()]);
+        }
         a
     }
 }
@@ -107,6 +113,10 @@ impl PeerConfig {
 pub fn run(cfg: &PeerConfig, stop: &'static AtomicBool) -> Result<(), BenchError> {
     let sc = &cfg.scenario;
     let key = sc.key();
+    if let Some(p) = cfg.fifo {
+        partita_os::sched::set_current_thread_fifo(i32::from(p))
+            .map_err(|e| BenchError::Peer { measurement: key.clone(), reason: format!("could not take SCHED_FIFO {p}: {e}") })?;
+    }
     // Before pinning, so that this thread may run on any CPU: the benchmark's end closes its stdin.
     std::thread::spawn(move || {
         let _ = std::io::stdin().read_to_end(&mut Vec::new());
@@ -115,7 +125,7 @@ pub fn run(cfg: &PeerConfig, stop: &'static AtomicBool) -> Result<(), BenchError
     partita_os::sched::pin_current_thread(cfg.cpu).map_err(|source| BenchError::Pin { cpu: cfg.cpu, source })?;
     let port = |source| BenchError::Port { measurement: key.clone(), source };
     let missing = |what: &str| BenchError::Peer { measurement: key.clone(), reason: format!("was given no {what}") };
-    let mut patience = Patience::new(stop, None, &key);
+    let mut patience = Patience::new([stop, stop], None, &key);
     let max = sc.channel_max as u32;
     let mut buf = vec![0u8; sc.size];
     match sc.path {
