@@ -36,6 +36,10 @@
 //!   runs from its last warm-up message to that end: messages and payload bytes per second (MB = 10⁶ bytes).
 //! - Statistics from the lab's HdrHistogram ([`partita_lab::stats::Stats`]); the warm-up messages are sent,
 //!   echoed and discarded; every row records what the host did meanwhile ([`partita_lab::machine::Watch`]).
+//! - **Short polling rows.** In a polling row both CPUs spin under SCHED_FIFO, and the kernel keeps
+//!   real-time tasks to `sched_rt_runtime_us` of every `sched_rt_period_us` (0.95 s of each second by default):
+//!   a row spinning for longer shows the pause as outliers of some 50 ms (seen with `--count 3000000`). At the
+//!   defaults a polling row takes some 10 ms (64 B) to 250 ms (64 KiB).
 use crate::error::BenchError;
 use partita_apps::size::format_size;
 use partita_lab::machine::{Disturbance, Watch};
