@@ -1,6 +1,7 @@
 //! `partita check` prints every bridge, veth, tap, namespace and cgroup of a system; `partita up` of the same
 //! file creates exactly those and nothing else of the system (root). For the paper's system, and for its
-//! variant with the recorder as a VM partition (whose monitor must get frames from the guest).
+//! variants with the recorder as a VM partition (whose monitor must get frames from the guest) and as a
+//! partition without a network (reached through ports).
 use partita_supervisor::cgroup::Layout;
 use partita_system::HostNames;
 use std::collections::BTreeSet;
@@ -98,6 +99,16 @@ fn with_the_recorder_as_a_vm_up_creates_what_check_printed_and_the_monitor_gets_
     let name = format!("hv{}", std::process::id());
     let (monitor_log, up_log) = check_then_up("video-surveillance-vm", &name, 30, (3, 1));
     assert!(monitor_log.contains(FRAME_CHECKED), "the monitor got no checked frame from the guest:\n{monitor_log}\n`up` said:\n{up_log}");
+}
+
+/// The recorder as a partition without a network (examples/video-surveillance-ports.toml): no V-NIC of its own,
+/// and the monitor gets checked frames through the routing partition's port routes and two queuing channels.
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn with_the_recorder_behind_ports_up_creates_what_check_printed_and_the_monitor_gets_frames() {
+    let name = format!("hp{}", std::process::id());
+    let (monitor_log, up_log) = check_then_up("video-surveillance-ports", &name, 8, (3, 0));
+    assert!(monitor_log.contains(FRAME_CHECKED), "the monitor got no checked frame through the ports:\n{monitor_log}\n`up` said:\n{up_log}");
 }
 
 /// Runs `check` and then `up` for `seconds` on `example` renamed `name`; compares what each says and
