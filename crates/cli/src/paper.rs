@@ -85,7 +85,7 @@ pub struct PaperArgs {
     #[arg(long, default_value = "results/paper")]
     out: PathBuf,
     /// Scenarios, comma-separated: network, traditional, single, trad-routing, partitioned, multicore.
-    #[arg(long, value_delimiter = ',', default_value = "network,traditional,single,trad-routing,partitioned,multicore")]
+    #[arg(long, value_delimiter = ',', default_value = "network,traditional,single,trad-routing,partitioned,ports,multicore")]
     scenarios: Vec<String>,
     /// Measured requests per scenario for Tables 1 and 2.
     #[arg(long, default_value_t = 10_000)]
@@ -148,7 +148,7 @@ pub fn paper(a: PaperArgs) -> ExitCode {
         match Scenario::from_key(s) {
             Some(x) => scenarios.push(x),
             None => {
-                eprintln!("error: --scenarios: {s:?} is not one of network, traditional, single, trad-routing, partitioned, multicore");
+                eprintln!("error: --scenarios: {s:?} is not one of network, traditional, single, trad-routing, partitioned, ports, multicore");
                 return ExitCode::from(2);
             }
         }

@@ -467,6 +467,7 @@ pub fn run(cfg: &BenchConfig, mut log: impl FnMut(&str)) -> Result<Results, RunE
         ("DDS/UDP", Scenario::Traditional, Scenario::Network),
         ("single partition/traditional", Scenario::SinglePartition, Scenario::Traditional),
         ("partitioned/traditional with routing", Scenario::PartitionedRouting, Scenario::TraditionalRouting),
+        ("recorder behind ports/recorder on DDS, both partitioned", Scenario::PartitionedPorts, Scenario::PartitionedRouting),
         ("multicore partitioned/traditional with routing", Scenario::Multicore, Scenario::TraditionalRouting),
         ("the --plan plan/traditional with routing", Scenario::FilePlan, Scenario::TraditionalRouting),
     ] {
@@ -570,7 +571,7 @@ pub fn capture_cost_ns() -> u64 {
 /// The plan a windowed scenario runs under (the multicore scenario's whole-frame windows are not predicted).
 fn plan_of(cfg: &BenchConfig, s: Scenario) -> Option<PlanWindows> {
     match s {
-        Scenario::PartitionedRouting => Some(crate::scenario::paper_plan()),
+        Scenario::PartitionedRouting | Scenario::PartitionedPorts => Some(crate::scenario::paper_plan()),
         Scenario::FilePlan => cfg.plan.clone(),
         _ => None,
     }

@@ -9,6 +9,7 @@
 //! | SINGLE DDS PARTITION | one partition (the I/O partition, owning the network) with a whole-frame window |
 //! | TRADITIONAL DDS WITH ROUTING | a native machine (a module without a plan): the recorder on its local domain, the routing service between it and the network domain |
 //! | PARTITIONED DDS WITH ROUTING | the paper's plan: recorder 700 µs, routing 800 µs, one 1500 µs frame on one CPU (examples/video-surveillance.toml) |
+//! | PORTS | the partitioned system with the recorder as a partition without a network: the routing partition carries the requests and frames through two queuing channels (examples/video-surveillance-ports.toml) |
 //! | MULTICORE | the paper's future work: the same two partitions, each with its own CPU and a whole-frame window (examples/video-surveillance-multicore.toml) |
 use partita_lab::setup::{Setup, LOCK_MEMORY_FLAG};
 use partita_schedule::PlanWindows;
@@ -23,6 +24,8 @@ pub enum Scenario {
     SinglePartition,
     TraditionalRouting,
     PartitionedRouting,
+    /// PARTITIONED DDS WITH ROUTING with the recorder behind ports, without a network (issue 34).
+    PartitionedPorts,
     Multicore,
     /// PARTITIONED DDS WITH ROUTING with the plan of `bench paper --plan FILE` (an optimised plan) instead of
     /// the paper's: not in [`Scenario::ALL`]; added when a plan is given.
@@ -49,12 +52,13 @@ pub const RECORDER_FPS: u64 = 10;
 pub const MONITOR: &str = "monitor";
 
 impl Scenario {
-    pub const ALL: [Scenario; 6] = [
+    pub const ALL: [Scenario; 7] = [
         Scenario::Network,
         Scenario::Traditional,
         Scenario::SinglePartition,
         Scenario::TraditionalRouting,
         Scenario::PartitionedRouting,
+        Scenario::PartitionedPorts,
         Scenario::Multicore,
     ];
 
@@ -66,6 +70,7 @@ impl Scenario {
             Scenario::SinglePartition => "single",
             Scenario::TraditionalRouting => "trad-routing",
             Scenario::PartitionedRouting => "partitioned",
+            Scenario::PartitionedPorts => "ports",
             Scenario::Multicore => "multicore",
             Scenario::FilePlan => "plan",
         }
@@ -83,6 +88,7 @@ impl Scenario {
             Scenario::SinglePartition => "SINGLE DDS PARTITION",
             Scenario::TraditionalRouting => "TRADITIONAL DDS WITH ROUTING",
             Scenario::PartitionedRouting => "PARTITIONED DDS WITH ROUTING",
+            Scenario::PartitionedPorts => "PARTITIONED, THE RECORDER WITHOUT A NETWORK (PORTS)",
             Scenario::Multicore => "PARTITIONED DDS WITH ROUTING, ROUTING ON ITS OWN CPU",
             Scenario::FilePlan => "PARTITIONED DDS WITH ROUTING, THE PLAN OF --plan",
         }
@@ -96,7 +102,7 @@ impl Scenario {
             Scenario::SinglePartition => r(262.0, 331.0, 467.0, 28.0, 409.0),
             Scenario::TraditionalRouting => r(662.0, 764.0, 1632.0, 36.0, 876.0),
             Scenario::PartitionedRouting => r(1028.0, 1858.0, 4157.0, 539.0, 3346.0),
-            Scenario::Multicore | Scenario::FilePlan => None,
+            Scenario::PartitionedPorts | Scenario::Multicore | Scenario::FilePlan => None,
         }
     }
 
@@ -116,6 +122,7 @@ impl Scenario {
             Scenario::SinglePartition => include_str!("../scenarios/single.toml"),
             Scenario::TraditionalRouting => include_str!("../scenarios/trad-routing.toml"),
             Scenario::PartitionedRouting | Scenario::FilePlan => include_str!("../scenarios/partitioned.toml"),
+            Scenario::PartitionedPorts => include_str!("../scenarios/ports.toml"),
             Scenario::Multicore => include_str!("../scenarios/multicore.toml"),
         }
     }
@@ -143,6 +150,8 @@ impl Scenario {
             ("@ROUTING_CPU@", p.routing_cpu.to_string()),
             ("@MEMORY@", string(&ByteSize(p.memory_bytes).to_string())),
             ("@PLAN@", plan_toml(&plan, p.recorder_cpu)),
+            // A reply and the 32-byte header of the DDS frame that carries it through the port.
+            ("@FRAME_MAX@", string(&ByteSize(p.reply_size as u64 + partita_ports::dds_frame::HEADER as u64).to_string())),
         ] {
             text = text.replace(key, &value);
         }
@@ -256,6 +265,9 @@ impl Params {
         }
         c.extend(["--ring-size".into(), "16MiB".into(), "--fps".into(), RECORDER_FPS.to_string(), "--fsync".into(), "never".into()]);
         c.extend(["--reply-size".into(), self.reply_size.to_string()]);
+        if s == Scenario::PartitionedPorts {
+            c.extend(["--request-port".into(), "requests".into(), "--reply-port".into(), "frames".into()]);
+        }
         c
     }
 
@@ -362,6 +374,7 @@ mod tests {
         for (s, example) in [
             (Scenario::PartitionedRouting, partita_system::BUILTIN_DEFAULT),
             (Scenario::Multicore, include_str!("../../../examples/video-surveillance-multicore.toml")),
+            (Scenario::PartitionedPorts, include_str!("../../../examples/video-surveillance-ports.toml")),
         ] {
             let ours = parse(s);
             let theirs = partita_system::parse(example, "example", &Host::with_cpus(2)).unwrap();
@@ -374,6 +387,8 @@ mod tests {
             let router = |m: &partita_system::Module| m.io_partition().and_then(|p| p.router.clone());
             assert_eq!(router(a), router(b), "{}: the routing table differs from the example's", s.key());
             assert!(router(a).is_some());
+            let ends = |m: &partita_system::Module| m.channels.iter().map(|c| (c.name.clone(), c.kind, c.source.clone(), c.destinations.clone())).collect::<Vec<_>>();
+            assert_eq!(ends(a), ends(b), "{}: the channels differ from the example's", s.key());
         }
     }
 

@@ -27,7 +27,7 @@
 //! one u64 each, then the messages it moved.
 
 /// The largest message a channel may carry.
-pub const MAX_MESSAGE: u32 = 1 << 20;
+pub const MAX_MESSAGE: u32 = 4 << 20;
 /// The deepest queue.
 pub const MAX_DEPTH: u64 = 4096;
 /// The most memory one channel's messages may take.

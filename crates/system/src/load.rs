@@ -285,7 +285,7 @@ struct RawChannel {
 
 /// The longest message a channel may carry, the deepest queue, and the most memory a channel's messages may
 /// take (the same bounds as partita-ports' layout).
-pub const MAX_CHANNEL_MESSAGE: u64 = 1 << 20;
+pub const MAX_CHANNEL_MESSAGE: u64 = 4 << 20;
 pub const MAX_CHANNEL_DEPTH: u64 = 4096;
 pub const MAX_CHANNEL_BYTES: u64 = 64 << 20;
 /// The longest refresh period of a sampling channel.

@@ -95,7 +95,7 @@ fn every_rule_of_a_channel_is_kept_with_the_field_and_the_fix() {
     refused("refresh = \"100ms\"", "refresh = \"0ms\"", &format!("{c0}.refresh"), "out of range");
     refused("depth = 8", "depth = 0", &format!("{c1}.depth"), "1 to 4096");
     refused("depth = 8", "depth = 8\nrefresh = \"1ms\"", &format!("{c1}.refresh"), "do not age");
-    refused("max_message = \"64B\"", "max_message = \"2MiB\"", &format!("{c0}.max_message"), "out of range");
+    refused("max_message = \"64B\"", "max_message = \"8MiB\"", &format!("{c0}.max_message"), "out of range");
     refused("max_message = \"1KiB\"\ndepth = 8", "max_message = \"1MiB\"\ndepth = 4096", &format!("{c1}.max_message"), "make the queue shorter");
     refused("source = \"a\"", "source = \"z\"", &format!("{c0}.source"), "z");
     refused("destinations = [\"a\"]", "destinations = [\"a\", \"b\"]", &format!("{c1}.destinations"), "exactly one destination");
