@@ -35,7 +35,13 @@
 //!   [`PortsConfig::seconds`], then a message of no bytes, which ends the reader's count. The reader's clock
 //!   runs from its last warm-up message to that end: messages and payload bytes per second (MB = 10⁶ bytes).
 //! - Statistics from the lab's HdrHistogram ([`partita_lab::stats::Stats`]); the warm-up messages are sent,
-//!   echoed and discarded; every row records what the host did meanwhile ([`partita_lab::machine::Watch`]).
+//!   echoed and discarded; every run records what the host did meanwhile ([`partita_lab::machine::Watch`]).
+//! - **Repeats** (`--repeat`, 3 by default), interleaved as every benchmark of the lab does
+//!   ([`partita_lab::repeat`]): every latency row once, then every one again, then the throughput rows alike. A
+//!   row's figures are the medians of its runs' figures, with their min–max; a comparison is the ratio of the
+//!   medians, with the range of the ratios of the runs made in the same round. On these VMs the blocking rows'
+//!   tails come in bursts (a second mode of 11–20 µs wake-ups, shared by the bare futex), so that one run's
+//!   p99 ratio moved between 0.5 and 4.7 from run to run: a single run judges no tail.
 //! - **Short polling rows.** In a polling row both CPUs spin under SCHED_FIFO, and the kernel keeps
 //!   real-time tasks to `sched_rt_runtime_us` of every `sched_rt_period_us` (0.95 s of each second by default):
 //!   a row spinning for longer shows the pause as outliers of some 50 ms (seen with `--count 3000000`). At the
@@ -43,6 +49,7 @@
 use crate::error::BenchError;
 use partita_apps::size::format_size;
 use partita_lab::machine::{Disturbance, Watch};
+use partita_lab::repeat::{interleaved, Spread};
 use partita_lab::setup::Setup;
 use partita_lab::stats::Stats;
 use partita_ports::{create_status, layout, ChannelMemory, EndFds, PortKind};
@@ -205,6 +212,8 @@ pub struct PortsConfig {
     pub out: PathBuf,
     #[serde(skip)]
     pub setup: Setup,
+    /// Runs of every row, the rows interleaved; tables give the medians over the runs.
+    pub repeat: u32,
     pub writer_cpu: usize,
     pub reader_cpu: usize,
 }
@@ -214,6 +223,9 @@ impl PortsConfig {
     pub fn validate(&self) -> Result<(), BenchError> {
         if self.count == 0 {
             return Err(BenchError::ZeroCount);
+        }
+        if self.repeat == 0 {
+            return Err(BenchError::BadRepeat);
         }
         if !(self.seconds > 0.0 && self.seconds.is_finite()) {
             return Err(BenchError::BadSeconds(self.seconds));
@@ -360,14 +372,11 @@ pub struct PeerLauncher {
     pub args: Vec<String>,
 }
 
-/// One latency row as measured.
+/// One run of a latency row.
 #[derive(Debug, Clone, Serialize)]
-pub struct LatencyRow {
-    pub key: String,
-    pub label: String,
-    pub scenario: Scenario,
-    pub warmup: u64,
-    pub count: u64,
+pub struct LatencyRun {
+    /// Which of the row's runs this is, from 1.
+    pub repeat: u32,
     pub started: String,
     pub finished: String,
     /// One-way latency statistics, µs.
@@ -378,13 +387,66 @@ pub struct LatencyRow {
     pub disturbance: Disturbance,
 }
 
-/// One throughput row as measured.
+/// A latency row's figures over its runs: for each, the median of the runs' values with their min and max, µs.
 #[derive(Debug, Clone, Serialize)]
-pub struct ThroughputRow {
+pub struct LatencyFigures {
+    /// Runs that produced figures.
+    pub runs: usize,
+    /// Measured messages over all runs.
+    pub samples: u64,
+    pub min_us: Option<Spread>,
+    pub mean_us: Option<Spread>,
+    pub p50_us: Option<Spread>,
+    pub p90_us: Option<Spread>,
+    pub p99_us: Option<Spread>,
+    pub p99_9_us: Option<Spread>,
+    pub max_us: Option<Spread>,
+    /// Whether the runs' p50s spread more than [`partita_lab::repeat::FLAG_SPREAD`].
+    pub flagged: bool,
+    /// The most the host disturbed any of the runs.
+    pub disturbance: Option<Disturbance>,
+}
+
+/// One latency row: its runs, and its figures over them.
+#[derive(Debug, Clone, Serialize)]
+pub struct LatencyRow {
     pub key: String,
     pub label: String,
     pub scenario: Scenario,
     pub warmup: u64,
+    pub count: u64,
+    pub figures: LatencyFigures,
+    /// In the order they were made.
+    pub runs: Vec<LatencyRun>,
+}
+
+impl LatencyRow {
+    pub fn new(sc: Scenario, warmup: u64, count: u64, runs: Vec<LatencyRun>) -> LatencyRow {
+        let stats: Vec<&Stats> = runs.iter().filter_map(|r| r.stats.as_ref()).collect();
+        let fig = |f: fn(&Stats) -> f64| Spread::of(&stats.iter().map(|s| f(s)).collect::<Vec<_>>());
+        let p50_us = fig(|s| s.p50_us);
+        let figures = LatencyFigures {
+            runs: stats.len(),
+            samples: stats.iter().map(|s| s.count).sum(),
+            min_us: fig(|s| s.min_us),
+            mean_us: fig(|s| s.mean_us),
+            p50_us,
+            p90_us: fig(|s| s.p90_us),
+            p99_us: fig(|s| s.p99_us),
+            p99_9_us: fig(|s| s.p99_9_us),
+            max_us: fig(|s| s.max_us),
+            flagged: p50_us.is_some_and(|p| p.flagged()),
+            disturbance: Disturbance::worst(&runs.iter().map(|r| r.disturbance).collect::<Vec<_>>()),
+        };
+        LatencyRow { key: sc.key(), label: sc.label().to_string(), scenario: sc, warmup, count, figures, runs }
+    }
+}
+
+/// One run of a throughput row.
+#[derive(Debug, Clone, Serialize)]
+pub struct ThroughputRun {
+    /// Which of the row's runs this is, from 1.
+    pub repeat: u32,
     /// Messages received after the warm-up, until the writer's end.
     pub messages: u64,
     /// Their payload bytes.
@@ -399,12 +461,46 @@ pub struct ThroughputRow {
     pub disturbance: Disturbance,
 }
 
-/// Runs every row, latency rows first, and hands each to `on_row` as it is done.
+/// One throughput row: its runs, and the medians of their rates with their min and max.
+#[derive(Debug, Clone, Serialize)]
+pub struct ThroughputRow {
+    pub key: String,
+    pub label: String,
+    pub scenario: Scenario,
+    pub warmup: u64,
+    pub messages_per_s: Option<Spread>,
+    pub mb_per_s: Option<Spread>,
+    /// Whether the runs' rates spread more than [`partita_lab::repeat::FLAG_SPREAD`].
+    pub flagged: bool,
+    pub disturbance: Option<Disturbance>,
+    pub runs: Vec<ThroughputRun>,
+}
+
+impl ThroughputRow {
+    pub fn new(sc: Scenario, warmup: u64, runs: Vec<ThroughputRun>) -> ThroughputRow {
+        let mb_per_s = Spread::of(&runs.iter().map(|r| r.mb_per_s).collect::<Vec<_>>());
+        ThroughputRow {
+            key: sc.key(),
+            label: sc.label().to_string(),
+            scenario: sc,
+            warmup,
+            messages_per_s: Spread::of(&runs.iter().map(|r| r.messages_per_s).collect::<Vec<_>>()),
+            mb_per_s,
+            flagged: mb_per_s.is_some_and(|m| m.flagged()),
+            disturbance: Disturbance::worst(&runs.iter().map(|r| r.disturbance).collect::<Vec<_>>()),
+            runs,
+        }
+    }
+}
+
+/// Runs every row `cfg.repeat` times, latency rows first, the rows of each kind interleaved (every row once,
+/// then every row again), so that a change of the machine's speed during the run reaches the compared rows
+/// alike; hands a line to `on_run` after each run.
 pub fn run_all(
     cfg: &PortsConfig,
     launcher: &PeerLauncher,
     stop: &'static AtomicBool,
-    mut on_row: impl FnMut(&str),
+    mut on_run: impl FnMut(&str),
 ) -> Result<(Vec<LatencyRow>, Vec<ThroughputRow>), BenchError> {
     cfg.validate()?;
     let allowed = partita_os::sched::current_thread_cpus().unwrap_or_default();
@@ -412,46 +508,46 @@ pub fn run_all(
         return Err(BenchError::Cpus { writer: cfg.writer_cpu, reader: cfg.reader_cpu, allowed });
     }
     let run = std::process::id().to_string();
+    let of = |repeat: u32| if cfg.repeat > 1 { format!(", run {repeat} of {}", cfg.repeat) } else { String::new() };
     let result = (|| {
-        let mut latency = Vec::new();
-        for sc in cfg.latency_scenarios() {
+        let scenarios = cfg.latency_scenarios();
+        let mut runs: Vec<Vec<LatencyRun>> = vec![Vec::new(); scenarios.len()];
+        for (repeat, i) in interleaved(scenarios.len(), cfg.repeat) {
+            let sc = &scenarios[i];
             let started = partita_lab::machine::now_rfc3339();
             let watch = Watch::start();
-            let Measured::Latency(all) = measure(&sc, cfg.warmup + cfg.count, cfg, &run, launcher, stop)? else {
+            let Measured::Latency(all) = measure(sc, cfg.warmup + cfg.count, cfg, &run, launcher, stop)? else {
                 unreachable!("a latency row measures latency")
             };
             let disturbance = watch.stop();
             let measured: Vec<(u64, u64)> = all.into_iter().filter(|&(seq, _)| seq >= cfg.warmup).collect();
             let ns: Vec<u64> = measured.iter().map(|&(_, ns)| ns).collect();
-            let row = LatencyRow {
-                key: sc.key(),
-                label: sc.label().to_string(),
-                scenario: sc,
-                warmup: cfg.warmup,
-                count: cfg.count,
+            let r = LatencyRun {
+                repeat,
                 started,
                 finished: partita_lab::machine::now_rfc3339(),
                 stats: Stats::from_ns(&ns),
                 samples_ns: cfg.raw.then_some(measured),
                 disturbance,
             };
-            let figure = row.stats.as_ref().map_or("no sample".into(), |s| format!("p50 {:.3} µs, p99 {:.3} µs, max {:.3} µs", s.p50_us, s.p99_us, s.max_us));
-            on_row(&format!("{} {}: {figure}", row.label, format_size(sc.size)));
-            latency.push(row);
+            let figure = r.stats.as_ref().map_or("no sample".into(), |s| format!("p50 {:.3} µs, p99 {:.3} µs, max {:.3} µs", s.p50_us, s.p99_us, s.max_us));
+            on_run(&format!("{} {}{}: {figure}", sc.label(), format_size(sc.size), of(repeat)));
+            runs[i].push(r);
         }
-        let mut throughput = Vec::new();
-        for sc in cfg.throughput_scenarios() {
+        let latency = scenarios.into_iter().zip(runs).map(|(sc, runs)| LatencyRow::new(sc, cfg.warmup, cfg.count, runs)).collect();
+
+        let scenarios = cfg.throughput_scenarios();
+        let mut runs: Vec<Vec<ThroughputRun>> = vec![Vec::new(); scenarios.len()];
+        for (repeat, i) in interleaved(scenarios.len(), cfg.repeat) {
+            let sc = &scenarios[i];
             let started = partita_lab::machine::now_rfc3339();
             let watch = Watch::start();
-            let Measured::Throughput { messages, bytes, seconds } = measure(&sc, cfg.warmup, cfg, &run, launcher, stop)? else {
+            let Measured::Throughput { messages, bytes, seconds } = measure(sc, cfg.warmup, cfg, &run, launcher, stop)? else {
                 unreachable!("a throughput row measures throughput")
             };
             let per_s = |n: f64| if seconds > 0.0 { n / seconds } else { 0.0 };
-            let row = ThroughputRow {
-                key: sc.key(),
-                label: sc.label().to_string(),
-                scenario: sc,
-                warmup: cfg.warmup,
+            let r = ThroughputRun {
+                repeat,
                 messages,
                 bytes,
                 seconds,
@@ -461,9 +557,10 @@ pub fn run_all(
                 finished: partita_lab::machine::now_rfc3339(),
                 disturbance: watch.stop(),
             };
-            on_row(&format!("{} {}, flooded: {:.0} messages/s, {:.1} MB/s", row.label, format_size(sc.size), row.messages_per_s, row.mb_per_s));
-            throughput.push(row);
+            on_run(&format!("{} {}, flooded{}: {:.0} messages/s, {:.1} MB/s", sc.label(), format_size(sc.size), of(repeat), r.messages_per_s, r.mb_per_s));
+            runs[i].push(r);
         }
+        let throughput = scenarios.into_iter().zip(runs).map(|(sc, runs)| ThroughputRow::new(sc, cfg.warmup, runs)).collect();
         Ok((latency, throughput))
     })();
     iceoryx::remove_leftovers(&run);
@@ -771,6 +868,7 @@ pub(crate) mod tests {
             raw: false,
             out: PathBuf::from("/tmp"),
             setup: Setup::Normal,
+            repeat: 3,
             writer_cpu: WRITER_CPU,
             reader_cpu: READER_CPU,
         }
@@ -781,12 +879,13 @@ pub(crate) mod tests {
         assert!(cfg().validate().is_ok());
         let cases: Vec<(PortsConfig, fn(&BenchError) -> bool)> = vec![
             (PortsConfig { count: 0, ..cfg() }, |e| matches!(e, BenchError::ZeroCount)),
+            (PortsConfig { repeat: 0, ..cfg() }, |e| matches!(e, BenchError::BadRepeat)),
             (PortsConfig { seconds: 0.0, ..cfg() }, |e| matches!(e, BenchError::BadSeconds(_))),
             (PortsConfig { seconds: f64::NAN, ..cfg() }, |e| matches!(e, BenchError::BadSeconds(_))),
             (PortsConfig { sizes: vec![], ..cfg() }, |e| matches!(e, BenchError::NoSize)),
             (PortsConfig { sizes: vec![8], ..cfg() }, |e| matches!(e, BenchError::BadSize { .. })),
             (PortsConfig { latency_size: 15, ..cfg() }, |e| matches!(e, BenchError::BadSize { .. })),
-            (PortsConfig { sizes: vec![2 << 20], ..cfg() }, |e| matches!(e, BenchError::SizeTooLarge { .. })),
+            (PortsConfig { sizes: vec![layout::MAX_MESSAGE as usize + 1], ..cfg() }, |e| matches!(e, BenchError::SizeTooLarge { .. })),
             (PortsConfig { depth: 0, ..cfg() }, |e| matches!(e, BenchError::BadDepth { .. })),
             (PortsConfig { depth: 4096, ..cfg() }, |e| matches!(e, BenchError::BadDepth { .. })),
         ];

@@ -213,7 +213,7 @@ struct PortsArgs {
     #[arg(long)]
     out: Option<PathBuf>,
     #[command(flatten)]
-    setup: SetupArgs,
+    measure: MeasureArgs,
 }
 
 #[derive(Args)]
@@ -398,7 +398,7 @@ fn run_rr(a: RrArgs) -> Result<(), BenchError> {
 fn run_ports(a: PortsArgs) -> Result<(), BenchError> {
     let sizes = a.sizes.iter().map(|s| parse_size(s)).collect::<Result<Vec<_>, _>>()?;
     let latency_size = parse_size(&a.latency_size)?;
-    let setup = a.setup.setup()?;
+    let setup = a.measure.setup()?;
     let out = a.out.unwrap_or_else(|| PathBuf::from(format!("results/ports-{}", machine::compact_now())));
     let cfg = PortsConfig {
         count: a.count,
@@ -410,6 +410,7 @@ fn run_ports(a: PortsArgs) -> Result<(), BenchError> {
         raw: a.raw,
         out: out.clone(),
         setup,
+        repeat: a.measure.repeat,
         writer_cpu: ports::WRITER_CPU,
         reader_cpu: ports::READER_CPU,
     };

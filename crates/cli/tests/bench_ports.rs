@@ -65,10 +65,13 @@ fn every_row_and_ratio_of_a_small_run_under_the_realtime_setup() {
     let dir = TempDir::new("bench-ports", "small");
     let out_dir = dir.0.join("out");
     let started = std::time::Instant::now();
-    let (out, pid) = partita_with_pid(&["bench", "ports", "--count", "200", "--warmup", "20", "--seconds", "0.2", "--out", out_dir.to_str().unwrap()]);
+    let (out, pid) = partita_with_pid(&[
+        "bench", "ports", "--count", "200", "--warmup", "20", "--seconds", "0.2", "--repeat", "2", "--out", out_dir.to_str().unwrap(),
+    ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "exit {:?}: {stderr}", out.status);
     assert!(started.elapsed().as_secs() < 10, "a small run takes a few seconds: {:?}", started.elapsed());
+    assert_eq!(stderr.lines().filter(|l| l.contains(", run 2 of 2: ")).count(), 13, "a line per run: {stderr}");
 
     let r = json(&out_dir.join("results.json"));
     assert_eq!(r["benchmark"], "ports");
@@ -76,34 +79,49 @@ fn every_row_and_ratio_of_a_small_run_under_the_realtime_setup() {
     assert_eq!(r["setup"]["fifo_priority"], 50);
     assert!(r["clock"].as_str().unwrap().contains("CLOCK_MONOTONIC"), "{}", r["clock"]);
     assert_eq!((r["config"]["writer_cpu"].as_u64(), r["config"]["reader_cpu"].as_u64()), (Some(0), Some(1)));
+    assert_eq!(r["config"]["repeat"], 2);
 
     let latency = r["latency"].as_array().expect("latency rows");
     let keys: Vec<&str> = latency.iter().map(|row| row["key"].as_str().unwrap()).collect();
     assert_eq!(keys, LATENCY_ROWS.map(|(k, _)| k), "{keys:?}");
     for row in latency {
-        let s = &row["stats"];
-        assert_eq!(s["count"], 200, "{row}");
-        let (min, p50, p99, p999, max) = (f(s, "min_us"), f(s, "p50_us"), f(s, "p99_us"), f(s, "p99_9_us"), f(s, "max_us"));
-        assert!(min > 0.0 && min <= p50 && p50 <= p99 && p99 <= p999 && p999 <= max, "{row}");
-        assert!(row["disturbance"]["seconds"].as_f64().unwrap() > 0.0, "{row}");
+        let runs = row["runs"].as_array().unwrap();
+        assert_eq!(runs.iter().map(|run| run["repeat"].as_u64().unwrap()).collect::<Vec<_>>(), [1, 2], "{row}");
+        for run in runs {
+            let s = &run["stats"];
+            assert_eq!(s["count"], 200, "{run}");
+            let (min, p50, p99, p999, max) = (f(s, "min_us"), f(s, "p50_us"), f(s, "p99_us"), f(s, "p99_9_us"), f(s, "max_us"));
+            assert!(min > 0.0 && min <= p50 && p50 <= p99 && p99 <= p999 && p999 <= max, "{run}");
+            assert!(run["disturbance"]["seconds"].as_f64().unwrap() > 0.0, "{run}");
+        }
+        let x = &row["figures"];
+        assert_eq!((x["runs"].as_u64(), x["samples"].as_u64()), (Some(2), Some(400)), "{x}");
+        let m = |key: &str| x[key]["median"].as_f64().unwrap_or_else(|| panic!("{key}: {x}"));
+        assert!(m("min_us") > 0.0 && m("p50_us") <= m("p99_us") && m("p99_us") <= m("max_us"), "{x}");
     }
     let throughput = r["throughput"].as_array().expect("throughput rows");
     let keys: Vec<&str> = throughput.iter().map(|row| row["key"].as_str().unwrap()).collect();
     assert_eq!(keys, THROUGHPUT_ROWS, "{keys:?}");
     for row in throughput {
-        assert!(row["messages"].as_u64().unwrap() > 0, "{row}");
-        assert_eq!(row["bytes"].as_u64().unwrap(), row["messages"].as_u64().unwrap() * row["scenario"]["size"].as_u64().unwrap(), "{row}");
-        for key in ["seconds", "messages_per_s", "mb_per_s"] {
-            assert!(f(row, key) > 0.0, "{key}: {row}");
-        }
         assert_eq!(row["scenario"]["channel_max"], 65536, "one channel of 64 KiB slots: {row}");
+        assert!(row["mb_per_s"]["median"].as_f64().unwrap() > 0.0, "{row}");
+        let runs = row["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 2, "{row}");
+        for run in runs {
+            assert!(run["messages"].as_u64().unwrap() > 0, "{run}");
+            assert_eq!(run["bytes"].as_u64().unwrap(), run["messages"].as_u64().unwrap() * row["scenario"]["size"].as_u64().unwrap(), "{run}");
+            for key in ["seconds", "messages_per_s", "mb_per_s"] {
+                assert!(f(run, key) > 0.0, "{key}: {run}");
+            }
+        }
     }
     let comparisons = r["comparisons"].as_array().expect("comparisons");
     assert_eq!(comparisons.len(), COMPARISONS.len(), "{comparisons:?}");
     for (row, what, has_goal) in COMPARISONS {
-        let c = comparisons.iter().find(|c| c["what"] == *what).unwrap_or_else(|| panic!("{what} missing: {comparisons:?}"));
+        let c = comparisons.iter().find(|c| c["what"] == what).unwrap_or_else(|| panic!("{what} missing: {comparisons:?}"));
         assert_eq!(c["row"], row, "{c}");
         assert!(f(c, "value") > 0.0, "{c}");
+        assert_eq!(c["per_run"].as_array().unwrap().len(), 2, "a value per round: {c}");
         assert_eq!(!c["goal"].is_null(), has_goal, "{c}");
     }
 
@@ -127,9 +145,10 @@ fn every_row_and_ratio_of_a_small_run_under_the_realtime_setup() {
     assert!(table.contains("| sampling p99 ≤ 2 µs |"), "{table}");
     assert!(table.contains("| queuing p50 / iceoryx2 event p50 ≤ 1.2 |"), "{table}");
     assert!(table.contains("real-time setup: SCHED_FIFO 50"), "{table}");
-    for (file, rows) in [("latency.csv", 9), ("throughput.csv", 4), ("comparisons.csv", COMPARISONS.len())] {
+    assert!(table.contains("2 runs per row, the rows interleaved"), "{table}");
+    for (file, lines) in [("latency.csv", 9), ("latency-runs.csv", 18), ("throughput.csv", 4), ("throughput-runs.csv", 8), ("comparisons.csv", COMPARISONS.len())] {
         let text = std::fs::read_to_string(out_dir.join(file)).unwrap();
-        assert_eq!(text.lines().count(), rows + 1, "{file}: {text}");
+        assert_eq!(text.lines().count(), lines + 1, "{file}: {text}");
     }
     // iceoryx2 left nothing of this run behind.
     let ours = format!("iox2_ports{pid}_");
@@ -142,9 +161,10 @@ fn bad_arguments_are_refused_before_anything_runs() {
     for (args, needle) in [
         (&["--count", "0"][..], "--count"),
         (&["--sizes", "8"][..], "at least 16 bytes"),
-        (&["--latency-size", "2M"][..], "at most"),
+        (&["--latency-size", "100M"][..], "at most"),
         (&["--seconds", "0"][..], "--seconds"),
         (&["--depth", "0"][..], "--depth 0"),
+        (&["--repeat", "0"][..], "--repeat"),
         (&["--depth", "4096"][..], "more than a channel may"),
         (&["--normal-scheduling", "--fifo", "50"][..], "--fifo 50"),
     ] {
