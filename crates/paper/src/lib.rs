@@ -13,6 +13,7 @@
 pub mod bench;
 pub mod demo;
 pub mod report;
+pub mod ports_plan;
 pub mod scenario;
 pub mod soak;
 pub mod uplink_bench;

@@ -7,6 +7,11 @@
 //! - `send NAME TEXT`: a queuing message; `receive NAME`: the oldest one.
 //!
 //! Messages are the text given (UTF-8), or bytes in hex with `--hex`. A timeout of 0 does not wait.
+//!
+//! Two more measure a sampling channel under the plan: `stamp NAME` writes a message every `--interval` for
+//! `--seconds`, and `watch NAME` polls the channel's destination and records, for each new message, its age
+//! when first seen (write → visible, on the machine's CLOCK_MONOTONIC that every partition shares): a
+//! partition frozen outside its windows sees what was written meanwhile at its next window's start.
 use crate::fail;
 use clap::{Args, Subcommand};
 use partita_ports::{PortError, Ports, Timeout, Validity};
@@ -49,6 +54,28 @@ enum PortCommand {
         hex: bool,
         #[arg(long, value_parser = crate::vm_runner::parse_duration, default_value = "0s")]
         timeout: Duration,
+    },
+    /// Writes a message every --interval for --seconds (each its sequence number as text), into a sampling or a
+    /// queuing source (a full queue refuses the message: counted).
+    Stamp {
+        name: String,
+        #[arg(long, value_parser = crate::vm_runner::parse_duration, default_value = "20us")]
+        interval: Duration,
+        #[arg(long, default_value_t = 10.0)]
+        seconds: f64,
+    },
+    /// Watches a destination until --count new messages were seen (or --seconds passed) and prints one JSON line:
+    /// each message's age when seen (a sampling destination polled: its first sight of each new message; a
+    /// queuing one: when its receive returns), as p50/p99/max in µs, and how many were seen.
+    Watch {
+        name: String,
+        #[arg(long, default_value_t = 1000)]
+        count: u64,
+        #[arg(long, default_value_t = 30.0)]
+        seconds: f64,
+        /// Also write every age (ns, one per line) to this file.
+        #[arg(long)]
+        samples: Option<std::path::PathBuf>,
     },
     /// Receives queuing messages: `len=N age_us=N MESSAGE`, waiting up to --timeout for each.
     Receive {
@@ -127,6 +154,74 @@ fn port(a: PortArgs) -> Result<(), String> {
                 let valid = if s.validity == Validity::Valid { "valid" } else { "invalid" };
                 println!("len={} age_us={} {valid} seq={} {}", s.len, s.age.as_micros(), s.sequence, show(&buf[..s.len], hex));
             }
+        }
+        PortCommand::Stamp { name, interval, seconds } => {
+            partita_os::signal::install_stop_signals();
+            let queuing = ports.list().any(|p| p.name == name && p.kind == partita_ports::PortKind::Queuing);
+            let (mut sampling, mut queue) = if queuing { (None, Some(ports.queuing_source(&name).map_err(err)?)) } else { (Some(ports.sampling_source(&name).map_err(err)?), None) };
+            let end = std::time::Instant::now() + Duration::from_secs_f64(seconds.max(0.0));
+            let (mut n, mut full): (u64, u64) = (0, 0);
+            let mut next = partita_os::clock::monotonic_ns();
+            while std::time::Instant::now() < end && !partita_os::signal::stop_requested() {
+                n += 1;
+                let text = n.to_string();
+                match (&mut sampling, &mut queue) {
+                    (Some(s), _) => s.write(text.as_bytes()).map_err(err)?,
+                    (_, Some(q)) => match q.send(text.as_bytes(), Timeout::Immediate) {
+                        Ok(()) => {}
+                        Err(PortError::Full { .. }) => full += 1,
+                        Err(e) => return Err(e.to_string()),
+                    },
+                    _ => unreachable!("one of the two is open"),
+                }
+                next += interval.as_nanos() as u64;
+                partita_os::clock::sleep_until_ns(next.max(partita_os::clock::monotonic_ns()));
+            }
+            println!("stamp: {n} messages, {full} refused by a full queue");
+        }
+        PortCommand::Watch { name, count, seconds, samples } => {
+            partita_os::signal::install_stop_signals();
+            let queuing = ports.list().any(|p| p.name == name && p.kind == partita_ports::PortKind::Queuing);
+            let end = std::time::Instant::now() + Duration::from_secs_f64(seconds.max(0.0));
+            let mut ages: Vec<u64> = Vec::new();
+            if queuing {
+                // Every message, received as a blocked reader would: its age when the receive returns.
+                let mut port = ports.queuing_destination(&name).map_err(err)?;
+                let mut buf = vec![0u8; port.max_message() as usize];
+                // What was queued before the watch began is not measured.
+                while port.receive(&mut buf, Timeout::Immediate).is_ok() {}
+                while (ages.len() as u64) < count && std::time::Instant::now() < end && !partita_os::signal::stop_requested() {
+                    match port.receive(&mut buf, Timeout::After(Duration::from_millis(100))) {
+                        Ok(r) => ages.push(partita_os::clock::monotonic_ns().saturating_sub(r.written_ns)),
+                        Err(PortError::TimedOut { .. }) => {}
+                        Err(e) => return Err(e.to_string()),
+                    }
+                }
+            } else {
+                let mut port = ports.sampling_destination(&name).map_err(err)?;
+                let mut buf = vec![0u8; port.max_message() as usize];
+                let mut last: Option<u64> = None;
+                while (ages.len() as u64) < count && std::time::Instant::now() < end && !partita_os::signal::stop_requested() {
+                    match port.read(&mut buf) {
+                        // The first message seen only starts the watch: it may have been written long before.
+                        Ok(s) if last.is_none() => last = Some(s.sequence),
+                        Ok(s) if Some(s.sequence) != last => {
+                            last = Some(s.sequence);
+                            ages.push(s.age.as_nanos() as u64);
+                        }
+                        Ok(_) | Err(PortError::Empty { .. }) => std::hint::spin_loop(),
+                        Err(e) => return Err(e.to_string()),
+                    }
+                }
+            }
+            if let Some(path) = samples {
+                let text: String = ages.iter().map(|a| format!("{a}\n")).collect();
+                std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+            }
+            let mut sorted = ages.clone();
+            sorted.sort_unstable();
+            let q = |p: f64| sorted.get(((sorted.len() as f64 * p).ceil() as usize).saturating_sub(1)).map_or(0.0, |v| *v as f64 / 1e3);
+            println!("{{\"seen\": {}, \"p50_us\": {:.1}, \"p99_us\": {:.1}, \"max_us\": {:.1}}}", ages.len(), q(0.5), q(0.99), q(1.0));
         }
         PortCommand::Send { name, message, hex, timeout: t } => {
             let mut port = ports.queuing_source(&name).map_err(err)?;
