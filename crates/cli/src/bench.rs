@@ -212,6 +212,10 @@ struct PortsArgs {
     /// Folder for the result files (default results/ports-<timestamp>).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Messages the row under a plan measures (a writer and a reader partition brought up by the supervisor,
+    /// the paper's window layout); 0 leaves the row out.
+    #[arg(long, default_value_t = 2_000)]
+    plan_count: u64,
     #[command(flatten)]
     measure: MeasureArgs,
 }
@@ -447,6 +451,35 @@ fn run_ports(a: PortsArgs) -> Result<(), BenchError> {
     for f in files {
         eprintln!("wrote {}", f.display());
     }
+    if a.plan_count > 0 {
+        ports_under_plan(&out, a.plan_count)?;
+    }
+    Ok(())
+}
+
+/// The row under a plan: write in the writer partition's window → receive in the reader partition's next one.
+fn ports_under_plan(out: &std::path::Path, count: u64) -> Result<(), BenchError> {
+    let exe = std::env::current_exe().map_err(|e| BenchError::Peer { measurement: "plan".into(), reason: format!("finding this executable: {e}") })?;
+    eprintln!("ports under a plan: a writer and a reader partition, {count} messages…");
+    let row = partita_paper::ports_plan::measure(&exe, std::path::Path::new("/run/partita"), ports::READER_CPU, count)
+        .map_err(|reason| BenchError::Peer { measurement: "plan".into(), reason })?;
+    println!(
+        "\nQueuing channel under a plan ({}): a message sent every 20 µs of the writer's window, received by the reader blocked on the channel; its age when the receive returns (CLOCK_MONOTONIC), µs. Both partitions have no network; SCHED_OTHER inside their windows. The bound: the plan's gap from the writer's window start to the reader's next window start, plus the executor's window-start lateness and thaw (p99 of each, this run).\n\n| messages | p50 | p99 | max | the plan's gap | + lateness p99 | + thaw p99 | bound | p99 within it |\n|---:|---:|---:|---:|---:|---:|---:|---:|---|\n| {} | {:.1} | {:.1} | {:.1} | {:.0} | {:.1} | {:.1} | {:.1} | {} |",
+        row.plan,
+        row.seen,
+        row.p50_us,
+        row.p99_us,
+        row.max_us,
+        row.gap_us,
+        row.lateness_p99_us,
+        row.switch_p99_us,
+        row.bound_us,
+        if row.p99_us <= row.bound_us { "yes" } else { "no" }
+    );
+    let path = out.join("plan.json");
+    let text = serde_json::to_string_pretty(&row).expect("plain figures");
+    std::fs::write(&path, text).map_err(|e| BenchError::Write { path: path.clone(), source: e })?;
+    eprintln!("wrote {}", path.display());
     Ok(())
 }
 

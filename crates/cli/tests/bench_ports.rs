@@ -66,7 +66,7 @@ fn every_row_and_ratio_of_a_small_run_under_the_realtime_setup() {
     let out_dir = dir.0.join("out");
     let started = std::time::Instant::now();
     let (out, pid) = partita_with_pid(&[
-        "bench", "ports", "--count", "200", "--warmup", "20", "--seconds", "0.2", "--repeat", "2", "--out", out_dir.to_str().unwrap(),
+        "bench", "ports", "--count", "200", "--warmup", "20", "--seconds", "0.2", "--repeat", "2", "--plan-count", "300", "--out", out_dir.to_str().unwrap(),
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "exit {:?}: {stderr}", out.status);
@@ -128,7 +128,15 @@ fn every_row_and_ratio_of_a_small_run_under_the_realtime_setup() {
     // The table is printed and written; every row names what it is compared with.
     let table = std::fs::read_to_string(out_dir.join("table.md")).unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(stdout.trim(), table.trim());
+    // The table, then the row under a plan (a writer and a reader partition the supervisor brought up).
+    let (tables, plan) = stdout.split_once("\nQueuing channel under a plan").unwrap_or_else(|| panic!("no row under a plan: {stdout}"));
+    assert_eq!(tables.trim(), table.trim());
+    let p = json(&out_dir.join("plan.json"));
+    assert_eq!(p["seen"], 300, "{p}");
+    let g = |k: &str| p[k].as_f64().unwrap();
+    assert!(g("p50_us") > 0.0 && g("p50_us") <= g("p99_us") && g("p99_us") <= g("max_us"), "{p}");
+    assert!(g("bound_us") > g("gap_us") && g("gap_us") == 700.0, "{p}");
+    assert!(plan.contains("| 300 |"), "{plan}");
     for (key, start) in LATENCY_ROWS {
         let line = table.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("{key}: {table}"));
         let compared = match key {

@@ -20,7 +20,12 @@ pub struct PortsPlanRow {
     pub p50_us: f64,
     pub p99_us: f64,
     pub max_us: f64,
-    /// The plan's bound: writer window start → reader's next window start.
+    /// The plan's gap: writer window start → reader's next window start.
+    pub gap_us: f64,
+    /// How late the executor started windows in this run, and how long their thaw took (p99 of each).
+    pub lateness_p99_us: f64,
+    pub switch_p99_us: f64,
+    /// The bound a message keeps: the plan's gap plus the window start's delay (lateness and thaw, p99).
     pub bound_us: f64,
 }
 
@@ -63,7 +68,8 @@ pub fn measure(exe: &Path, state_root: &Path, cpu: usize, count: u64) -> Result<
     };
     let ran = sup.run(None, Some(stop));
     let _ = watcher.join();
-    ran.map_err(|e| e.to_string())?;
+    let logs = ran.map_err(|e| e.to_string())?;
+    let (lateness, switch) = logs.iter().map(|l| (l.lateness().p99_ns, l.switch_cost().p99_ns)).fold((0, 0), |a, b| (a.0.max(b.0), a.1.max(b.1)));
     let text = std::fs::read_to_string(&log).map_err(|e| format!("{}: {e}", log.display()))?;
     let _ = std::fs::remove_dir_all(state_root.join(&name));
     let _ = std::fs::remove_dir_all(Path::new("/var/lib/partita").join(&name));
@@ -76,7 +82,10 @@ pub fn measure(exe: &Path, state_root: &Path, cpu: usize, count: u64) -> Result<
         p50_us: f("p50_us"),
         p99_us: f("p99_us"),
         max_us: f("max_us"),
-        bound_us: (READER.0 - WRITER.0) as f64,
+        gap_us: (READER.0 - WRITER.0) as f64,
+        lateness_p99_us: lateness as f64 / 1e3,
+        switch_p99_us: switch as f64 / 1e3,
+        bound_us: (READER.0 - WRITER.0) as f64 + (lateness + switch) as f64 / 1e3,
     })
 }
 
