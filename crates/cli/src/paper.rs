@@ -84,7 +84,7 @@ pub struct PaperArgs {
     /// Output folder: report.md, results.json, results.csv, runs.csv, fig5.svg, raw/*.json.
     #[arg(long, default_value = "results/paper")]
     out: PathBuf,
-    /// Scenarios, comma-separated: network, traditional, single, trad-routing, partitioned, multicore.
+    /// Scenarios, comma-separated: network, traditional, single, trad-routing, partitioned, ports, multicore.
     #[arg(long, value_delimiter = ',', default_value = "network,traditional,single,trad-routing,partitioned,ports,multicore")]
     scenarios: Vec<String>,
     /// Measured requests per scenario for Tables 1 and 2.
