@@ -30,6 +30,7 @@ QUICK_TESTS=(
   partita-supervisor:supervisor_signal partita-supervisor:supervisor_up partita-supervisor:time_overrun
   partita-supervisor:attacks partita-supervisor:space_attacks partita-supervisor:ports
   partita-system:channels partita-ports:ports partita-apex:services partita-apex:modes partita-apex:hello_pair
+  partita-ports-c:c_program
   partita-cli:check partita-cli:check_is_what_up_builds partita-cli:supervisor_cli partita-cli:up
   partita-cli:recorder_ring
 )

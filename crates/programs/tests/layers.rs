@@ -16,6 +16,9 @@ const RUNTIME: &[&str] = &[
     "partita-apps",
     "partita-supervisor",
     "partita-programs",
+    "partita-ports",
+    "partita-apex",
+    "partita-ports-c",
 ];
 
 /// What the runtime must never link: the lab's crates, the operator's binary, and the other DDS implementations
