@@ -2,7 +2,7 @@
 //! ports' descriptors and `PARTITA_PORTS` as the supervisor gives them: the test plays the supervisor.
 use partita_env::ports::{format_ports, PORTS};
 use partita_env::PARTITION;
-use partita_ports::{create_status, ChannelMemory, Direction, EndFds, Fault, PortEntry, PortKind, StatusReader};
+use partita_ports::{ChannelMemory, Direction, Fault, PortEnd, PortEntry, PortKind};
 use std::io::{BufRead, BufReader, Read};
 use std::os::fd::AsRawFd;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -24,30 +24,10 @@ const GREETINGS_DEPTH: u64 = 8;
 static SPAWNING: Mutex<()> = Mutex::new(());
 
 /// One end of a channel as the supervisor holds it: the descriptors a partition gets, and the status it reads.
-struct End {
-    entry: PortEntry,
-    fds: EndFds,
-    status: StatusReader,
-}
+type End = PortEnd;
 
 fn end(name: &str, memory: &ChannelMemory, direction: Direction, depth_or_refresh: u64) -> End {
-    let status_fd = create_status(name).unwrap();
-    let status = StatusReader::for_supervisor(&status_fd).unwrap();
-    let fds = match direction {
-        Direction::Source => memory.source(status_fd).unwrap(),
-        Direction::Destination => memory.destination(status_fd).unwrap(),
-    };
-    let entry = PortEntry {
-        name: name.into(),
-        kind: memory.kind,
-        direction,
-        max_message: memory.max_message,
-        depth_or_refresh,
-        data_fd: fds.data.as_raw_fd(),
-        status_fd: fds.status.as_raw_fd(),
-        ack_fd: fds.ack.as_ref().map(AsRawFd::as_raw_fd),
-    };
-    End { entry, fds, status }
+    memory.end(name, direction, depth_or_refresh).unwrap()
 }
 
 /// The channels `hello` (sampling) and `greetings` (queuing), `hello` with `hello_size` bytes at most.

@@ -3,7 +3,7 @@
 //! `PARTITA_PORTS`, as the supervisor gives them: the test plays the supervisor (and, once, a hostile source).
 use partita_env::ports::{format_ports, PORTS};
 use partita_os::shm::Mapping;
-use partita_ports::{create_status, layout, ChannelMemory, Direction, EndFds, Fault, PortEntry, PortKind, QueuingSource, SamplingSource, StatusReader, Timeout};
+use partita_ports::{create_status, layout, ChannelMemory, Direction, Fault, PortEnd, PortEntry, PortKind, QueuingSource, SamplingSource, Timeout};
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -66,34 +66,14 @@ fn hello() -> &'static Path {
 }
 
 /// One end of a channel as the supervisor holds it: the descriptors a partition gets, and the status it reads.
-struct End {
-    entry: PortEntry,
-    fds: EndFds,
-    status: StatusReader,
-}
+type End = PortEnd;
 
 fn end(name: &str, memory: &ChannelMemory, direction: Direction) -> End {
-    let status_fd = create_status(name).unwrap();
-    let status = StatusReader::for_supervisor(&status_fd).unwrap();
-    let fds = match direction {
-        Direction::Source => memory.source(status_fd).unwrap(),
-        Direction::Destination => memory.destination(status_fd).unwrap(),
-    };
     let depth_or_refresh = match memory.kind {
         PortKind::Sampling => HELLO_REFRESH.as_nanos() as u64,
         PortKind::Queuing => GREETINGS_DEPTH,
     };
-    let entry = PortEntry {
-        name: name.into(),
-        kind: memory.kind,
-        direction,
-        max_message: memory.max_message,
-        depth_or_refresh,
-        data_fd: fds.data.as_raw_fd(),
-        status_fd: fds.status.as_raw_fd(),
-        ack_fd: fds.ack.as_ref().map(AsRawFd::as_raw_fd),
-    };
-    End { entry, fds, status }
+    memory.end(name, direction, depth_or_refresh).unwrap()
 }
 
 /// hello.c's two channels: `hello` (sampling) and `greetings` (queuing).

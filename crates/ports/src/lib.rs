@@ -26,7 +26,7 @@ mod queuing;
 mod sampling;
 mod status;
 
-pub use memory::{create_status, ChannelMemory, EndFds};
+pub use memory::{create_status, ChannelMemory, EndFds, PortEnd};
 pub use partita_env::ports::{Direction, PortEntry, PortKind};
 pub use queuing::{QueuingDestination, QueuingSource, Received};
 pub use sampling::{Sample, SamplingDestination, SamplingSource, Validity};

@@ -1,6 +1,6 @@
 //! A channel's memory as the supervisor creates it, and the descriptors each end gets.
 use crate::layout;
-use crate::{PortError, PortKind};
+use crate::{Direction, PortEntry, PortError, PortKind, StatusReader};
 use partita_os::shm;
 use std::io;
 use std::os::fd::OwnedFd;
@@ -43,6 +43,58 @@ impl ChannelMemory {
     /// A destination's descriptors: the messages read-only, the acknowledgements writable.
     pub fn destination(&self, status: OwnedFd) -> io::Result<EndFds> {
         Ok(EndFds { data: shm::read_only(&self.data)?, status, ack: self.ack.as_ref().map(OwnedFd::try_clone).transpose()? })
+    }
+}
+
+/// One end of a channel as the supervisor hands it out: the port's description, its descriptors, and the
+/// supervisor's view of its status.
+#[derive(Debug)]
+pub struct PortEnd {
+    /// The port, its descriptors numbered as this process holds them (see [`PortEnd::numbered_from`]).
+    pub entry: PortEntry,
+    pub fds: EndFds,
+    pub status: StatusReader,
+}
+
+impl PortEnd {
+    /// Numbers the descriptors from `first` in the order a child is given them (messages, status,
+    /// acknowledgements); returns the next free number.
+    pub fn numbered_from(&mut self, first: i32) -> i32 {
+        self.entry.data_fd = first;
+        self.entry.status_fd = first + 1;
+        self.entry.ack_fd = self.fds.ack.as_ref().map(|_| first + 2);
+        first + if self.fds.ack.is_some() { 3 } else { 2 }
+    }
+
+    /// The description, the descriptors in the order [`PortEnd::numbered_from`] numbers them, and the status.
+    pub fn into_parts(self) -> (PortEntry, Vec<OwnedFd>, StatusReader) {
+        let EndFds { data, status, ack } = self.fds;
+        (self.entry, std::iter::once(data).chain(std::iter::once(status)).chain(ack).collect(), self.status)
+    }
+}
+
+impl ChannelMemory {
+    /// The end of this channel named `port` at `direction`, with a status memory of its own. `depth_or_refresh`
+    /// is the channel's depth (queuing) or refresh period in ns (sampling), as `PARTITA_PORTS` gives it.
+    pub fn end(&self, port: &str, direction: Direction, depth_or_refresh: u64) -> io::Result<PortEnd> {
+        let status_fd = create_status(port)?;
+        let status = StatusReader::for_supervisor(&status_fd)?;
+        let fds = match direction {
+            Direction::Source => self.source(status_fd)?,
+            Direction::Destination => self.destination(status_fd)?,
+        };
+        use std::os::fd::AsRawFd;
+        let entry = PortEntry {
+            name: port.to_string(),
+            kind: self.kind,
+            direction,
+            max_message: self.max_message,
+            depth_or_refresh,
+            data_fd: fds.data.as_raw_fd(),
+            status_fd: fds.status.as_raw_fd(),
+            ack_fd: fds.ack.as_ref().map(AsRawFd::as_raw_fd),
+        };
+        Ok(PortEnd { entry, fds, status })
     }
 }
 

@@ -15,7 +15,7 @@
 //! nobody: a hostile reader could otherwise have an honest writer restarted by claiming garbage.
 use crate::error::{sys_failed, Result};
 use partita_env::ports::{Direction, PortEntry, PortKind};
-use partita_ports::{ChannelMemory, EndFds, Fault, PortStatus, StatusReader};
+use partita_ports::{ChannelMemory, Fault, PortStatus, StatusReader};
 use partita_system::{ChannelKind, FaultAction, Module};
 use std::collections::BTreeMap;
 use std::os::fd::OwnedFd;
@@ -67,24 +67,11 @@ impl Channels {
                 self.made.insert(key.clone(), mem);
             }
             let mem = &self.made[&key];
-            let status = partita_ports::create_status(&port.port).map_err(sys_failed("memfd_create", format!("the status of port {port}")))?;
-            let reader = StatusReader::for_supervisor(&status).map_err(sys_failed("mmap", format!("the status of port {port}")))?;
-            let what = format!("the descriptors of port {port}");
-            let EndFds { data, status, ack } = if is_source { mem.source(status) } else { mem.destination(status) }.map_err(sys_failed("open", what))?;
-            let number = |k: usize| first_fd + (out.fds.len() + k) as i32;
-            let entry = PortEntry {
-                name: port.port.clone(),
-                kind,
-                direction: if is_source { Direction::Source } else { Direction::Destination },
-                max_message: c.max_message,
-                depth_or_refresh,
-                data_fd: number(0),
-                status_fd: number(1),
-                ack_fd: ack.as_ref().map(|_| number(2)),
-            };
-            out.fds.push(Arc::new(data));
-            out.fds.push(Arc::new(status));
-            out.fds.extend(ack.map(Arc::new));
+            let direction = if is_source { Direction::Source } else { Direction::Destination };
+            let mut end = mem.end(&port.port, direction, depth_or_refresh).map_err(sys_failed("memfd_create", format!("the descriptors of port {port}")))?;
+            end.numbered_from(first_fd + out.fds.len() as i32);
+            let (entry, fds, reader) = end.into_parts();
+            out.fds.extend(fds.into_iter().map(Arc::new));
             let peers = if is_source { c.destinations.iter().map(|d| d.partition.clone()).collect() } else { vec![c.source.partition.clone()] };
             out.watched.push(WatchedPort {
                 partition: partition.to_string(),

@@ -25,6 +25,7 @@ fn env(partition: &str) -> PartitionEnv {
         cyclonedds_uri: "file:///run/partita/host-side.xml".into(),
         fastdds_profile: None,
         state_dir: None,
+        ports: Vec::new(),
     }
 }
 
