@@ -33,13 +33,20 @@ fn spawning() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// The static library cargo built for this test. The test depends on the crate, which cargo builds with all its
-/// crate types and places in the profile's directory: the parent of the test binary's `deps`.
+/// crate types into the profile's `deps` (`libpartita_ports_c-<hash>.a`, beside the rlib this test links); a
+/// `cargo build -p partita-ports-c` also copies it to the profile's directory. The newest of those is this
+/// build's.
 fn static_library() -> PathBuf {
     let test = std::env::current_exe().expect("the test binary's path");
-    let profile = test.parent().and_then(Path::parent).expect("the test binary is in <target>/<profile>/deps");
-    let library = profile.join("libpartita_ports_c.a");
-    assert!(library.is_file(), "{} is missing: cargo builds it with the crate (crate-type staticlib)", library.display());
-    library
+    let deps = test.parent().expect("the test binary is in <target>/<profile>/deps");
+    let profile = deps.parent().expect("the test binary is in <target>/<profile>/deps");
+    let in_deps = std::fs::read_dir(deps).into_iter().flatten().flatten().map(|e| e.path()).filter(|p| {
+        p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("libpartita_ports_c-") && n.ends_with(".a"))
+    });
+    let newest = in_deps
+        .chain(Some(profile.join("libpartita_ports_c.a")).filter(|p| p.is_file()))
+        .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
+    newest.unwrap_or_else(|| panic!("no libpartita_ports_c*.a in {} or {}: cargo builds it with the crate (crate-type staticlib)", deps.display(), profile.display()))
 }
 
 /// Runs a C or C++ compiler; a missing compiler is a failure that says what to install, never a skip.

@@ -24,12 +24,12 @@ cpus = [1]
 
 [[module.partition]]
 name = "writer"
-command = ["sh", "-c", "i=0; while [ $i -lt {MESSAGES} ]; do i=$((i+1)); {port} write position p$i; {port} send commands c$i --timeout 2s || echo SEND-FAILED $i; done; {port} write commands x; {port} read position; echo WRITER done; exec sleep 300"]
+command = ["sh", "-c", "P=$PARTITA_STATE_DIR/partita-port; i=0; while [ $i -lt {MESSAGES} ]; do i=$((i+1)); $P write position p$i; $P send commands c$i --timeout 2s || echo SEND-FAILED $i; done; $P write commands x; $P read position; echo WRITER done; exec sleep 300"]
 binds = ["sleep", "{port}"]
 
 [[module.partition]]
 name = "reader"
-command = ["sh", "-c", "i=0; while [ $i -lt {MESSAGES} ]; do i=$((i+1)); {port} receive commands --timeout 5s; {port} read position; {port} receive junk || true; done; echo READER done; exec sleep 300"]
+command = ["sh", "-c", "P=$PARTITA_STATE_DIR/partita-port; i=0; while [ $i -lt {MESSAGES} ]; do i=$((i+1)); $P receive commands --timeout 5s; $P read position; $P receive junk || true; done; echo READER done; exec sleep 300"]
 binds = ["sleep", "{port}"]
 
 [[module.partition]]
@@ -92,9 +92,17 @@ fn partitions_exchange_through_their_ports_and_an_attacker_reaches_no_other_chan
     let name = system_name("ports");
     let root = tempdir("state");
     let sys = system(&system_text(&name, &port.display().to_string()));
-    let attacker = sys.partitions().find(|(_, p)| p.name == "attacker").unwrap().1.tree.confinement.clone().unwrap().state_dir;
+    let state_dir = |name: &str| sys.partitions().find(|(_, p)| p.name == name).unwrap().1.tree.confinement.clone().unwrap().state_dir;
+    let attacker = state_dir("attacker");
     std::fs::create_dir_all(&attacker).unwrap();
     std::fs::write(attacker.join("attack.py"), ATTACK).unwrap();
+    // The shell's `partita app port` is a copy in each partition's own state directory: a build under /tmp (a
+    // clean clone there) is in a place no partition sees. Its bind above brings the libraries it links.
+    for p in ["writer", "reader"] {
+        let dir = state_dir(p);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(&port, dir.join("partita-port")).unwrap();
+    }
     let _cleanup = TempDir(attacker.parent().unwrap().to_path_buf());
 
     let sup = Supervisor::up(&sys, &options(&root)).unwrap();
