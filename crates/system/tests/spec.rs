@@ -539,6 +539,7 @@ fn the_every_key_file_has_every_key_the_documentation_lists() {
         ("### `[[module.plan]]`", "module[].plan[]"),
         ("### `[[module.plan.window]]`", "module[].plan[].window[]"),
         ("### `[[module.path]]`", "module[].path[]"),
+        ("### `[[module.channel]]`", "module[].channel[]"),
         ("## `[[node]]`", "node[]"),
     ];
     let mut table: Option<&str> = None;
