@@ -218,10 +218,8 @@ fn port(a: PortArgs) -> Result<(), String> {
                 let text: String = ages.iter().map(|a| format!("{a}\n")).collect();
                 std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
             }
-            let mut sorted = ages.clone();
-            sorted.sort_unstable();
-            let q = |p: f64| sorted.get(((sorted.len() as f64 * p).ceil() as usize).saturating_sub(1)).map_or(0.0, |v| *v as f64 / 1e3);
-            println!("{{\"seen\": {}, \"p50_us\": {:.1}, \"p99_us\": {:.1}, \"max_us\": {:.1}}}", ages.len(), q(0.5), q(0.99), q(1.0));
+            let s = partita_apps::summary::Summary::of_ns(&ages);
+            println!("{{\"seen\": {}, \"p50_us\": {:.1}, \"p99_us\": {:.1}, \"max_us\": {:.1}}}", ages.len(), s.p50_us, s.p99_us, s.max_us);
         }
         PortCommand::Send { name, message, hex, timeout: t } => {
             let mut port = ports.queuing_source(&name).map_err(err)?;

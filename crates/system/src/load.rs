@@ -183,6 +183,12 @@ pub fn parse(text: &str, file: &str, host: &Host) -> Result<System, Errors> {
 
 type S<T> = Spanned<T>;
 
+/// A name of the file (system, module, partition, node, channel, port): 1 to [`MAX_NAME`] characters from
+/// `[A-Za-z0-9_-]`, starting with a letter or digit.
+fn is_valid_name(s: &str) -> bool {
+    !s.is_empty() && s.len() <= MAX_NAME && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') && s.starts_with(|c: char| c.is_ascii_alphanumeric())
+}
+
 /// Where the key `key` is first written in `text` at or after byte `from` (its partition's name): the position
 /// an error about a value without a span of its own points at.
 fn key_after(text: &str, key: &str, from: usize) -> std::ops::Range<usize> {
@@ -482,11 +488,7 @@ impl Cx<'_> {
 
     fn name(&mut self, n: &S<String>, path: &str) -> String {
         let s = n.get_ref();
-        let ok = !s.is_empty()
-            && s.len() <= MAX_NAME
-            && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-            && s.starts_with(|c: char| c.is_ascii_alphanumeric());
-        if !ok {
+        if !is_valid_name(s) {
             self.err(&n.span(), &format!("{path}.name"), Problem::BadName { name: s.clone(), max: MAX_NAME });
         }
         s.clone()
@@ -1132,8 +1134,7 @@ impl Cx<'_> {
                     cx.err(span, &field, Problem::BadValue(format!("partition {partition} is a VM partition, which shares no memory with the host's partitions; connect it over its V-NIC (DDS) instead, or make it a process partition")));
                     return None;
                 }
-                let valid = !port.is_empty() && port.len() <= MAX_NAME && port.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') && port.starts_with(|c: char| c.is_ascii_alphanumeric());
-                if !valid {
+                if !is_valid_name(&port) {
                     cx.err(span, &field, Problem::BadName { name: port, max: MAX_NAME });
                     return None;
                 }
