@@ -4,7 +4,6 @@ use partita_env::ports::{format_ports, PORTS};
 use partita_env::PARTITION;
 use partita_ports::{ChannelMemory, Direction, Fault, PortEnd, PortEntry, PortKind};
 use std::io::{BufRead, BufReader, Read};
-use std::os::fd::AsRawFd;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Mutex;
@@ -56,9 +55,7 @@ struct Partition {
 
 fn set_inheritable(ends: &[&End], inheritable: bool) {
     for e in ends {
-        for fd in [Some(&e.fds.data), Some(&e.fds.status), e.fds.ack.as_ref()].into_iter().flatten() {
-            partita_os::fd::set_inheritable(fd.as_raw_fd(), inheritable).unwrap();
-        }
+        e.set_inheritable(inheritable).unwrap();
     }
 }
 

@@ -5,7 +5,6 @@ use partita_env::ports::{format_ports, PORTS};
 use partita_os::shm::Mapping;
 use partita_ports::{create_status, layout, ChannelMemory, Direction, Fault, PortEnd, PortEntry, PortKind, QueuingSource, SamplingSource, Timeout};
 use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::Ordering;
@@ -98,9 +97,7 @@ fn channels() -> Channels {
 
 fn set_inheritable(ends: &[&End], inheritable: bool) {
     for e in ends {
-        for fd in [Some(&e.fds.data), Some(&e.fds.status), e.fds.ack.as_ref()].into_iter().flatten() {
-            partita_os::fd::set_inheritable(fd.as_raw_fd(), inheritable).unwrap();
-        }
+        e.set_inheritable(inheritable).unwrap();
     }
 }
 

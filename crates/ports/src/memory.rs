@@ -66,6 +66,17 @@ impl PortEnd {
         first + if self.fds.ack.is_some() { 3 } else { 2 }
     }
 
+    /// Lets a child process started from here inherit this end's descriptors (at their numbers in
+    /// [`PortEnd::entry`]), or stops it: what hands a port to a process started without the supervisor (tests,
+    /// benchmarks). A process spawning other children meanwhile must keep them from inheriting it.
+    pub fn set_inheritable(&self, inheritable: bool) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        for fd in [Some(&self.fds.data), Some(&self.fds.status), self.fds.ack.as_ref()].into_iter().flatten() {
+            partita_os::fd::set_inheritable(fd.as_raw_fd(), inheritable)?;
+        }
+        Ok(())
+    }
+
     /// The description, the descriptors in the order [`PortEnd::numbered_from`] numbers them, and the status.
     pub fn into_parts(self) -> (PortEntry, Vec<OwnedFd>, StatusReader) {
         let EndFds { data, status, ack } = self.fds;

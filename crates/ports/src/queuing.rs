@@ -34,12 +34,19 @@ pub struct QueuingSource {
     tail: u32,
 }
 
+/// Maps a queuing port's memories: the messages (writable at the source), the acknowledgements (writable at the
+/// destination) and its status.
+fn map_queue(name: &str, max_message: u32, depth: u64, fds: &EndFds, source: bool) -> Result<(Mapping, Mapping, StatusReader), PortError> {
+    let data = map_checked(name, &fds.data, source, layout::queuing_bytes(max_message, depth), "map the channel")?;
+    let ack_fd = fds.ack.as_ref().ok_or_else(|| PortError::PeerFault { name: name.to_string(), what: "a queuing port without acknowledgement memory" })?;
+    let ack = map_checked(name, ack_fd, !source, ACK_BYTES, "map the acknowledgements")?;
+    let status = StatusReader::writable(&fds.status).map_err(sys(name, "map the status"))?;
+    Ok((data, ack, status))
+}
+
 impl QueuingSource {
     pub fn open(name: &str, max_message: u32, depth: u64, fds: EndFds) -> Result<QueuingSource, PortError> {
-        let data = map_checked(name, &fds.data, true, layout::queuing_bytes(max_message, depth), "map the channel")?;
-        let ack_fd = fds.ack.as_ref().ok_or_else(|| PortError::PeerFault { name: name.to_string(), what: "a queuing port without acknowledgement memory" })?;
-        let ack = map_checked(name, ack_fd, false, ACK_BYTES, "map the acknowledgements")?;
-        let status = StatusReader::writable(&fds.status).map_err(sys(name, "map the status"))?;
+        let (data, ack, status) = map_queue(name, max_message, depth, &fds, true)?;
         let tail = data.load32(Q_TAIL, Ordering::Acquire);
         Ok(QueuingSource { name: name.to_string(), max_message, depth, data, ack, status, tail })
     }
@@ -121,10 +128,7 @@ pub struct QueuingDestination {
 
 impl QueuingDestination {
     pub fn open(name: &str, max_message: u32, depth: u64, fds: EndFds) -> Result<QueuingDestination, PortError> {
-        let data = map_checked(name, &fds.data, false, layout::queuing_bytes(max_message, depth), "map the channel")?;
-        let ack_fd = fds.ack.as_ref().ok_or_else(|| PortError::PeerFault { name: name.to_string(), what: "a queuing port without acknowledgement memory" })?;
-        let ack = map_checked(name, ack_fd, true, ACK_BYTES, "map the acknowledgements")?;
-        let status = StatusReader::writable(&fds.status).map_err(sys(name, "map the status"))?;
+        let (data, ack, status) = map_queue(name, max_message, depth, &fds, false)?;
         let head = ack.load32(A_HEAD, Ordering::Acquire);
         Ok(QueuingDestination { name: name.to_string(), max_message, depth, data, ack, status, head })
     }

@@ -141,8 +141,6 @@ impl PortRoutes {
                         .name(format!("port-{name}"))
                         .spawn(move || publish_from_port(source, writer, &st, &stop, &l))
                         .expect("spawn a port route's thread");
-                    // The topic lives with its writer (Cyclone keeps the entity while the writer has it).
-                    drop(topic);
                     PortRoute { label: label.clone(), topic: c.topic.clone(), type_name: c.type_name.clone(), stats, _reader: None, thread: Some(thread) }
                 }
                 (None, None) => continue,

@@ -17,6 +17,10 @@
 use a653rs::prelude::PartitionExt;
 use std::sync::OnceLock;
 
+#[path = "../hello_args.rs"]
+mod hello_args;
+use hello_args::count_argument;
+
 /// Messages to get on each port before its process returns; `None`: until a stop signal.
 static COUNT: OnceLock<Option<u64>> = OnceLock::new();
 
@@ -31,14 +35,6 @@ fn main() {
     hello_destination::Partition.run()
 }
 
-/// `--count N` (a positive number), or nothing.
-fn count_argument(mut args: impl Iterator<Item = String>) -> Result<Option<u64>, String> {
-    match (args.next().as_deref(), args.next(), args.next()) {
-        (None, ..) => Ok(None),
-        (Some("--count"), Some(n), None) => n.parse::<u64>().ok().filter(|n| *n > 0).map(Some).ok_or_else(|| format!("--count {n:?} is not a positive number")),
-        (Some(a), ..) => Err(format!("unexpected argument {a:?}")),
-    }
-}
 
 #[a653rs::partition(partita_apex::PartitaHypervisor)]
 mod hello_destination {

@@ -110,14 +110,20 @@ fn take(subscriber: &Subscriber<Svc, [u8], ()>, listener: Option<&Listener<Svc>>
             let (stamp, seq) = message_header(sample.payload());
             return Ok((now, stamp, seq));
         }
-        match listener {
-            // Returns at once for a notification of a sample already taken; the next round then waits.
-            Some(l) => {
-                l.blocking_wait(|_| {}).map_err(|e| err(key, "wait on the listener", e))?;
-            }
-            None => patience.spin()?,
-        }
+        wait(listener, patience, key)?;
     }
+}
+
+/// Waits for more: on the listener (events) or by spinning (polling). A listener returns at once for a
+/// notification of a sample already taken; the next round then waits.
+fn wait(listener: Option<&Listener<Svc>>, patience: &mut Patience, key: &str) -> Result<(), BenchError> {
+    match listener {
+        Some(l) => {
+            l.blocking_wait(|_| {}).map_err(|e| err(key, "wait on the listener", e))?;
+        }
+        None => patience.spin()?,
+    }
+    Ok(())
 }
 
 /// The reader's end of an iceoryx2 row. Fields drop in order: the ports before their services and node.
@@ -205,12 +211,7 @@ impl Writer {
                     }
                     continue;
                 }
-                match &self.listener {
-                    Some(l) => {
-                        l.blocking_wait(|_| {}).map_err(|e| err(&key, "wait on the listener", e))?;
-                    }
-                    None => patience.spin()?,
-                }
+                wait(self.listener.as_ref(), patience, &key)?;
             }
         }
         Ok(())
