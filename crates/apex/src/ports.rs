@@ -59,14 +59,9 @@ pub(crate) fn port_name(service: Service, name: [u8; a653rs::bindings::MAX_NAME_
     a653rs::prelude::Name::new(name).to_str().ok().filter(|n| !n.is_empty()).map(str::to_string).ok_or(ApexError::BadName { service, what: "the port's name" })
 }
 
-/// An APEX timeout as partita's: 0 does not wait, a negative time (INFINITE_TIME_VALUE) waits without end,
-/// anything else waits at most that many ns.
+/// An APEX timeout as partita's ([`Timeout::from_ns`]: 0 does not wait, INFINITE_TIME_VALUE waits without end).
 pub(crate) fn timeout(t: ApexSystemTime) -> Timeout {
-    match u64::try_from(t) {
-        Ok(0) => Timeout::Immediate,
-        Ok(ns) => Timeout::After(Duration::from_nanos(ns)),
-        Err(_) => Timeout::Infinite,
-    }
+    Timeout::from_ns(t)
 }
 
 /// What a port's creation asks for, to check against what the supervisor gave.

@@ -49,7 +49,6 @@ use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
 
 /// The codes C functions return, as `enum partita_ports_code` in the header: 0, or one negative code per
 /// [`PortError`] variant, then the two failures only the C boundary has.
@@ -262,13 +261,10 @@ fn port_name(name: &CStr) -> Result<&str, Failure> {
     name.to_str().map_err(|_| Failure::invalid_argument("the port name is not UTF-8"))
 }
 
-/// A timeout as C gives it: 0 = do not wait, negative = without end, positive = at most that many nanoseconds.
+/// A timeout as C gives it: 0 = do not wait, negative = without end, positive = at most that many nanoseconds
+/// ([`Timeout::from_ns`], as the APEX services take it).
 fn timeout(timeout_ns: i64) -> Timeout {
-    match timeout_ns {
-        0 => Timeout::Immediate,
-        ns if ns < 0 => Timeout::Infinite,
-        ns => Timeout::After(Duration::from_nanos(ns as u64)),
-    }
+    Timeout::from_ns(timeout_ns)
 }
 
 /// `struct partita_sampling_source` of the header.
@@ -371,6 +367,7 @@ fn needed_length(e: PortError) -> (Failure, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     /// The header's `enum partita_ports_code`, as `(name, value)`.
     fn header_codes() -> Vec<(String, i32)> {

@@ -87,6 +87,16 @@ pub enum Timeout {
 }
 
 impl Timeout {
+    /// ARINC 653's time-out in nanoseconds, as the APEX services and the C API take it: 0 does not wait, a
+    /// negative time (INFINITE_TIME_VALUE) waits without end, anything else waits at most that long.
+    pub fn from_ns(ns: i64) -> Timeout {
+        match u64::try_from(ns) {
+            Ok(0) => Timeout::Immediate,
+            Ok(ns) => Timeout::After(Duration::from_nanos(ns)),
+            Err(_) => Timeout::Infinite,
+        }
+    }
+
     fn deadline_ns(self) -> Option<Option<u64>> {
         match self {
             Timeout::Immediate => None,
