@@ -234,6 +234,8 @@ impl Schedule {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct WindowStart {
     pub frame: u64,
+    /// The plan (index among the executor's plans) whose window this is.
+    pub plan: usize,
     pub window: usize,
     pub partition: usize,
     /// Planned start, CLOCK_MONOTONIC ns.
@@ -301,6 +303,8 @@ pub struct ExecutorLog {
     /// Whether SCHED_FIFO and the CPU pinning were obtained.
     pub realtime: bool,
     pub pinned: bool,
+    /// Every plan switch, oldest first (the last `capacity`).
+    pub switches: VecDeque<PlanSwitch>,
 }
 
 impl ExecutorLog {
@@ -318,6 +322,7 @@ impl ExecutorLog {
             freezes_ahead_overran: 0,
             realtime: false,
             pinned: false,
+            switches: VecDeque::new(),
         }
     }
 
@@ -349,6 +354,95 @@ impl Default for ExecutorConfig {
     }
 }
 
+/// Whether a partition asked to be idle (its control page's request, read with one atomic load): from the
+/// boundary the executor sees it at, the partition is never thawed again until the supervisor releases it.
+pub type IdleProbe = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// A plan switch the executor made: at the end of a major frame of the old plan, or at once (`now`), at the
+/// first wake-up after the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PlanSwitch {
+    pub from: usize,
+    pub to: usize,
+    /// Requested to happen at once rather than at the end of the old plan's frame.
+    pub now: bool,
+    /// The frame counter of the new plan's first frame.
+    pub frame: u64,
+    /// When the new plan's first frame starts (CLOCK_MONOTONIC ns): the old frame's end, or for `now` the
+    /// instant the executor woke at.
+    pub planned_ns: u64,
+    /// When the executor woke for it, and when its freezes and thaws were issued.
+    pub woke_ns: u64,
+    pub switched_ns: u64,
+    /// Where in its frame the old plan was cut (its major frame when it switched at the frame's end).
+    pub cut_offset_ns: u64,
+    pub old_frame_ns: u64,
+}
+
+/// Switch requests to an executor: `(plan + 1) | now << 32`, 0 when none is pending.
+const SWITCH_NOW: u64 = 1 << 32;
+
+/// What a running executor shares with the supervisor about its plans.
+#[derive(Debug)]
+pub struct PlanCell {
+    /// The pending request (see [`SWITCH_NOW`]).
+    request: AtomicU64,
+    /// The plan running now.
+    current: AtomicU64,
+    /// Switches made so far (a reader sees a new one when it changes).
+    switches: AtomicU64,
+    /// The last switches, newest last, for the supervisor (the executor never waits for this lock).
+    recent: Mutex<VecDeque<PlanSwitch>>,
+    /// Partitions the executor keeps frozen (idle, stopped with their module): set by the supervisor or, for an
+    /// idle request, by the executor.
+    held: Box<[AtomicBool]>,
+}
+
+impl PlanCell {
+    fn new(initial: usize, partitions: usize) -> PlanCell {
+        PlanCell {
+            request: AtomicU64::new(0),
+            current: AtomicU64::new(initial as u64),
+            switches: AtomicU64::new(0),
+            recent: Mutex::new(VecDeque::with_capacity(SWITCH_RECORDS)),
+            held: (0..partitions).map(|_| AtomicBool::new(false)).collect(),
+        }
+    }
+    /// Asks for plan `plan` at the end of the current frame, or at the executor's next wake-up (`now`). A later
+    /// request replaces one not yet taken.
+    pub fn request(&self, plan: usize, now: bool) {
+        self.request.store((plan as u64 + 1) | if now { SWITCH_NOW } else { 0 }, Ordering::Release);
+    }
+    /// The plan a request not yet taken asks for.
+    pub fn pending(&self) -> Option<(usize, bool)> {
+        let r = self.request.load(Ordering::Acquire);
+        (r != 0).then(|| (((r & 0xffff_ffff) - 1) as usize, r & SWITCH_NOW != 0))
+    }
+    pub fn current(&self) -> usize {
+        self.current.load(Ordering::Acquire) as usize
+    }
+    pub fn switch_count(&self) -> u64 {
+        self.switches.load(Ordering::Acquire)
+    }
+    /// The switches recorded since the last call, oldest first.
+    pub fn take_switches(&self) -> Vec<PlanSwitch> {
+        self.recent.lock().map(|mut r| r.drain(..).collect()).unwrap_or_default()
+    }
+    /// Keeps partition `p` (the executor's index) frozen from its next boundary on, or lets it run in its
+    /// windows again.
+    pub fn hold(&self, p: usize, held: bool) {
+        if let Some(h) = self.held.get(p) {
+            h.store(held, Ordering::Release);
+        }
+    }
+    pub fn is_held(&self, p: usize) -> bool {
+        self.held.get(p).is_some_and(|h| h.load(Ordering::Acquire))
+    }
+}
+
+/// How many switches the cell keeps for the supervisor between its reads.
+const SWITCH_RECORDS: usize = 1024;
+
 /// A running executor.
 pub struct Executor {
     handle: Option<JoinHandle<Result<ExecutorLog>>>,
@@ -361,7 +455,10 @@ pub struct Executor {
     pub stall: Arc<crate::stalls::StallRing>,
     /// What the partitions' time guards noted: overruns, demotions, actions, containment.
     pub overruns: Arc<OverrunRing>,
-    /// CLOCK_MONOTONIC ns of the start of frame 0 (0 until the executor has chosen it).
+    /// The plans: switch requests, the current plan, held partitions.
+    pub plans: Arc<PlanCell>,
+    /// CLOCK_MONOTONIC ns of the start of frame 0 of the plan running now (0 until the executor has chosen
+    /// it): the executor's origin until the first switch, then the first frame of each new plan.
     origin_ns: Arc<AtomicU64>,
 }
 
@@ -373,18 +470,36 @@ pub struct Progress {
     pub max_switch_ns: u64,
 }
 
+/// The executor's members beside their freezers: a time guard and an idle probe for each that has one
+/// (`guards[i]` and `idle[i]` for `freezers[i]`).
+#[derive(Default)]
+pub struct Members {
+    pub guards: Vec<Option<TimeGuard>>,
+    pub idle: Vec<Option<IdleProbe>>,
+}
+
 impl Executor {
     /// Starts the plan: all partitions are frozen first, the first frame begins 2 ms later.
     pub fn start(schedule: Schedule, freezers: Vec<Freezer>, config: ExecutorConfig) -> Result<Executor> {
-        let guards = freezers.iter().map(|_| None).collect();
-        Self::start_guarded(schedule, freezers, guards, config)
+        Self::start_plans(vec![schedule], 0, freezers, Members::default(), config)
     }
 
     /// Starts the plan with a time guard for each partition that has one (`guards[i]` for `freezers[i]`): each
     /// guarded partition that runs past its windows is noted, demoted and acted on ([`crate::overrun`]).
-    pub fn start_guarded(schedule: Schedule, freezers: Vec<Freezer>, mut guards: Vec<Option<TimeGuard>>, config: ExecutorConfig) -> Result<Executor> {
+    pub fn start_guarded(schedule: Schedule, freezers: Vec<Freezer>, guards: Vec<Option<TimeGuard>>, config: ExecutorConfig) -> Result<Executor> {
+        Self::start_plans(vec![schedule], 0, freezers, Members { guards, idle: Vec::new() }, config)
+    }
+
+    /// Starts plan `initial` of `schedules` (each over the same partitions, `freezers`), ready to switch to any
+    /// of the others on request ([`PlanCell::request`]).
+    pub fn start_plans(schedules: Vec<Schedule>, initial: usize, freezers: Vec<Freezer>, members: Members, config: ExecutorConfig) -> Result<Executor> {
+        let Members { mut guards, mut idle } = members;
         guards.resize_with(freezers.len(), || None);
-        if let Some(w) = schedule.windows.iter().find(|w| w.partition >= freezers.len()) {
+        idle.resize_with(freezers.len(), || None);
+        if schedules.get(initial).is_none() {
+            return Err(PlanError::Empty.into());
+        }
+        if let Some(w) = schedules.iter().flat_map(|s| s.windows.iter()).find(|w| w.partition >= freezers.len()) {
             return Err(PlanError::NoFreezer { partition: w.partition, freezers: freezers.len() }.into());
         }
         let stop = Arc::new(AtomicBool::new(false));
@@ -392,9 +507,11 @@ impl Executor {
         let origin_ns = Arc::new(AtomicU64::new(0));
         let lateness = Arc::new(crate::histogram::LatencyHistogram::default());
         let stall = Arc::new(crate::stalls::StallRing::default());
-        stall.set_wake_lead(schedule.wake_ahead.as_nanos() as u64);
+        stall.set_wake_lead(schedules[initial].wake_ahead.as_nanos() as u64);
         let overruns = Arc::new(OverrunRing::default());
-        let (stop2, progress2, origin2, lateness2, stall2, overruns2) = (stop.clone(), progress.clone(), origin_ns.clone(), lateness.clone(), stall.clone(), overruns.clone());
+        let plans = Arc::new(PlanCell::new(initial, freezers.len()));
+        let (stop2, progress2, origin2, lateness2, stall2, overruns2, plans2) =
+            (stop.clone(), progress.clone(), origin_ns.clone(), lateness.clone(), stall.clone(), overruns.clone(), plans.clone());
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let handle = std::thread::Builder::new()
             .name("partita-plan".into())
@@ -404,13 +521,13 @@ impl Executor {
                 let failed = setup.as_ref().err().map(|e| e.to_string());
                 let _ = ready_tx.send(failed);
                 setup?;
-                let shared = Shared { stop: &stop2, progress: &progress2, origin: &origin2, lateness: &lateness2, stall: &stall2, overruns: &overruns2 };
-                run(&schedule, &freezers, &mut guards, &config, &shared, &mut log);
+                let shared = Shared { stop: &stop2, progress: &progress2, origin: &origin2, lateness: &lateness2, stall: &stall2, overruns: &overruns2, plans: &plans2 };
+                run(&schedules, initial, &freezers, &mut guards, &idle, &config, &shared, &mut log);
                 Ok(log)
             })
             .map_err(|e| SupervisorError::Sys { call: "pthread_create", context: "plan executor".into(), source: e })?;
         match ready_rx.recv() {
-            Ok(None) => Ok(Executor { handle: Some(handle), stop, progress, lateness, stall, overruns, origin_ns }),
+            Ok(None) => Ok(Executor { handle: Some(handle), stop, progress, lateness, stall, overruns, plans, origin_ns }),
             _ => match handle.join() {
                 Ok(Err(e)) => Err(e),
                 _ => Err(PlanError::DidNotStart.into()),
@@ -492,48 +609,138 @@ struct Shared<'a> {
     lateness: &'a crate::histogram::LatencyHistogram,
     stall: &'a crate::stalls::StallRing,
     overruns: &'a OverrunRing,
+    plans: &'a PlanCell,
 }
 
 /// A window start later than this is noted for the stall tracer ([`crate::stalls`]).
 pub const STALL_NS: u64 = 1_000_000;
 
-fn run(schedule: &Schedule, freezers: &[Freezer], guards: &mut [Option<TimeGuard>], config: &ExecutorConfig, shared: &Shared, log: &mut ExecutorLog) {
-    let Shared { stop, progress, origin: origin_cell, lateness: histogram, stall, overruns } = *shared;
-    let boundaries = schedule.boundaries();
-    let frame_ns = schedule.major_frame.as_nanos() as u64;
+/// The instant a plan switch takes effect: the old plan's partitions that the new plan's first boundary does
+/// not keep running are frozen, that boundary's thaws are made, and the new plan's frames count from here.
+struct Transition {
+    from: usize,
+    now: bool,
+    cut_offset_ns: u64,
+}
+
+/// The boundary the executor acts at: an ordinary one of the plan running, or a switch to it.
+enum Step<'a> {
+    Boundary(&'a Boundary),
+    Switch(Transition),
+}
+
+fn run(
+    schedules: &[Schedule],
+    initial: usize,
+    freezers: &[Freezer],
+    guards: &mut [Option<TimeGuard>],
+    idle: &[Option<IdleProbe>],
+    config: &ExecutorConfig,
+    shared: &Shared,
+    log: &mut ExecutorLog,
+) {
+    let Shared { stop, progress, origin: origin_cell, lateness: histogram, stall, overruns, plans: cell } = *shared;
+    let boundaries: Vec<Vec<Boundary>> = schedules.iter().map(|s| s.boundaries()).collect();
+    let frames_ns: Vec<u64> = schedules.iter().map(|s| s.major_frame.as_nanos() as u64).collect();
+    // What the executor last asked of each partition: a switch freezes what the old plan left running.
+    let mut running = vec![false; freezers.len()];
+    let mut was_running = running.clone();
     for f in freezers {
         if f.freeze().is_err() {
             log.switch_errors += 1;
         }
     }
+    log.switches.reserve(config.log_capacity.min(SWITCH_RECORDS));
     let origin = monotonic_ns() + 2_000_000;
     origin_cell.store(origin, Ordering::Relaxed);
+    let mut plan = initial;
+    let mut base = origin;
+    let mut next = 0usize;
     let mut frame = 0u64;
+    let mut pending: Option<Transition> = None;
     // The wake-up of the last stall noted: a late start planned before it is the same stall, caught up.
     let mut stall_woke = 0u64;
-    'frames: loop {
-        if config.frames.is_some_and(|n| frame >= n) {
+    loop {
+        if next == boundaries[plan].len() {
+            next = 0;
+            base += frames_ns[plan];
+            frame += 1;
+            if let Ok(mut p) = progress.try_lock() {
+                *p = Progress { frames: frame, missed_boundaries: log.missed_boundaries, max_lateness_ns: log.max_lateness_ns, max_switch_ns: log.max_switch_ns };
+            }
+            if config.frames.is_some_and(|n| frame >= n) {
+                break;
+            }
+            // At the end of a major frame: the switch requested meanwhile.
+            if let Some(to) = take_request(cell, schedules.len(), false) {
+                if to != plan {
+                    pending = Some(Transition { from: plan, now: false, cut_offset_ns: frames_ns[plan] });
+                    plan = to;
+                }
+            }
+        }
+        if stop.load(Ordering::Relaxed) {
             break;
         }
-        let base = origin + frame * frame_ns;
-        for (i, b) in boundaries.iter().enumerate() {
-            if stop.load(Ordering::Relaxed) {
-                break 'frames;
+        let step = match pending.take() {
+            Some(t) => Step::Switch(t),
+            None => Step::Boundary(&boundaries[plan][next]),
+        };
+        let (planned, lead) = match &step {
+            Step::Boundary(b) => (base + b.offset_ns, b.wake_ahead_ns),
+            // The new plan's first frame starts here; its first boundary's wake lead applies when nothing runs
+            // before it.
+            Step::Switch(_) => {
+                let b0 = &boundaries[plan][0];
+                let lead = if b0.offset_ns == 0 && !running.iter().any(|r| *r) { b0.wake_ahead_ns } else { 0 };
+                (base, lead)
             }
-            let planned = base + b.offset_ns;
-            let next_due = match boundaries.get(i + 1) {
+        };
+        let next_due = match &step {
+            Step::Boundary(_) => match boundaries[plan].get(next + 1) {
                 Some(n) => base + n.offset_ns,
-                None => base + frame_ns + boundaries[0].offset_ns,
-            };
-            stall.waiting_for(planned);
-            if !sleep_until_or_stop(planned - b.wake_ahead_ns, stop) {
-                break 'frames;
+                None => base + frames_ns[plan] + boundaries[plan][0].offset_ns,
+            },
+            Step::Switch(_) => base + boundaries[plan].iter().map(|b| b.offset_ns).find(|&o| o > 0).unwrap_or(frames_ns[plan]),
+        };
+        stall.waiting_for(planned);
+        // A switch at once is taken at the executor's first wake-up after the request, where it stands: the old
+        // plan's frame ends there.
+        let watch_now = matches!(step, Step::Boundary(_));
+        let mut switched_now = false;
+        loop {
+            match sleep_until_or_stop(planned.saturating_sub(lead), stop, watch_now.then_some(cell)) {
+                Wake::Stop => break,
+                Wake::Reached | Wake::SwitchNow => {}
             }
-            // Woken ahead of the start: wait for it on the clock if the partitions frozen ahead have stopped (a
-            // partition stays stopped while frozen, so they are counted as stopped at the start, and the read is
-            // off the window's path); if one is still stopping, sleep until the start instead, so that its
-            // threads stop in its own time, not behind the executor's wait.
-            let mut frozen_ahead_counted = false;
+            if watch_now {
+                if let Some(to) = take_request(cell, schedules.len(), true) {
+                    if to != plan {
+                        let at = monotonic_ns().min(planned);
+                        pending = Some(Transition { from: plan, now: true, cut_offset_ns: at - base });
+                        plan = to;
+                        base = at;
+                        next = 0;
+                        switched_now = true;
+                    }
+                }
+            }
+            if switched_now || monotonic_ns() >= planned.saturating_sub(lead) || stop.load(Ordering::Relaxed) {
+                break;
+            }
+        }
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if switched_now {
+            continue;
+        }
+        // Woken ahead of the start: wait for it on the clock if the partitions frozen ahead have stopped (a
+        // partition stays stopped while frozen, so they are counted as stopped at the start, and the read is
+        // off the window's path); if one is still stopping, sleep until the start instead, so that its
+        // threads stop in its own time, not behind the executor's wait.
+        let mut frozen_ahead_counted = false;
+        if let Step::Boundary(b) = &step {
             if b.wake_ahead_ns > 0 && monotonic_ns() < planned {
                 let (stopped, stopping) = frozen_ahead_states(b, freezers);
                 if stopping > 0 {
@@ -543,80 +750,135 @@ fn run(schedule: &Schedule, freezers: &[Freezer], guards: &mut [Option<TimeGuard
                     frozen_ahead_counted = true;
                 }
             }
-            let woke = loop {
-                let now = monotonic_ns();
-                if now >= planned {
-                    break now;
-                }
-                std::hint::spin_loop();
-            };
-            if woke >= next_due {
-                log.missed_boundaries += 1;
+        }
+        let woke = loop {
+            let now = monotonic_ns();
+            if now >= planned {
+                break now;
             }
-            // Freeze before thaw: two partitions never run at once on the module's CPU.
-            for &p in &b.freeze {
-                if freezers[p].freeze().is_err() {
-                    log.switch_errors += 1;
-                }
+            std::hint::spin_loop();
+        };
+        if woke >= next_due {
+            log.missed_boundaries += 1;
+        }
+        // The boundary's freezes and thaws (for a switch: what the old plan left running and the new plan's
+        // first boundary does not keep, and that boundary's thaws), and the window that starts here.
+        let (thaws, window): (&[usize], Option<usize>) = match &step {
+            Step::Boundary(b) => (&b.thaw, b.window),
+            Step::Switch(_) => {
+                let b0 = &boundaries[plan][0];
+                if b0.offset_ns == 0 { (&b0.thaw, b0.window) } else { (&[], None) }
             }
-            for &p in &b.thaw {
-                // A partition whose overrun action keeps it frozen gets no more windows; a demoted one gets its
-                // weight back first.
-                if let Some(g) = guards[p].as_mut() {
-                    if g.keeps_frozen() {
-                        continue;
+        };
+        // Freeze before thaw: two partitions never run at once on the module's CPU.
+        was_running.copy_from_slice(&running);
+        match &step {
+            Step::Boundary(b) => {
+                for &p in &b.freeze {
+                    if freezers[p].freeze().is_err() {
+                        log.switch_errors += 1;
                     }
-                    g.before_thaw();
-                }
-                if freezers[p].thaw().is_err() {
-                    log.switch_errors += 1;
+                    running[p] = false;
                 }
             }
-            let switched = monotonic_ns();
-            // The guards look after the switch: a partition thawed here cannot run before the executor sleeps
-            // (same CPU, lower priority), so its CPU time read now is its time at its window's start.
-            for (p, guard) in guards.iter_mut().enumerate() {
-                if let Some(g) = guard {
-                    let thawed = b.thaw.contains(&p) && !g.keeps_frozen();
-                    let ended = b.ended.contains(&p).then_some(planned);
-                    g.at_boundary(p, frame, switched, thawed, ended, || freezers[p].stopped_or_empty_now(), overruns);
-                }
-            }
-            // Without a wake lead (or woken too late to use it), read after the thaw, not before, so that it does
-            // not delay the window.
-            if !frozen_ahead_counted {
-                count_frozen_ahead(b, freezers, log);
-            }
-            let lateness = woke.saturating_sub(planned);
-            let cost = switched - woke;
-            match b.window {
-                Some(window) => {
-                    if log.starts.len() == log.capacity {
-                        log.starts.pop_front();
+            Step::Switch(_) => {
+                for p in 0..freezers.len() {
+                    if running[p] && !thaws.contains(&p) {
+                        if freezers[p].freeze().is_err() {
+                            log.switch_errors += 1;
+                        }
+                        running[p] = false;
                     }
-                    let partition = schedule.windows[window].partition;
-                    log.starts.push_back(WindowStart { frame, window, partition, planned_ns: planned, woke_ns: woke, switched_ns: switched });
-                    log.windows_started += 1;
-                    log.max_lateness_ns = log.max_lateness_ns.max(lateness);
-                    histogram.record(lateness);
-                    // One note per stall: the windows the executor catches up after it were planned inside it.
-                    if lateness > STALL_NS && planned >= stall_woke {
-                        stall.record(planned, woke);
-                        stall_woke = woke;
-                    }
-                    log.max_switch_ns = log.max_switch_ns.max(cost);
-                }
-                None => {
-                    if log.ends.len() == log.capacity {
-                        log.ends.pop_front();
-                    }
-                    log.ends.push_back(WindowEnd { planned_ns: planned, woke_ns: woke, switched_ns: switched });
                 }
             }
         }
-        frame += 1;
-        if let Ok(mut p) = progress.try_lock() {
-            *p = Progress { frames: frame, missed_boundaries: log.missed_boundaries, max_lateness_ns: log.max_lateness_ns, max_switch_ns: log.max_switch_ns };
+        for &p in thaws {
+            // A partition held frozen (idle, or stopped with its module) or whose overrun action keeps it frozen
+            // gets no more windows; a demoted one gets its weight back first.
+            if idle[p].as_ref().is_some_and(|probe| probe()) {
+                cell.hold(p, true);
+            }
+            if cell.is_held(p) {
+                continue;
+            }
+            if let Some(g) = guards[p].as_mut() {
+                if g.keeps_frozen() {
+                    continue;
+                }
+                g.before_thaw();
+            }
+            if freezers[p].thaw().is_err() {
+                log.switch_errors += 1;
+            }
+            running[p] = true;
+        }
+        let switched = monotonic_ns();
+        // The guards look after the switch: a partition thawed here cannot run before the executor sleeps
+        // (same CPU, lower priority), so its CPU time read now is its time at its window's start.
+        for (p, guard) in guards.iter_mut().enumerate() {
+            if let Some(g) = guard {
+                let thawed = thaws.contains(&p) && running[p];
+                let ended = match &step {
+                    Step::Boundary(b) => b.ended.contains(&p),
+                    Step::Switch(_) => was_running[p] && !running[p],
+                };
+                g.at_boundary(p, frame, switched, thawed, ended.then_some(planned), || freezers[p].stopped_or_empty_now(), overruns);
+            }
+        }
+        match step {
+            Step::Boundary(b) => {
+                // Without a wake lead (or woken too late to use it), read after the thaw, not before, so that it
+                // does not delay the window.
+                if !frozen_ahead_counted {
+                    count_frozen_ahead(b, freezers, log);
+                }
+                next += 1;
+            }
+            Step::Switch(t) => {
+                let record = PlanSwitch { from: t.from, to: plan, now: t.now, frame, planned_ns: planned, woke_ns: woke, switched_ns: switched, cut_offset_ns: t.cut_offset_ns, old_frame_ns: frames_ns[t.from] };
+                if log.switches.len() == log.capacity.min(SWITCH_RECORDS).max(1) {
+                    log.switches.pop_front();
+                }
+                log.switches.push_back(record);
+                if let Ok(mut r) = cell.recent.try_lock() {
+                    if r.len() == SWITCH_RECORDS {
+                        r.pop_front();
+                    }
+                    r.push_back(record);
+                }
+                origin_cell.store(planned, Ordering::Release);
+                cell.current.store(plan as u64, Ordering::Release);
+                cell.switches.fetch_add(1, Ordering::AcqRel);
+                stall.set_wake_lead(schedules[plan].wake_ahead.as_nanos() as u64);
+                // The new plan's first boundary was this one when it lies at the frame's start.
+                next = usize::from(boundaries[plan][0].offset_ns == 0);
+            }
+        }
+        let lateness = woke.saturating_sub(planned);
+        let cost = switched - woke;
+        match window {
+            Some(window) => {
+                if log.starts.len() == log.capacity {
+                    log.starts.pop_front();
+                }
+                let partition = schedules[plan].windows[window].partition;
+                log.starts.push_back(WindowStart { frame, plan, window, partition, planned_ns: planned, woke_ns: woke, switched_ns: switched });
+                log.windows_started += 1;
+                log.max_lateness_ns = log.max_lateness_ns.max(lateness);
+                histogram.record(lateness);
+                // One note per stall: the windows the executor catches up after it were planned inside it.
+                if lateness > STALL_NS && planned >= stall_woke {
+                    stall.record(planned, woke);
+                    stall_woke = woke;
+                }
+                log.max_switch_ns = log.max_switch_ns.max(cost);
+            }
+            None => {
+                if log.ends.len() == log.capacity {
+                    log.ends.pop_front();
+                }
+                log.ends.push_back(WindowEnd { planned_ns: planned, woke_ns: woke, switched_ns: switched });
+            }
         }
     }
     // The last window ends with the executor: nothing runs outside the plan.
@@ -633,6 +895,21 @@ fn run(schedule: &Schedule, freezers: &[Freezer], guards: &mut [Option<TimeGuard
     if let Ok(mut p) = progress.lock() {
         *p = Progress { frames: frame, missed_boundaries: log.missed_boundaries, max_lateness_ns: log.max_lateness_ns, max_switch_ns: log.max_switch_ns };
     }
+}
+
+/// Takes the pending switch request if it is one to act on here (`at_once`: only a request for a switch at
+/// once; else any), returning its plan; a request for a plan the executor does not have is dropped.
+fn take_request(cell: &PlanCell, plans: usize, at_once: bool) -> Option<usize> {
+    let r = cell.request.load(Ordering::Acquire);
+    if r == 0 || (at_once && r & SWITCH_NOW == 0) {
+        return None;
+    }
+    if cell.request.compare_exchange(r, 0, Ordering::AcqRel, Ordering::Acquire).is_err() {
+        // A newer request arrived meanwhile: it is taken at the next look.
+        return None;
+    }
+    let plan = ((r & 0xffff_ffff) - 1) as usize;
+    (plan < plans).then_some(plan)
 }
 
 /// Counts the partitions frozen ahead of boundary `b` that have stopped and those still stopping.
@@ -661,19 +938,30 @@ fn frozen_ahead_states(b: &Boundary, freezers: &[Freezer]) -> (u64, u64) {
 /// effect at once, not at the next boundary.
 const STOP_CHECK_NS: u64 = 20_000_000;
 
-/// Sleeps until `at` (absolute CLOCK_MONOTONIC ns) unless `stop` is set first; false when stopped.
-fn sleep_until_or_stop(at: u64, stop: &AtomicBool) -> bool {
+/// Why [`sleep_until_or_stop`] returned.
+enum Wake {
+    Reached,
+    Stop,
+    /// A switch at once was requested while the executor slept.
+    SwitchNow,
+}
+
+/// Sleeps until `at` (absolute CLOCK_MONOTONIC ns) unless `stop` is set or a switch at once is requested first.
+fn sleep_until_or_stop(at: u64, stop: &AtomicBool, cell: Option<&PlanCell>) -> Wake {
     loop {
         let now = monotonic_ns();
         if now >= at {
-            return true;
+            return Wake::Reached;
         }
         if stop.load(Ordering::Relaxed) {
-            return false;
+            return Wake::Stop;
+        }
+        if cell.is_some_and(|c| c.request.load(Ordering::Relaxed) & SWITCH_NOW != 0) {
+            return Wake::SwitchNow;
         }
         if at - now <= STOP_CHECK_NS {
             sleep_until_ns(at);
-            return true;
+            return Wake::Reached;
         }
         sleep_until_ns(now + STOP_CHECK_NS);
     }

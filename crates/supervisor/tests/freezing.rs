@@ -4,7 +4,7 @@ mod common;
 use partita_system::HostNames;
 use common::*;
 use partita_supervisor::cgroup::{Layout, Limits, PartitionCgroup};
-use partita_supervisor::executor::{Executor, ExecutorConfig, Schedule, Window};
+use partita_supervisor::executor::{Executor, ExecutorConfig, Members, Schedule, Window};
 use partita_supervisor::freeze::{FreezeBackend, Freezer};
 use partita_supervisor::launch::{launch, LaunchSpec};
 use std::time::{Duration, Instant};
@@ -228,6 +228,114 @@ fn a_partition_started_while_frozen_runs_nothing_until_thawed() {
         let status = wait_for(pid);
         assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "status {status:#x}");
         assert!(marker.exists(), "the program did not run after the thaw");
+    }
+    assert_nothing_left(&system, None);
+}
+
+/// Two plans over the same two partitions: "normal" (a 800 µs, b 700 µs in 1500 µs) and "degraded" (a 1200 µs,
+/// b 300 µs in 2000 µs, with a gap). Switches asked for at the end of a frame happen exactly at the old frame's
+/// end, with the new plan's first window starting there; the window sequence before and after is the plans'
+/// own (nothing lost, doubled or cut); a switch at once cuts the old frame where the executor woke; a held
+/// partition gets no window.
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn the_executor_switches_plans_at_a_frame_end_or_at_once_and_keeps_held_partitions_frozen() {
+    let system = system_name("sw");
+    let layout = Layout::detect().unwrap();
+    let us = Duration::from_micros;
+    {
+        let limits = Limits { cpus: Some("1".into()), ..Limits::default() };
+        let a = PartitionCgroup::create(&layout, &HostNames::new(&system).cgroup("a"), &limits).unwrap();
+        let b = PartitionCgroup::create(&layout, &HostNames::new(&system).cgroup("b"), &limits).unwrap();
+        let fa = Freezer::new(&a, FreezeBackend::best_for(&a)).unwrap();
+        let fb = Freezer::new(&b, FreezeBackend::best_for(&b)).unwrap();
+        fa.freeze().unwrap();
+        fb.freeze().unwrap();
+        let pa = spinner("a", &a);
+        let pb = spinner("b", &b);
+        let normal = Schedule::new(us(1500), vec![
+            Window { partition: 0, offset: Duration::ZERO, duration: us(800) },
+            Window { partition: 1, offset: us(800), duration: us(700) },
+        ])
+        .unwrap();
+        let degraded = Schedule::new(us(2000), vec![
+            Window { partition: 0, offset: Duration::ZERO, duration: us(1200) },
+            Window { partition: 1, offset: us(1500), duration: us(300) },
+        ])
+        .unwrap();
+        let config = ExecutorConfig { cpu: Some(1), priority: Some(90), frames: None, log_capacity: 100_000, require_realtime: true };
+        let ex = Executor::start_plans(vec![normal, degraded], 0, vec![fa, fb], Members::default(), config).unwrap();
+        let cell = ex.plans.clone();
+        // 40 switches at frame ends, back and forth, each waited for.
+        for k in 0..40 {
+            let to = if k % 2 == 0 { 1 } else { 0 };
+            let before = cell.switch_count();
+            cell.request(to, false);
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while cell.switch_count() == before {
+                assert!(Instant::now() < deadline, "switch {k} to plan {to} did not happen");
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            assert_eq!(cell.current(), to);
+            std::thread::sleep(Duration::from_millis(7));
+        }
+        // A switch at once, then b held: it gets no window while held.
+        let before = cell.switch_count();
+        let asked = partita_supervisor::clock::monotonic_ns();
+        cell.request(1, true);
+        while cell.switch_count() == before {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        cell.hold(1, true);
+        // Its window running when the hold came ends as planned; from its next boundary on it stays frozen.
+        std::thread::sleep(Duration::from_millis(5));
+        let held_from = (partita_supervisor::clock::monotonic_ns(), b.cpu_usage().unwrap());
+        std::thread::sleep(Duration::from_millis(30));
+        let held_to = (partita_supervisor::clock::monotonic_ns(), b.cpu_usage().unwrap());
+        cell.hold(1, false);
+        wait_cpu_above(&b, held_to.1);
+        let log = ex.stop().unwrap();
+        assert_eq!(log.switch_errors, 0);
+        assert_eq!(log.switches.len(), 41, "{:?}", log.switches);
+        let frames = [1_500_000u64, 2_000_000];
+        for s in log.switches.iter().filter(|s| !s.now) {
+            // At the end of the old plan's frame: the cut is the whole frame, and the first window of the new
+            // plan (partition a at offset 0 in both) starts at the switch instant.
+            assert_eq!(s.cut_offset_ns, frames[s.from]);
+            assert_eq!(s.old_frame_ns, frames[s.from]);
+            let first = log.starts.iter().find(|w| w.planned_ns == s.planned_ns).expect("a window starts at the switch");
+            assert_eq!((first.plan, first.window, first.partition), (s.to, 0, 0));
+            // The window before it is the old plan's last one (b), which started one old window earlier.
+            let before = log.starts.iter().rev().find(|w| w.planned_ns < s.planned_ns).unwrap();
+            assert_eq!((before.plan, before.partition), (s.from, 1));
+            let last_window = if s.from == 0 { 700_000 } else { 500_000 };
+            assert_eq!(s.planned_ns - before.planned_ns, last_window, "the old plan's last window was not whole");
+        }
+        // Between switches every window start follows the plan's own sequence: a, b, a, b … one window apart.
+        for pair in log.starts.iter().collect::<Vec<_>>().windows(2) {
+            let (x, y) = (pair[0], pair[1]);
+            if x.plan == y.plan && log.switches.iter().all(|s| s.planned_ns != y.planned_ns) {
+                assert_ne!(x.partition, y.partition, "{x:?} {y:?}");
+                let gap = y.planned_ns - x.planned_ns;
+                let expected = match (x.plan, x.partition) {
+                    (0, 0) => 800_000,
+                    (0, _) => 700_000,
+                    (_, 0) => 1_500_000,
+                    _ => 500_000,
+                };
+                assert_eq!(gap, expected, "{x:?} {y:?}");
+            }
+        }
+        let now = log.switches.iter().find(|s| s.now).expect("the switch at once");
+        assert_eq!((now.from, now.to), (0, 1));
+        assert!(now.planned_ns >= asked && now.cut_offset_ns < frames[0], "{now:?}");
+        // Held: b's windows came (the plan went on) but b used no CPU time in them; released, it ran again.
+        assert!(log.starts.iter().any(|w| w.partition == 1 && w.planned_ns > held_from.0 && w.planned_ns < held_to.0), "b's windows are still planned");
+        assert_eq!(held_from.1, held_to.1, "a held partition ran");
+        a.kill_all().unwrap();
+        b.kill_all().unwrap();
+        wait_for(pa);
+        wait_for(pb);
     }
     assert_nothing_left(&system, None);
 }
