@@ -123,6 +123,30 @@ pub enum Problem {
     RouterNotIo,
     #[error("{problem}; {fix} (the router's keys are in docs/router.md; its sides are `module` and `network`)")]
     Router { problem: String, fix: String },
+    #[error("plan {name:?} has two [[module.plan]] tables for CPU {cpu} (the first is plan[{first}]); merge their windows into one")]
+    DuplicateNamedPlan { name: String, cpu: u64, first: usize },
+    #[error("plan {plan:?} has no [[module.plan]] for CPU {cpu}, which plan {other:?} schedules; every plan of a module covers the same CPUs: add a [[module.plan]] with name = {plan:?}, cpu = {cpu}")]
+    PlanMissingCpu { plan: String, cpu: u64, other: String },
+    #[error("partition {partition:?} runs on CPU {cpu} in plan {other_plan:?} (plan[{other}]); one executor runs a partition in every plan: keep its windows on CPU {cpu} in every plan")]
+    PartitionOnTwoCpus { partition: String, cpu: u64, other_plan: String, other: usize },
+    #[error("default_plan {name:?} names no plan of the module (its plans: {known}); name one of them")]
+    UnknownDefaultPlan { name: String, known: String },
+    #[error("the module has several plans ({known}) and none is named \"default\"; set default_plan to the one `up` starts with")]
+    NoDefaultPlan { known: String },
+    #[error("a system partition requests plan switches, and module {module:?} has no plan; remove system_partition or give the module [[module.plan]] tables")]
+    SystemPartitionWithoutPlans { module: String },
+    #[error("{kind:?} is not an error kind; use one of {}", crate::model::ErrorKind::words())]
+    UnknownErrorKind { kind: String },
+    #[error("unknown health-monitor action {action:?}; use one of {}", crate::model::HmAction::WORDS.join(", "))]
+    UnknownHmAction { action: String },
+    #[error("{action} is not an action of a {level}-level table (it takes {allowed}); {fix}")]
+    HmActionNotAllowed { action: &'static str, level: crate::model::HmLevel, allowed: String, fix: String },
+    #[error("switch_plan needs the plan to switch to; add plan = \"…\" naming one of the module's plans ({known})")]
+    SwitchPlanWithoutPlan { known: String },
+    #[error("module {module:?} has no plan {name:?} (its plans: {known}); name one of them, or add [[module.plan]] tables with name = {name:?}")]
+    UnknownPlan { name: String, module: String, known: String },
+    #[error("`plan` only applies to switch_plan (as `action` or `then`); remove it or make the action switch_plan")]
+    PlanWithoutSwitch,
 }
 
 /// All the problems found in one system file.

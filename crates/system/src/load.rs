@@ -46,6 +46,12 @@ const MIN_RESTART_WINDOW: Duration = Duration::from_millis(1_000);
 const MIN_BACKOFF: Duration = Duration::from_millis(10);
 const MAX_BACKOFF: Duration = Duration::from_millis(60_000);
 const MAX_RESTARTS: u32 = 1_000;
+/// The name of a module's plan whose [[module.plan]] tables have no `name`.
+pub const DEFAULT_PLAN: &str = "default";
+/// The bounds of a health-monitor escalation: at most this many occurrences, counted over 1 s to 24 h.
+const MAX_HM_COUNT: u32 = 1_000;
+const MIN_HM_WITHIN: Duration = Duration::from_millis(1_000);
+const MAX_HM_WITHIN: Duration = Duration::from_millis(86_400_000);
 const MAX_NAME: usize = 24;
 const MAX_COUNT: usize = 99;
 /// A partition's CPU time past its window's end that counts as an overrun by default: above the time its
@@ -118,6 +124,19 @@ pub fn search_path() -> Vec<PathBuf> {
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The action of a word of [`HmAction::WORDS`] (switch_plan without its plan).
+fn word_action(w: &str) -> HmAction {
+    match w {
+        "restart_cold" => HmAction::RestartCold,
+        "restart_warm" => HmAction::RestartWarm,
+        "idle" => HmAction::Idle,
+        "stop" => HmAction::Stop,
+        "switch_plan" => HmAction::SwitchPlan(String::new()),
+        "stop_module" => HmAction::StopModule,
+        _ => HmAction::Ignore,
+    }
 }
 
 /// `0-3,6` → [0,1,2,3,6].
@@ -225,6 +244,25 @@ struct RawFile {
     host: Vec<crate::uplink::RawHost>,
     #[serde(default)]
     peer: Vec<crate::uplink::RawPeer>,
+    /// The system-level health-monitor table.
+    health_monitor: Option<RawHmTable>,
+}
+
+/// A health-monitor table: error kind → an action word or a [`RawHmEntry`] table. Read as values, so that a
+/// key that is not an error kind is refused with the list of kinds, not as a TOML type error.
+type RawHmTable = BTreeMap<String, S<toml::Value>>;
+
+/// The table form of a health-monitor entry: `{ action, max, within, then, plan }`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHmEntry {
+    action: String,
+    /// The plan of `switch_plan` (as `action` or `then`).
+    plan: Option<String>,
+    /// Read wide, so that an out-of-range count is refused with its range, not as a type error.
+    max: Option<i64>,
+    within: Option<String>,
+    then: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -260,6 +298,10 @@ struct RawModule {
     channel: Vec<RawChannel>,
     /// The host it runs on, in a system spanning several (`[[host]]`).
     host: Option<S<String>>,
+    /// The named plan `up` starts with.
+    default_plan: Option<S<String>>,
+    /// The module-level health-monitor table.
+    health_monitor: Option<RawHmTable>,
 }
 
 /// A request path through the module's partitions, for the schedule analysis (`partita check`,
@@ -342,6 +384,10 @@ struct RawPartition {
     state: Option<S<toml::Value>>,
     /// What of the host it sees besides its program: paths, or programs found in PATH.
     binds: Option<S<Vec<String>>>,
+    /// It may request plan switches through its API.
+    system_partition: Option<S<bool>>,
+    /// The partition-level health-monitor table.
+    health_monitor: Option<RawHmTable>,
 }
 
 #[derive(Deserialize)]
@@ -378,6 +424,8 @@ struct RawHealth {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawPlan {
+    /// The named plan this table is the CPU's part of ("default" when absent).
+    name: Option<S<String>>,
     cpu: Option<S<u64>>,
     major_frame: S<String>,
     freeze_ahead: Option<S<String>>,
@@ -600,7 +648,7 @@ impl Cx<'_> {
 
         if raw.module.len() > MAX_COUNT || raw.node.len() > MAX_COUNT {
             self.err(&(0..0), "module", Problem::BadValue(format!("at most {MAX_COUNT} modules and {MAX_COUNT} nodes; split the system")));
-            return System { name: system_name, source: self.file.into(), modules: vec![], nodes: vec![], network: Network { domain: DomainId::new(0).expect("0 is a domain"), subnet: ADDRESS_POOL, bridge: String::new() }, cpu_dma_latency: None, host: HostTuning::default(), hosts: vec![], part: None, peers: vec![] };
+            return System { name: system_name, source: self.file.into(), modules: vec![], nodes: vec![], network: Network { domain: DomainId::new(0).expect("0 is a domain"), subnet: ADDRESS_POOL, bridge: String::new() }, cpu_dma_latency: None, host: HostTuning::default(), hosts: vec![], part: None, peers: vec![], health_monitor: HmTable::default() };
         }
 
         // Explicit domains and subnets first, so automatic ones avoid them.
@@ -838,22 +886,29 @@ impl Cx<'_> {
                         self.err(&n.span(), &format!("{ppath}.network"), Problem::BadValue(why.into()));
                     }
                 }
-                partitions.push(Partition { name: pname, criticality, io: p.io, network, domain, address, external_address, router, plan: None, vm, time_overrun, tree });
+                partitions.push(Partition { name: pname, criticality, io: p.io, network, domain, address, external_address, router, plan: None, vm, time_overrun, tree, system_partition: false, health_monitor: HmTable::default() });
             }
 
-            // Plans.
-            let mut plans: Vec<Plan> = Vec::new();
-            // partition name → (the plan's index in the file, its CPU), for the first plan that has a window of it
-            let mut planned: BTreeMap<String, (usize, u64)> = BTreeMap::new();
+            // Plans: each [[module.plan]] is one CPU's part of a named plan ("default" when unnamed).
+            // (name, whether the file names it, plan, span to point at for the plan as a whole), in file order
+            let mut built: Vec<(String, bool, Plan, Range<usize>)> = Vec::new();
+            // partition name → (the plan's index in the file, its CPU, its plan's name), for the first plan that
+            // has a window of it
+            let mut planned: BTreeMap<String, (usize, u64, String)> = BTreeMap::new();
             for (pi, rp) in m.plan.iter().enumerate() {
                 let ppath = format!("{path}.plan[{pi}]");
+                let plan_name = match &rp.name {
+                    Some(n) => self.name(n, &ppath),
+                    None => DEFAULT_PLAN.to_string(),
+                };
                 let cpu = rp.cpu.as_ref().map(|c| *c.get_ref()).unwrap_or(host.cpus.first().copied().unwrap_or(0) as u64);
                 let cpu_span = rp.cpu.as_ref().map(|c| c.span()).unwrap_or(rp.major_frame.span());
                 if m.cpus.is_some() && !cpus.contains(&(cpu as usize)) {
                     self.err(&cpu_span, &format!("{ppath}.cpu"), Problem::CpuNotInModule { cpu, module_cpus: fmt_cpus(&cpus) });
                 }
-                if plans.iter().any(|p| p.cpu as u64 == cpu) {
-                    self.err(&cpu_span, &format!("{ppath}.cpu"), Problem::DuplicatePlan { cpu });
+                if let Some(first) = built.iter().position(|(n, _, p, _)| *n == plan_name && p.cpu as u64 == cpu) {
+                    let p = if rp.name.is_some() { Problem::DuplicateNamedPlan { name: plan_name.clone(), cpu, first } } else { Problem::DuplicatePlan { cpu } };
+                    self.err(&cpu_span, &format!("{ppath}.cpu"), p);
                 }
                 let frame = self.duration(&rp.major_frame, &format!("{ppath}.major_frame"));
                 if frame == Some(Duration::ZERO) {
@@ -879,13 +934,18 @@ impl Cx<'_> {
                         }
                         Some(p) => {
                             match planned.get(&part) {
-                                Some(&(other, other_cpu)) if other != pi => {
-                                    let p = Problem::PartitionInTwoPlans { partition: part.clone(), cpu: other_cpu, other };
+                                // Two tables of one named plan (two CPUs, or one CPU twice): as when plans had no names.
+                                Some((other, other_cpu, other_name)) if *other != pi && *other_name == plan_name => {
+                                    let p = Problem::PartitionInTwoPlans { partition: part.clone(), cpu: *other_cpu, other: *other };
+                                    self.err(&w.partition.span(), &format!("{wpath}.partition"), p);
+                                }
+                                Some((other, other_cpu, other_name)) if *other_cpu != cpu => {
+                                    let p = Problem::PartitionOnTwoCpus { partition: part.clone(), cpu: *other_cpu, other_plan: other_name.clone(), other: *other };
                                     self.err(&w.partition.span(), &format!("{wpath}.partition"), p);
                                 }
                                 Some(_) => {}
                                 None => {
-                                    planned.insert(part.clone(), (pi, cpu));
+                                    planned.insert(part.clone(), (pi, cpu, plan_name.clone()));
                                 }
                             }
                             if !p.tree.cpus.contains(&(cpu as usize)) {
@@ -941,11 +1001,12 @@ impl Cx<'_> {
                     };
                     self.err(&w.span(), &format!("{ppath}.wake_ahead"), p);
                 }
-                plans.push(plan);
+                let span = rp.name.as_ref().map(|n| n.span()).unwrap_or_else(|| cpu_span.clone());
+                built.push((plan_name, rp.name.is_some(), plan, span));
             }
             if m.cpus.is_some() && !m.plan.is_empty() {
                 for &cpu in &cpus {
-                    if !plans.iter().any(|p| p.cpu == cpu) {
+                    if !built.iter().any(|(_, _, p, _)| p.cpu == cpu) {
                         let span = m.cpus.as_ref().map(|c| c.span()).unwrap_or(0..0);
                         self.err(&span, &format!("{path}.cpus"), Problem::CpuWithoutPlan { cpu: cpu as u64 });
                     }
@@ -958,14 +1019,29 @@ impl Cx<'_> {
                     }
                 }
             }
-            plans.sort_by_key(|p| p.cpu);
-            // A planned partition runs on its plan's CPU only, frozen and thawed by that plan's executor.
+            let (plans, plan_name, other_plans) = self.plan_sets(m, &path, built);
+            let plan_names: Vec<String> = std::iter::once(plan_name.clone()).chain(other_plans.iter().map(|s| s.name.clone())).filter(|_| !plans.is_empty()).collect();
+            // A planned partition runs on its CPU only (the same in every plan), frozen and thawed by that CPU's
+            // executor; its `plan` is the default plan's part for that CPU.
             for p in &mut partitions {
-                p.plan = plans.iter().position(|pl| pl.windows.iter().any(|w| w.partition == p.name));
-                if let Some(k) = p.plan {
-                    p.tree.cpus = vec![plans[k].cpu];
+                let cpu = plans.iter().chain(other_plans.iter().flat_map(|s| s.plans.iter())).find(|pl| pl.windows.iter().any(|w| w.partition == p.name)).map(|pl| pl.cpu);
+                p.plan = cpu.and_then(|c| plans.iter().position(|pl| pl.cpu == c));
+                if let Some(c) = cpu {
+                    p.tree.cpus = vec![c];
                 }
             }
+            // System partitions and the health-monitor tables, now that the plans' names are known.
+            for (rp, p) in m.partition.iter().zip(partitions.iter_mut()) {
+                let ppath = format!("{path}.partition[{}]", rp.name.get_ref());
+                if let Some(sp) = &rp.system_partition {
+                    p.system_partition = *sp.get_ref();
+                    if p.system_partition && m.plan.is_empty() {
+                        self.err(&sp.span(), &format!("{ppath}.system_partition"), Problem::SystemPartitionWithoutPlans { module: name.clone() });
+                    }
+                }
+                p.health_monitor = self.hm_table(rp.health_monitor.as_ref(), &format!("{ppath}.health_monitor"), HmLevel::Partition, Some((&name, &plan_names)));
+            }
+            let module_hm = self.hm_table(m.health_monitor.as_ref(), &format!("{path}.health_monitor"), HmLevel::Module, Some((&name, &plan_names)));
             if m.plan.is_empty() {
                 for (name, span, field) in explicit_overrun.drain(..) {
                     let why = format!("partition {name} has no window (module {} has no plan), so it cannot run past one; remove `time_overrun`", m.name.get_ref());
@@ -995,7 +1071,7 @@ impl Cx<'_> {
                 paths.push(RequestPath { name: pname, through: through.clone() });
             }
             let channels = self.channels(&m.channel, &path, &partitions);
-            modules.push(Module { name, cpus, network: Network { domain, subnet, bridge: String::new() }, partitions, plans, paths, host: None, channels });
+            modules.push(Module { name, cpus, network: Network { domain, subnet, bridge: String::new() }, partitions, plans, plan_name, other_plans, health_monitor: module_hm, paths, host: None, channels });
         }
 
         // Native nodes.
@@ -1046,9 +1122,189 @@ impl Cx<'_> {
             },
         };
         let host_tuning = self.host_tuning(&raw.system, &modules, host);
-        let mut system = System { name: system_name, source: self.file.to_string(), modules, nodes, network, cpu_dma_latency, host: host_tuning, hosts: vec![], part: None, peers: vec![] };
+        let health_monitor = self.hm_table(raw.health_monitor.as_ref(), "health_monitor", HmLevel::System, None);
+        let mut system = System { name: system_name, source: self.file.to_string(), modules, nodes, network, cpu_dma_latency, host: host_tuning, hosts: vec![], part: None, peers: vec![], health_monitor };
         crate::names::place(&mut system);
         system
+    }
+
+    /// Groups a module's [[module.plan]] tables (file order) into its named plans: the default one (per CPU, by
+    /// CPU) with its name, and the others in file order. Refuses a `default_plan` naming no plan, several names
+    /// without a default, and a named plan without a table for a CPU another plan schedules.
+    fn plan_sets(&mut self, m: &RawModule, path: &str, built: Vec<(String, bool, Plan, Range<usize>)>) -> (Vec<Plan>, String, Vec<PlanSet>) {
+        // each name with the index of its first table
+        let mut names: Vec<(String, usize)> = Vec::new();
+        for (i, (n, ..)) in built.iter().enumerate() {
+            if !names.iter().any(|(x, _)| x == n) {
+                names.push((n.clone(), i));
+            }
+        }
+        let known = names.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ");
+        let first_name = || names.first().map(|(n, _)| n.clone()).unwrap_or_else(|| DEFAULT_PLAN.to_string());
+        let has = |name: &str| names.iter().any(|(n, _)| n == name);
+        let default = match &m.default_plan {
+            Some(d) if has(d.get_ref()) => d.get_ref().clone(),
+            Some(d) => {
+                let p = if names.is_empty() {
+                    Problem::BadValue(format!("default_plan names the plan `up` starts with, and module {} has no [[module.plan]]; remove default_plan or add plans", m.name.get_ref()))
+                } else {
+                    Problem::UnknownDefaultPlan { name: d.get_ref().clone(), known: known.clone() }
+                };
+                self.err(&d.span(), &format!("{path}.default_plan"), p);
+                first_name()
+            }
+            None if has(DEFAULT_PLAN) => DEFAULT_PLAN.to_string(),
+            None if names.len() > 1 => {
+                self.err(&m.name.span(), &format!("{path}.default_plan"), Problem::NoDefaultPlan { known: known.clone() });
+                first_name()
+            }
+            None => first_name(),
+        };
+        // Every named plan schedules every CPU some plan of the module schedules.
+        let all_cpus: BTreeSet<usize> = built.iter().map(|(_, _, p, _)| p.cpu).collect();
+        for (n, first) in &names {
+            for &cpu in &all_cpus {
+                if !built.iter().any(|(x, _, p, _)| x == n && p.cpu == cpu) {
+                    let other = built.iter().find(|(x, _, p, _)| x != n && p.cpu == cpu).map(|(x, ..)| x.clone()).unwrap_or_default();
+                    let span = built[*first].3.clone();
+                    self.err(&span, &format!("{path}.plan[{first}]"), Problem::PlanMissingCpu { plan: n.clone(), cpu: cpu as u64, other });
+                }
+            }
+        }
+        let mut sets: Vec<PlanSet> = names.iter().map(|(n, _)| PlanSet { name: n.clone(), plans: Vec::new() }).collect();
+        for (n, _, p, _) in built {
+            if let Some(s) = sets.iter_mut().find(|s| s.name == n) {
+                s.plans.push(p);
+            }
+        }
+        for s in &mut sets {
+            s.plans.sort_by_key(|p| p.cpu);
+        }
+        let plans = match sets.iter().position(|s| s.name == default) {
+            Some(k) => sets.remove(k).plans,
+            None => Vec::new(),
+        };
+        (plans, default, sets)
+    }
+
+    /// A health-monitor table at `level`: every key an error kind, every action one the level may take, a
+    /// switch_plan's plan one of the module's (`module`: its name and plan names; `None` at system level), an
+    /// escalation complete and in range.
+    fn hm_table(&mut self, raw: Option<&RawHmTable>, path: &str, level: HmLevel, module: Option<(&str, &[String])>) -> HmTable {
+        const FORM: &str = "write an action word such as \"restart_cold\", or a table { action = \"…\", max = N, within = \"60s\", then = \"…\", plan = \"…\" }";
+        let mut table = HmTable::default();
+        let Some(raw) = raw else { return table };
+        for (key, v) in raw {
+            let epath = format!("{path}.{key}");
+            let span = v.span();
+            let Ok(kind) = key.parse::<ErrorKind>() else {
+                self.err(&span, &epath, Problem::UnknownErrorKind { kind: key.clone() });
+                continue;
+            };
+            let (entry, apath) = match v.get_ref() {
+                toml::Value::String(a) => (RawHmEntry { action: a.clone(), plan: None, max: None, within: None, then: None }, epath.clone()),
+                t @ toml::Value::Table(_) => match t.clone().try_into::<RawHmEntry>() {
+                    Ok(e) => (e, format!("{epath}.action")),
+                    Err(e) => {
+                        self.err(&span, &epath, Problem::BadValue(format!("{}; {FORM}", e.message().trim())));
+                        continue;
+                    }
+                },
+                other => {
+                    self.err(&span, &epath, Problem::BadValue(format!("{other} is not a health-monitor entry; {FORM}")));
+                    continue;
+                }
+            };
+            let action = self.hm_action(&entry.action, entry.plan.as_deref(), &span, &apath, &format!("{epath}.plan"), level, module);
+            let then = entry.then.as_ref().and_then(|t| self.hm_action(t, entry.plan.as_deref(), &span, &format!("{epath}.then"), &format!("{epath}.plan"), level, module));
+            let switches = entry.action == "switch_plan" || entry.then.as_deref() == Some("switch_plan");
+            if entry.plan.is_some() && !switches {
+                self.err(&span, &format!("{epath}.plan"), Problem::PlanWithoutSwitch);
+            }
+            let max = entry.max.and_then(|n| {
+                let ok = u32::try_from(n).ok().filter(|n| (1..=MAX_HM_COUNT).contains(n));
+                if ok.is_none() {
+                    self.err(&span, &format!("{epath}.max"), Problem::BadValue(format!("max = {n} occurrences: give 1..={MAX_HM_COUNT} (after that many within `within`, `then` is taken)")));
+                }
+                ok
+            });
+            let within = entry.within.as_ref().and_then(|w| match w.parse::<Duration>() {
+                Ok(d) if (MIN_HM_WITHIN..=MAX_HM_WITHIN).contains(&d) => Some(d),
+                Ok(d) => {
+                    self.err(&span, &format!("{epath}.within"), Problem::BadValue(format!("within = {d}: give {MIN_HM_WITHIN} to {MAX_HM_WITHIN} (24 h), the time over which occurrences are counted")));
+                    None
+                }
+                Err(e) => {
+                    self.err(&span, &format!("{epath}.within"), Problem::BadValue(e.to_string()));
+                    None
+                }
+            });
+            let given = [("max", entry.max.is_some()), ("within", entry.within.is_some()), ("then", entry.then.is_some())];
+            if given.iter().any(|(_, g)| *g) && !given.iter().all(|(_, g)| *g) {
+                let missing: Vec<&str> = given.iter().filter(|(_, g)| !*g).map(|(k, _)| *k).collect();
+                let why = format!(
+                    "an escalation needs max, within and then together (after `max` occurrences within `within`, `then` is taken instead of `action`); add {} or remove {}",
+                    missing.join(" and "),
+                    given.iter().filter(|(_, g)| *g).map(|(k, _)| *k).collect::<Vec<_>>().join(" and ")
+                );
+                self.err(&span, &format!("{epath}.{}", missing[0]), Problem::BadValue(why));
+            }
+            let escalate = match (max, within, then) {
+                (Some(max), Some(within), Some(then)) => Some(HmEscalation { max, within, then }),
+                _ => None,
+            };
+            if let Some(action) = action {
+                table.entries.insert(kind, HmEntry { action, escalate });
+            }
+        }
+        table
+    }
+
+    /// One action word of a health-monitor entry (`action` or `then`, at `field`), with the entry's `plan`.
+    #[allow(clippy::too_many_arguments)]
+    fn hm_action(&mut self, word: &str, plan: Option<&str>, span: &Range<usize>, field: &str, plan_field: &str, level: HmLevel, module: Option<(&str, &[String])>) -> Option<HmAction> {
+        let action = match word {
+            "ignore" => HmAction::Ignore,
+            "restart_cold" => HmAction::RestartCold,
+            "restart_warm" => HmAction::RestartWarm,
+            "idle" => HmAction::Idle,
+            "stop" => HmAction::Stop,
+            "switch_plan" => HmAction::SwitchPlan(plan.unwrap_or_default().to_string()),
+            "stop_module" => HmAction::StopModule,
+            other => {
+                self.err(span, field, Problem::UnknownHmAction { action: other.to_string() });
+                return None;
+            }
+        };
+        if !action.allowed_at(level) {
+            let allowed: Vec<&str> = HmAction::WORDS.iter().copied().filter(|w| {
+                let a = if *w == "switch_plan" { HmAction::SwitchPlan(String::new()) } else { word_action(w) };
+                a.allowed_at(level)
+            }).collect();
+            let fix = match &action {
+                HmAction::Idle | HmAction::Stop => format!("{word} acts on one partition: put the entry in {}", HmLevel::Partition.table()),
+                HmAction::SwitchPlan(_) => format!("switch_plan switches one module's plan, and a system-level table does not say which: put the entry in {} or {}", HmLevel::Module.table(), HmLevel::Partition.table()),
+                _ => format!("{word} stops a whole module: put the entry in {} (that module) or {} (every module)", HmLevel::Module.table(), HmLevel::System.table()),
+            };
+            self.err(span, field, Problem::HmActionNotAllowed { action: action.as_str(), level, allowed: allowed.join(", "), fix });
+            return None;
+        }
+        if let HmAction::SwitchPlan(_) = action {
+            let (module, plans) = module.unwrap_or(("", &[]));
+            let known = if plans.is_empty() { "none: the module has no [[module.plan]]".to_string() } else { plans.join(", ") };
+            match plan {
+                None => {
+                    self.err(span, plan_field, Problem::SwitchPlanWithoutPlan { known });
+                    return None;
+                }
+                Some(p) if !plans.iter().any(|n| n == p) => {
+                    self.err(span, plan_field, Problem::UnknownPlan { name: p.to_string(), module: module.to_string(), known });
+                    return None;
+                }
+                Some(_) => {}
+            }
+        }
+        Some(action)
     }
 
     /// A module's `[[module.channel]]`s against its partitions: both ends exist and are process partitions,

@@ -331,6 +331,8 @@ pub struct System {
     pub part: Option<String>,
     /// DDS programs on other machines that partita does not start, reached over the uplinks (`[[peer]]`).
     pub peers: Vec<Peer>,
+    /// The system-level health-monitor table (the top-level `[health_monitor]`).
+    pub health_monitor: HmTable,
 }
 
 /// A DDS program on another machine that partita does not start (`[[peer]]`): a unicast discovery peer of every
@@ -583,14 +585,28 @@ pub struct Module {
     /// The module's internal V-NETWORK.
     pub network: Network,
     pub partitions: Vec<Partition>,
-    /// One plan per CPU in `cpus`, in CPU order; none for a native machine, whose partitions run freely.
+    /// The default plan (the one `up` starts with): one Plan per CPU in `cpus`, in CPU order; none for a native
+    /// machine, whose partitions run freely.
     pub plans: Vec<Plan>,
+    /// Its name (`name` of its [[module.plan]] tables; "default" when unnamed).
+    pub plan_name: String,
+    /// The module's other named plans, in file order; each has one Plan per CPU of `plans`, in the same order.
+    pub other_plans: Vec<PlanSet>,
+    /// The module-level health-monitor table (`[module.health_monitor]`).
+    pub health_monitor: HmTable,
     /// Request paths through the module's partitions (`[[module.path]]`), for the schedule analysis.
     pub paths: Vec<RequestPath>,
     /// The host it runs on (`host`), in a system spanning several.
     pub host: Option<String>,
     /// ARINC 653 channels between its partitions (`[[module.channel]]`).
     pub channels: Vec<Channel>,
+}
+
+/// A named plan of a module other than its default one: one Plan per CPU, in the order of the module's `plans`.
+#[derive(Debug, Clone)]
+pub struct PlanSet {
+    pub name: String,
+    pub plans: Vec<Plan>,
 }
 
 /// An ARINC 653 channel between partitions of one module: one source port, one destination (queuing) or
@@ -699,6 +715,10 @@ pub struct Partition {
     /// What its plan's executor does when it runs past its windows (`time_overrun`).
     pub time_overrun: TimeOverrun,
     pub tree: ProcessTree,
+    /// It may request plan switches through its API (`system_partition`; only in a module with plans).
+    pub system_partition: bool,
+    /// The partition-level health-monitor table (`[module.partition.health_monitor]`).
+    pub health_monitor: HmTable,
 }
 
 /// How a virtual-machine partition's guest is made.
@@ -817,6 +837,17 @@ impl Module {
     }
     pub fn plan_for_cpu(&self, cpu: usize) -> Option<&Plan> {
         self.plans.iter().find(|p| p.cpu == cpu)
+    }
+    /// Every named plan, the default first: (name, per-CPU plans). Empty for a native machine.
+    pub fn plan_sets(&self) -> Vec<(&str, &[Plan])> {
+        if self.plans.is_empty() {
+            return Vec::new();
+        }
+        std::iter::once((self.plan_name.as_str(), self.plans.as_slice())).chain(self.other_plans.iter().map(|s| (s.name.as_str(), s.plans.as_slice()))).collect()
+    }
+    /// Index in [`Module::plan_sets`] of the plan named `name`.
+    pub fn plan_index(&self, name: &str) -> Option<usize> {
+        self.plan_sets().iter().position(|(n, _)| *n == name)
     }
 }
 
@@ -959,5 +990,276 @@ impl Module {
     /// A module without plans: a native machine whose partitions run freely.
     pub fn is_native(&self) -> bool {
         self.plans.is_empty()
+    }
+}
+
+/// An error the health monitor handles: ARINC 653's error codes 0..=7 in ARINC order, then partita's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ErrorKind {
+    DeadlineMissed = 0,
+    ApplicationError = 1,
+    NumericError = 2,
+    IllegalRequest = 3,
+    StackOverflow = 4,
+    MemoryViolation = 5,
+    HardwareFault = 6,
+    PowerFail = 7,
+    SeccompDenial = 8,
+    Oom = 9,
+    PidsLimit = 10,
+    MissedWindow = 11,
+    RanOutsideWindow = 12,
+    Exited = 13,
+}
+
+impl ErrorKind {
+    pub const ALL: [ErrorKind; 14] = [
+        ErrorKind::DeadlineMissed,
+        ErrorKind::ApplicationError,
+        ErrorKind::NumericError,
+        ErrorKind::IllegalRequest,
+        ErrorKind::StackOverflow,
+        ErrorKind::MemoryViolation,
+        ErrorKind::HardwareFault,
+        ErrorKind::PowerFail,
+        ErrorKind::SeccompDenial,
+        ErrorKind::Oom,
+        ErrorKind::PidsLimit,
+        ErrorKind::MissedWindow,
+        ErrorKind::RanOutsideWindow,
+        ErrorKind::Exited,
+    ];
+    /// The word a health-monitor table writes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::DeadlineMissed => "deadline_missed",
+            ErrorKind::ApplicationError => "application_error",
+            ErrorKind::NumericError => "numeric_error",
+            ErrorKind::IllegalRequest => "illegal_request",
+            ErrorKind::StackOverflow => "stack_overflow",
+            ErrorKind::MemoryViolation => "memory_violation",
+            ErrorKind::HardwareFault => "hardware_fault",
+            ErrorKind::PowerFail => "power_fail",
+            ErrorKind::SeccompDenial => "seccomp_denial",
+            ErrorKind::Oom => "oom",
+            ErrorKind::PidsLimit => "pids_limit",
+            ErrorKind::MissedWindow => "missed_window",
+            ErrorKind::RanOutsideWindow => "ran_outside_window",
+            ErrorKind::Exited => "exited",
+        }
+    }
+    /// The code (the discriminant; ARINC 653's for 0..=7).
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+    pub fn from_code(c: u64) -> Option<ErrorKind> {
+        ErrorKind::ALL.into_iter().find(|k| u64::from(k.code()) == c)
+    }
+    /// The kinds a partition may raise itself through its API: deadline_missed, application_error,
+    /// numeric_error, stack_overflow.
+    pub fn raisable(self) -> bool {
+        matches!(self, ErrorKind::DeadlineMissed | ErrorKind::ApplicationError | ErrorKind::NumericError | ErrorKind::StackOverflow)
+    }
+    /// Whether the kind is the end of the partition's process (numeric_error: when a SIGFPE ended it), so that
+    /// with no table naming it the partition's `health` action applies.
+    pub fn ends_process(self, at_exit: bool) -> bool {
+        match self {
+            ErrorKind::Exited | ErrorKind::MemoryViolation | ErrorKind::HardwareFault | ErrorKind::SeccompDenial | ErrorKind::Oom => true,
+            ErrorKind::NumericError => at_exit,
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A word that is not an error kind.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not an error kind; use one of {kinds}", kinds = ErrorKind::words())]
+pub struct BadErrorKind(pub String);
+
+impl ErrorKind {
+    /// Every kind's word, comma-separated (for messages).
+    pub fn words() -> String {
+        ErrorKind::ALL.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ")
+    }
+}
+
+impl FromStr for ErrorKind {
+    type Err = BadErrorKind;
+    fn from_str(s: &str) -> Result<ErrorKind, BadErrorKind> {
+        ErrorKind::ALL.into_iter().find(|k| k.as_str() == s).ok_or_else(|| BadErrorKind(s.to_string()))
+    }
+}
+
+/// The level of a health-monitor table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HmLevel {
+    System,
+    Module,
+    Partition,
+}
+
+impl HmLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HmLevel::System => "system",
+            HmLevel::Module => "module",
+            HmLevel::Partition => "partition",
+        }
+    }
+    /// The table's heading in a system file.
+    pub fn table(self) -> &'static str {
+        match self {
+            HmLevel::System => "[health_monitor]",
+            HmLevel::Module => "[module.health_monitor]",
+            HmLevel::Partition => "[module.partition.health_monitor]",
+        }
+    }
+}
+
+impl fmt::Display for HmLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the health monitor does about an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HmAction {
+    /// Log it only.
+    Ignore,
+    /// Restart the partition (at module level: every partition of the module) from scratch.
+    RestartCold,
+    /// Restart it keeping its state directory (a warm start).
+    RestartWarm,
+    /// Keep the partition frozen: its windows stay empty.
+    Idle,
+    /// Stop the partition and keep it stopped.
+    Stop,
+    /// Switch the module to the named plan at the next major-frame boundary.
+    SwitchPlan(String),
+    /// Stop the module (at system level: every module, the system stops).
+    StopModule,
+}
+
+impl HmAction {
+    /// Every action word, in the order of the enum.
+    pub const WORDS: [&'static str; 7] = ["ignore", "restart_cold", "restart_warm", "idle", "stop", "switch_plan", "stop_module"];
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            HmAction::Ignore => "ignore",
+            HmAction::RestartCold => "restart_cold",
+            HmAction::RestartWarm => "restart_warm",
+            HmAction::Idle => "idle",
+            HmAction::Stop => "stop",
+            HmAction::SwitchPlan(_) => "switch_plan",
+            HmAction::StopModule => "stop_module",
+        }
+    }
+    /// partition: ignore, restart_cold, restart_warm, idle, stop, switch_plan
+    /// module:    ignore, restart_cold, restart_warm (every partition of the module), switch_plan, stop_module
+    /// system:    ignore, stop_module (every module: the system stops)
+    pub fn allowed_at(&self, level: HmLevel) -> bool {
+        match level {
+            HmLevel::Partition => !matches!(self, HmAction::StopModule),
+            HmLevel::Module => !matches!(self, HmAction::Idle | HmAction::Stop),
+            HmLevel::System => matches!(self, HmAction::Ignore | HmAction::StopModule),
+        }
+    }
+}
+
+impl fmt::Display for HmAction {
+    /// The word; `switch_plan` with its plan (`switch_plan degraded`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HmAction::SwitchPlan(p) => write!(f, "switch_plan {p}"),
+            a => f.write_str(a.as_str()),
+        }
+    }
+}
+
+/// One entry of a health-monitor table: the action, and what it escalates to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HmEntry {
+    pub action: HmAction,
+    pub escalate: Option<HmEscalation>,
+}
+
+impl HmEntry {
+    /// An entry without escalation.
+    pub fn new(action: HmAction) -> HmEntry {
+        HmEntry { action, escalate: None }
+    }
+}
+
+impl fmt::Display for HmEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.action)?;
+        if let Some(e) = &self.escalate {
+            write!(f, ", then {} after {} within {}", e.then, e.max, e.within)?;
+        }
+        Ok(())
+    }
+}
+
+/// After `max` occurrences within `within` (the (max+1)-th and later), `then` instead of `action`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HmEscalation {
+    pub max: u32,
+    pub within: Duration,
+    pub then: HmAction,
+}
+
+/// A health-monitor table: what to do for each error kind it names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HmTable {
+    pub entries: BTreeMap<ErrorKind, HmEntry>,
+}
+
+impl HmTable {
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+    pub fn get(&self, kind: ErrorKind) -> Option<&HmEntry> {
+        self.entries.get(&kind)
+    }
+}
+
+/// What the health monitor does about one error kind of one partition, and where that comes from
+/// ([`System::hm_resolve`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HmResolution {
+    /// The entry of the table at `level` that names the kind (the partition's, else its module's, else the
+    /// system's).
+    Table { level: HmLevel, entry: HmEntry },
+    /// No table names it and it ended the partition's process: the partition's `health` action.
+    Health(HealthAction),
+    /// No table names it: the default, taken at `level` (power_fail: stop_module at system level; any other
+    /// kind: ignore, logged).
+    Default { level: HmLevel, action: HmAction },
+}
+
+impl System {
+    /// The health monitor's answer to `kind` raised for `partition` of `module`: the partition's table, then
+    /// its module's, then the system's, then the defaults. `at_exit`: the error is the end of its process (a
+    /// numeric_error from SIGFPE), not raised through its API.
+    pub fn hm_resolve(&self, module: &Module, partition: &Partition, kind: ErrorKind, at_exit: bool) -> HmResolution {
+        for (level, table) in [(HmLevel::Partition, &partition.health_monitor), (HmLevel::Module, &module.health_monitor), (HmLevel::System, &self.health_monitor)] {
+            if let Some(entry) = table.get(kind) {
+                return HmResolution::Table { level, entry: entry.clone() };
+            }
+        }
+        if kind.ends_process(at_exit) {
+            HmResolution::Health(partition.tree.health)
+        } else if kind == ErrorKind::PowerFail {
+            HmResolution::Default { level: HmLevel::System, action: HmAction::StopModule }
+        } else {
+            HmResolution::Default { level: HmLevel::Partition, action: HmAction::Ignore }
+        }
     }
 }
