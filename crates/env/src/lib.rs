@@ -12,6 +12,7 @@
 //! | `PARTITA_UPLINK_DOMAIN` | I/O partitions with an uplink: the DDS domain carried on it |
 //! | `PARTITA_ROUTER_FILE` | I/O partitions: the path of the routing service's whole configuration, a router file (docs/router.md) the supervisor wrote from the system file |
 //! | `PARTITA_PORTS` | partitions with ARINC 653 ports: each port's channel memory and geometry ([`ports`]) |
+//! | `PARTITA_CONTROL` | planned process partitions: the number of the inherited descriptor of the partition's control page (modes, plan, requests to the supervisor; `partita_ports::control`) |
 //! | `PARTITA_STATE_DIR` | partitions: their private writable directory, kept across runs |
 //! | `CYCLONEDDS_URI` | `file://` of the Cyclone DDS configuration the supervisor wrote: every domain on its V-NIC |
 //! | `FASTRTPS_DEFAULT_PROFILES_FILE` | the Fast DDS XML profile the supervisor wrote: its V-NICs only, unicast peers, no multicast, no shared memory |
@@ -33,6 +34,10 @@ pub const UPLINK_DOMAIN: &str = "PARTITA_UPLINK_DOMAIN";
 pub const STATE_DIR: &str = "PARTITA_STATE_DIR";
 /// Where an I/O partition's routing service finds its configuration (a router file).
 pub const ROUTER_FILE: &str = "PARTITA_ROUTER_FILE";
+/// The inherited descriptor (its number, in decimal) of the partition's control page: a memory file of 4096
+/// bytes the supervisor created, through which the partition reads its mode and plan and posts requests
+/// (`partita_ports::control` has its layout).
+pub const CONTROL: &str = "PARTITA_CONTROL";
 /// Cyclone DDS's own variable: where its configuration is.
 pub const CYCLONEDDS_URI: &str = "CYCLONEDDS_URI";
 /// eProsima Fast DDS's (2.x) own variable: the XML file whose default profile its participants take.
@@ -120,6 +125,27 @@ pub fn supervised() -> bool {
     std::env::var_os(PARTITION).is_some()
 }
 
+/// `PARTITA_CONTROL` holds something other than a descriptor number of 3 or more.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("PARTITA_CONTROL={value:?} is not a descriptor number; the supervisor sets it to the number (3 or more) of the partition's control page")]
+pub struct BadControl {
+    pub value: String,
+}
+
+/// The descriptor number of the partition's control page; `None` when `PARTITA_CONTROL` is unset (outside a
+/// planned process partition).
+pub fn control_fd() -> Option<Result<i32, BadControl>> {
+    std::env::var_os(CONTROL).map(|v| parse_control(&v.to_string_lossy()))
+}
+
+/// The value of `PARTITA_CONTROL` as a descriptor number.
+pub fn parse_control(value: &str) -> Result<i32, BadControl> {
+    match value.parse::<i32>() {
+        Ok(fd) if fd >= 3 => Ok(fd),
+        _ => Err(BadControl { value: value.to_string() }),
+    }
+}
+
 /// The supervisor's DDS configuration and the domain of the first V-NIC; `None` outside a partition.
 pub fn domain() -> Option<Result<(String, u32), BadDomain>> {
     uri_and_domain(DOMAIN)
@@ -165,6 +191,15 @@ mod tests {
             assert!(is_reserved(&v.0), "{}", v.0);
         }
         assert!(!is_reserved("RUST_LOG") && !is_reserved("partita_x"));
+    }
+
+    #[test]
+    fn the_control_variable_is_reserved_and_names_a_descriptor_of_3_or_more() {
+        assert!(is_reserved(CONTROL));
+        assert_eq!(parse_control("7"), Ok(7));
+        for bad in ["", "2", "-1", "x", "99999999999", " 7"] {
+            assert!(parse_control(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

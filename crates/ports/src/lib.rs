@@ -13,12 +13,17 @@
 //!   non-blocking, with a timeout or without; a full queue is an overflow the sender counts. A waiting end sleeps
 //!   on a futex with an absolute deadline, so time spent frozen outside its windows counts against the timeout.
 //!
+//! A planned process partition also gets its **control page** ([`control`]): its mode, start condition and
+//! plan as the supervisor writes them, and the requests it posts (a mode change, an error it raises, a plan
+//! switch), which the supervisor reads as hostile input and answers.
+//!
 //! **The other end is untrusted.** A reader validates every length, counter and sequence it reads from memory
 //! the writer controls, bounds its retries, and reports what it found as a [`Fault`] in its port's status
 //! memory, which the supervisor's health monitor reads. A hostile writer can fill or garble its own channel; it
 //! cannot make a reader read outside its mapping, wait forever (timeouts), or loop without end.
 #![forbid(unsafe_code)]
 
+pub mod control;
 pub mod dds_frame;
 pub mod layout;
 mod memory;
