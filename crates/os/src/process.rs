@@ -230,3 +230,9 @@ pub fn end_with_parent(cmd: &mut std::process::Command, signal: libc::c_int) {
         });
     }
 }
+
+/// This process's effective uid.
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}

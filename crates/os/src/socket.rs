@@ -1,4 +1,4 @@
-//! Socket options std does not offer: the kernel buffer sizes of a socket.
+//! Socket options std does not offer: the kernel buffer sizes of a socket, and the uid of a Unix socket's peer.
 //!
 //! A UDP answer of 1 MiB is 17 datagrams in flight at once; the default buffers (about 200 KiB) drop most of
 //! them. `SO_RCVBUFFORCE`/`SO_SNDBUFFORCE` set any size but need CAP_NET_ADMIN; without it the plain options
@@ -107,4 +107,17 @@ mod tests {
         let e = set_buffer_size(&sock, Buffer::Receive, usize::MAX).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
     }
+}
+
+/// The uid of the process at the other end of a connected Unix socket (`SO_PEERCRED`), as the kernel recorded
+/// it when the connection was made: who is asking, whatever the peer says.
+pub fn peer_uid(socket: std::os::fd::BorrowedFd<'_>) -> std::io::Result<u32> {
+    let mut cred = libc::ucred { pid: 0, uid: u32::MAX, gid: u32::MAX };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are valid for writes of the sizes given; the kernel writes at most `len` bytes.
+    let r = unsafe { libc::getsockopt(socket.as_raw_fd(), libc::SOL_SOCKET, libc::SO_PEERCRED, (&mut cred as *mut libc::ucred).cast(), &mut len) };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(cred.uid)
 }

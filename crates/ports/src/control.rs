@@ -435,8 +435,9 @@ pub struct ControlPage {
     map: Mapping,
     partition: String,
     plans: u64,
-    /// The req_seq of the last request taken: the one [`ControlPage::answer`] answers.
-    taken: u64,
+    /// The req_seq of the last request taken: the one [`ControlPage::answer`] answers. Atomic, so that the
+    /// page can be shared (the plan executor reads its idle request through the same page).
+    taken: std::sync::atomic::AtomicU64,
 }
 
 impl ControlPage {
@@ -456,7 +457,7 @@ impl ControlPage {
         for (i, n) in plan_names.iter().enumerate() {
             map.write(PLAN_NAMES_AT + i * PLAN_NAME_BYTES, n.as_bytes());
         }
-        let page = ControlPage { fd, map, partition: partition.to_string(), plans: plan_names.len() as u64, taken: 0 };
+        let page = ControlPage { fd, map, partition: partition.to_string(), plans: plan_names.len() as u64, taken: std::sync::atomic::AtomicU64::new(0) };
         page.set_mode(Mode::ColdStart);
         page.set_start_condition(StartCondition::NormalStart);
         page.set_plan(0, 0, 0);
@@ -509,9 +510,9 @@ impl ControlPage {
     /// [`Outcome::NoSuchPlan`]), its length (at most [`MAX_MESSAGE`]) and its message (UTF-8). Anything else is
     /// `Err(Outcome::Invalid)`, as is a request the partition kept changing while it was read (read at most 4
     /// times). Never panics on any page content; allocates at most the message.
-    pub fn take_request(&mut self) -> Option<Result<Request, Outcome>> {
+    pub fn take_request(&self) -> Option<Result<Request, Outcome>> {
         let mut seq = self.map.load64(REQ_SEQ_AT, Ordering::Acquire);
-        if seq == self.taken {
+        if seq == self.taken.load(Ordering::Acquire) {
             return None;
         }
         let mut attempts = 0;
@@ -531,7 +532,7 @@ impl ControlPage {
                 break Err(Outcome::Invalid);
             }
         };
-        self.taken = seq;
+        self.taken.store(seq, Ordering::Release);
         Some(request)
     }
 
@@ -558,7 +559,7 @@ impl ControlPage {
     /// partition if it waits.
     pub fn answer(&self, o: Outcome) {
         self.map.store64(DONE_RESULT_AT, o.code(), Ordering::Release);
-        self.map.store64(DONE_SEQ_AT, self.taken, Ordering::Release);
+        self.map.store64(DONE_SEQ_AT, self.taken.load(Ordering::Acquire), Ordering::Release);
         // A failed wake leaves a waiting partition to its timeout; nothing here can do better.
         let _ = self.map.wake(DONE_SEQ_AT);
     }

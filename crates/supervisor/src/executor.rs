@@ -366,6 +366,8 @@ pub struct PlanSwitch {
     pub to: usize,
     /// Requested to happen at once rather than at the end of the old plan's frame.
     pub now: bool,
+    /// When the request reached the executor's cell (CLOCK_MONOTONIC ns).
+    pub requested_ns: u64,
     /// The frame counter of the new plan's first frame.
     pub frame: u64,
     /// When the new plan's first frame starts (CLOCK_MONOTONIC ns): the old frame's end, or for `now` the
@@ -385,8 +387,9 @@ const SWITCH_NOW: u64 = 1 << 32;
 /// What a running executor shares with the supervisor about its plans.
 #[derive(Debug)]
 pub struct PlanCell {
-    /// The pending request (see [`SWITCH_NOW`]).
+    /// The pending request (see [`SWITCH_NOW`]), and when it was made.
     request: AtomicU64,
+    requested_ns: AtomicU64,
     /// The plan running now.
     current: AtomicU64,
     /// Switches made so far (a reader sees a new one when it changes).
@@ -402,15 +405,22 @@ impl PlanCell {
     fn new(initial: usize, partitions: usize) -> PlanCell {
         PlanCell {
             request: AtomicU64::new(0),
+            requested_ns: AtomicU64::new(0),
             current: AtomicU64::new(initial as u64),
             switches: AtomicU64::new(0),
             recent: Mutex::new(VecDeque::with_capacity(SWITCH_RECORDS)),
             held: (0..partitions).map(|_| AtomicBool::new(false)).collect(),
         }
     }
+    /// A cell of no executor, for tests of what reads one.
+    pub fn for_tests(partitions: usize) -> PlanCell {
+        PlanCell::new(0, partitions)
+    }
+
     /// Asks for plan `plan` at the end of the current frame, or at the executor's next wake-up (`now`). A later
     /// request replaces one not yet taken.
     pub fn request(&self, plan: usize, now: bool) {
+        self.requested_ns.store(monotonic_ns(), Ordering::Release);
         self.request.store((plan as u64 + 1) | if now { SWITCH_NOW } else { 0 }, Ordering::Release);
     }
     /// The plan a request not yet taken asks for.
@@ -620,6 +630,7 @@ pub const STALL_NS: u64 = 1_000_000;
 struct Transition {
     from: usize,
     now: bool,
+    requested_ns: u64,
     cut_offset_ns: u64,
 }
 
@@ -674,7 +685,7 @@ fn run(
             // At the end of a major frame: the switch requested meanwhile.
             if let Some(to) = take_request(cell, schedules.len(), false) {
                 if to != plan {
-                    pending = Some(Transition { from: plan, now: false, cut_offset_ns: frames_ns[plan] });
+                    pending = Some(Transition { from: plan, now: false, requested_ns: cell.requested_ns.load(Ordering::Acquire), cut_offset_ns: frames_ns[plan] });
                     plan = to;
                 }
             }
@@ -717,7 +728,7 @@ fn run(
                 if let Some(to) = take_request(cell, schedules.len(), true) {
                     if to != plan {
                         let at = monotonic_ns().min(planned);
-                        pending = Some(Transition { from: plan, now: true, cut_offset_ns: at - base });
+                        pending = Some(Transition { from: plan, now: true, requested_ns: cell.requested_ns.load(Ordering::Acquire), cut_offset_ns: at - base });
                         plan = to;
                         base = at;
                         next = 0;
@@ -835,7 +846,7 @@ fn run(
                 next += 1;
             }
             Step::Switch(t) => {
-                let record = PlanSwitch { from: t.from, to: plan, now: t.now, frame, planned_ns: planned, woke_ns: woke, switched_ns: switched, cut_offset_ns: t.cut_offset_ns, old_frame_ns: frames_ns[t.from] };
+                let record = PlanSwitch { from: t.from, to: plan, now: t.now, requested_ns: t.requested_ns, frame, planned_ns: planned, woke_ns: woke, switched_ns: switched, cut_offset_ns: t.cut_offset_ns, old_frame_ns: frames_ns[t.from] };
                 if log.switches.len() == log.capacity.min(SWITCH_RECORDS).max(1) {
                     log.switches.pop_front();
                 }

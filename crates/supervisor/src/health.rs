@@ -95,6 +95,31 @@ impl EventLog {
     }
 }
 
+/// A partition whose process tree ended, left to the supervisor's health-monitor tables ([`crate::hm`]) to act
+/// on (a partition under [`HealthMonitor::defer`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ended {
+    pub name: String,
+    pub pid: i32,
+    pub exit: ExitKind,
+}
+
+/// How a partition is started again: with its state directory emptied (cold) or as it was left (warm).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestartKind {
+    Cold,
+    Warm,
+}
+
+impl RestartKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RestartKind::Cold => "cold start",
+            RestartKind::Warm => "warm start",
+        }
+    }
+}
+
 /// Starts a partition (again): returns its new root process.
 pub type Starter = Box<dyn FnMut() -> Result<Started> + Send>;
 
@@ -118,17 +143,20 @@ impl SeccompWatch {
 
     /// Every forbidden system call made since the last look: denied (EPERM), and logged. The process is not
     /// killed: its teardown would run whenever the supervisor happened to look, in its neighbours' windows.
-    fn poll(&mut self, name: &str, log: &EventLog) {
+    /// Denies what the partition's filter reported; whether it reported anything.
+    fn poll(&mut self, name: &str, log: &EventLog) -> bool {
         if self.listener.is_none() {
             if let Some(fd) = self.socket.as_ref().and_then(|s| partita_os::seccomp_notify::receive_fd(s).ok().flatten()) {
                 self.listener = Some(Listener::new(fd));
                 self.socket = None;
             }
         }
-        let Some(listener) = &self.listener else { return };
+        let Some(listener) = &self.listener else { return false };
+        let mut denied = false;
         // A bounded number per look: a partition cannot keep the supervisor here.
         for _ in 0..64 {
             let Ok(Some(n)) = listener.next() else { break };
+            denied = true;
             let _ = listener.deny(n.id, libc::EPERM);
             let now = Instant::now();
             if self.second.0.is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1)) {
@@ -144,6 +172,7 @@ impl SeccompWatch {
                 log.record(name, "seccomp", Some(n.pid as i32), None, Some(format!("{call} is forbidden: denied")));
             }
         }
+        denied
     }
 }
 
@@ -165,6 +194,14 @@ pub struct Watched {
     /// When a restart waiting out its back-off is due.
     restart_at: Option<Instant>,
     program: ProgramClock,
+    /// Its ends go to the supervisor's tables instead of `action` ([`HealthMonitor::defer`]).
+    deferred: bool,
+    /// A restart asked for ([`HealthMonitor::restart`]): made when its process tree has ended.
+    restart_pending: Option<RestartKind>,
+    /// How the restart waiting for its back-off starts it.
+    restart_kind: RestartKind,
+    /// Emptied before a cold start.
+    state_dir: Option<std::path::PathBuf>,
 }
 
 /// Since when a partition's program runs, as its launch pipe tells: the time before that is its launch's
@@ -225,11 +262,66 @@ impl Watched {
 pub struct HealthMonitor {
     partitions: Vec<Watched>,
     log: EventLog,
+    /// Ends of deferred partitions, and the limit events of every partition, not yet taken by the supervisor.
+    ended: Vec<Ended>,
+    noted: Vec<(String, &'static str)>,
 }
+
+/// Events of the monitor that are errors a health-monitor table maps ([`HealthMonitor::take_noted`]).
+pub const NOTED_EVENTS: [&str; 3] = ["oom", "pids_limit", "seccomp"];
 
 impl HealthMonitor {
     pub fn new(log: EventLog) -> Self {
-        HealthMonitor { partitions: Vec::new(), log }
+        HealthMonitor { partitions: Vec::new(), log, ended: Vec::new(), noted: Vec::new() }
+    }
+
+    /// From now on `name`'s ends are left to the supervisor ([`HealthMonitor::take_ended`]), which acts through
+    /// [`HealthMonitor::restart`], [`HealthMonitor::keep_stopped`] or [`HealthMonitor::apply_default`].
+    /// `state_dir` is what a cold start empties.
+    pub fn defer(&mut self, name: &str, state_dir: Option<std::path::PathBuf>) {
+        if let Some(w) = self.partitions.iter_mut().find(|w| w.name == name) {
+            w.deferred = true;
+            w.state_dir = state_dir;
+        }
+    }
+
+    /// The deferred partitions that ended since the last call.
+    pub fn take_ended(&mut self) -> Vec<Ended> {
+        std::mem::take(&mut self.ended)
+    }
+
+    /// The limit events (`oom`, `pids_limit`, `seccomp`) logged since the last call, by partition.
+    pub fn take_noted(&mut self) -> Vec<(String, &'static str)> {
+        std::mem::take(&mut self.noted)
+    }
+
+    /// Starts `name` again, cold (its state directory emptied first) or warm: at once if its process tree has
+    /// ended (after the back-off of its recent restarts), else once it has been killed and reaped.
+    pub fn restart(&mut self, name: &str, kind: RestartKind) {
+        let log = self.log.clone();
+        let Some(w) = self.partitions.iter_mut().find(|w| w.name == name) else { return };
+        if w.pid.is_some() {
+            w.restart_pending = Some(kind);
+            if let Err(e) = w.cgroup.kill_all() {
+                log.record(&w.name, "error", None, None, Some(e.to_string()));
+            }
+        } else {
+            schedule_restart(w, kind, &log);
+        }
+    }
+
+    /// Applies `name`'s own action (its `health`) to its last end: what the monitor does for a partition that
+    /// is not deferred.
+    pub fn apply_default(&mut self, name: &str) {
+        let log = self.log.clone();
+        if let Some(w) = self.partitions.iter_mut().find(|w| w.name == name) {
+            apply_action(w, &log);
+        }
+    }
+
+    /// Whether `name`'s process tree is running (or about to be started again).
+    pub fn is_running(&self, name: &str) -> bool {
+        self.partitions.iter().any(|w| w.name == name && (w.pid.is_some() || w.restart_at.is_some()))
     }
 
     pub fn log(&self) -> &EventLog {
@@ -256,6 +348,10 @@ impl HealthMonitor {
             restarts: VecDeque::new(),
             restart_at: None,
             program: ProgramClock::new(),
+            deferred: false,
+            restart_pending: None,
+            restart_kind: RestartKind::Warm,
+            state_dir: None,
         };
         let pid = w.launched(started);
         self.log.record(name, "start", Some(pid), None, None);
@@ -281,6 +377,7 @@ impl HealthMonitor {
                 if now > w.oom_kills_seen {
                     // An OOM kill inside the partition, maybe of a child, maybe of its root.
                     self.log.record(&w.name, "oom", w.pid, None, Some(format!("oom_kill counter {now}")));
+                    self.noted.push((w.name.clone(), "oom"));
                     w.oom_kills_seen = now;
                 }
             }
@@ -289,6 +386,7 @@ impl HealthMonitor {
                 if now > w.pids_refused_seen {
                     let detail = format!("{} forks refused by the pids limit", now - w.pids_refused_seen);
                     self.log.record(&w.name, "pids_limit", w.pid, None, Some(detail));
+                    self.noted.push((w.name.clone(), "pids_limit"));
                     w.pids_refused_seen = now;
                 }
             }
@@ -305,16 +403,27 @@ impl HealthMonitor {
                 w.restart_at = None;
                 w.restarts.push_back(Instant::now());
                 w.oom_kills_at_start = w.oom_kills_seen;
+                let kind = std::mem::replace(&mut w.restart_kind, RestartKind::Warm);
+                if kind == RestartKind::Cold {
+                    if let Some(dir) = &w.state_dir {
+                        if let Err(e) = empty_dir(dir) {
+                            self.log.record(&w.name, "error", None, None, Some(format!("cold start: emptying {}: {e}", dir.display())));
+                        }
+                    }
+                }
                 match (w.starter)() {
                     Ok(started) => {
                         let pid = w.launched(started);
-                        self.log.record(&w.name, "restart", Some(pid), None, None);
+                        let detail = w.deferred.then(|| kind.as_str().to_string());
+                        self.log.record(&w.name, "restart", Some(pid), None, detail);
                     }
                     Err(e) => self.log.record(&w.name, "restart_failed", None, None, Some(e.to_string())),
                 }
                 continue;
             }
-            w.seccomp.poll(&w.name, &self.log);
+            if w.seccomp.poll(&w.name, &self.log) {
+                self.noted.push((w.name.clone(), "seccomp"));
+            }
             w.program.watch();
             let Some(pid) = w.pid else { continue };
             let status = match try_wait(pid) {
@@ -336,22 +445,12 @@ impl HealthMonitor {
             if let Err(e) = w.cgroup.kill_all() {
                 self.log.record(&w.name, "error", None, None, Some(e.to_string()));
             }
-            match w.action {
-                Action::Ignore => {}
-                Action::Stop => self.log.record(&w.name, "stopped", None, None, None),
-                Action::Restart { max, within, backoff } => {
-                    let now = Instant::now();
-                    while w.restarts.front().is_some_and(|t| now.duration_since(*t) > within) {
-                        w.restarts.pop_front();
-                    }
-                    if w.restarts.len() as u32 >= max {
-                        self.log.record(&w.name, "restart_limit", None, None, Some(format!("{max} restarts within {within:?}")));
-                        continue;
-                    }
-                    let delay = backoff.saturating_mul(1u32 << w.restarts.len().min(16)).min(within);
-                    w.restart_at = Some(now + delay);
-                    self.log.record(&w.name, "restart_scheduled", None, None, Some(format!("in {delay:?}")));
-                }
+            if let Some(kind) = w.restart_pending.take() {
+                schedule_restart(w, kind, &self.log);
+            } else if w.deferred {
+                self.ended.push(Ended { name: w.name.clone(), pid, exit });
+            } else {
+                apply_action(w, &self.log);
             }
         }
         ended
@@ -392,6 +491,67 @@ impl HealthMonitor {
             }
         }
     }
+}
+
+/// The partition's own action (`health`) after its process tree ended.
+fn apply_action(w: &mut Watched, log: &EventLog) {
+    match w.action {
+        Action::Ignore => {}
+        Action::Stop => log.record(&w.name, "stopped", None, None, None),
+        Action::Restart { max, within, backoff } => {
+            let now = Instant::now();
+            while w.restarts.front().is_some_and(|t| now.duration_since(*t) > within) {
+                w.restarts.pop_front();
+            }
+            if w.restarts.len() as u32 >= max {
+                log.record(&w.name, "restart_limit", None, None, Some(format!("{max} restarts within {within:?}")));
+                return;
+            }
+            let delay = backoff.saturating_mul(1u32 << w.restarts.len().min(16)).min(within);
+            w.restart_at = Some(now + delay);
+            w.restart_kind = RestartKind::Warm;
+            log.record(&w.name, "restart_scheduled", None, None, Some(format!("in {delay:?}")));
+        }
+    }
+}
+
+/// A restart the supervisor asked for, after the back-off of the partition's recent restarts (those of the last
+/// minute): a crash loop restarted by a table cannot keep the supervisor busy either.
+fn schedule_restart(w: &mut Watched, kind: RestartKind, log: &EventLog) {
+    if matches!(w.action, Action::Stop) {
+        log.record(&w.name, "stopped", None, None, Some(format!("{} refused: the partition is kept stopped", kind.as_str())));
+        return;
+    }
+    let backoff = match w.action {
+        Action::Restart { backoff, .. } => backoff,
+        _ => Duration::from_millis(100),
+    };
+    let now = Instant::now();
+    while w.restarts.front().is_some_and(|t| now.duration_since(*t) > Duration::from_secs(60)) {
+        w.restarts.pop_front();
+    }
+    let delay = if w.restarts.is_empty() { Duration::ZERO } else { backoff.saturating_mul(1u32 << w.restarts.len().min(10)).min(Duration::from_secs(60)) };
+    w.restart_at = Some(now + delay);
+    w.restart_kind = kind;
+    log.record(&w.name, "restart_scheduled", None, None, Some(format!("{} in {delay:?}", kind.as_str())));
+}
+
+/// Removes everything in `dir` (a partition's state directory), keeping the directory itself (a mount point)
+/// and `lost+found`.
+fn empty_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_name() == "lost+found" {
+            continue;
+        }
+        let path = entry.path();
+        if entry.file_type()?.is_dir() {
+            std::fs::remove_dir_all(&path)?;
+        } else {
+            std::fs::remove_file(&path)?;
+        }
+    }
+    Ok(())
 }
 
 impl Drop for HealthMonitor {

@@ -6,6 +6,7 @@
 pub mod cgroup;
 pub mod clock;
 pub mod command;
+pub mod control_socket;
 pub mod error;
 pub mod freeze;
 pub mod guest;
@@ -23,6 +24,8 @@ pub mod executor;
 pub mod vnet;
 pub mod cleanup;
 pub mod health;
+pub mod hm;
+pub mod modes;
 pub mod registry;
 pub mod stalls;
 pub mod uplink;

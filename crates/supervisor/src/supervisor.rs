@@ -7,7 +7,12 @@ use crate::dds_config::CycloneConfig;
 use crate::error::{path_err, Result, SupervisorError};
 use crate::partition_log::PartitionLog;
 use crate::state_image::StateImage;
-use crate::executor::{Executor, ExecutorConfig, ExecutorLog, Schedule, Window};
+use crate::executor::{Executor, ExecutorConfig, ExecutorLog, Members, Schedule, Window};
+use crate::control_socket::{self, ControlSocket};
+use crate::hm::{Decision, HealthTables};
+use crate::modes::{ModulePlans, PartitionControl, PlanExecutor, PlanState};
+use partita_ports::control::{ControlPage, Mode, Outcome, Request, StartCondition};
+use partita_system::{ErrorKind, HmAction, HmLevel};
 use crate::freeze::{FreezeBackend, Freezer};
 use crate::guest::{GuestPlace, Guests, KvmNode, Tap};
 use crate::health::{EventLog, HealthMonitor};
@@ -51,6 +56,9 @@ pub struct PartitionState {
     /// On the module network (`None` for a native node).
     pub address: Option<Ipv4Addr>,
     pub external_address: Option<Ipv4Addr>,
+    /// Its operating mode (planned process partitions): idle, cold_start, warm_start or normal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<&'static str>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -63,6 +71,8 @@ pub struct State {
     pub partitions: Vec<PartitionState>,
     pub frames: Vec<u64>,
     pub max_lateness_ns: Vec<u64>,
+    /// Each planned module's plans: the one running, the one asked for, how many switches.
+    pub plans: Vec<PlanState>,
 }
 
 /// How to bring a system up, beside the system itself.
@@ -120,8 +130,28 @@ pub struct Supervisor {
     _caller_cpus: CallerCpus,
     /// The partitions' ARINC 653 ports, whose fault counters the health monitor reads.
     ports: Vec<crate::ports::WatchedPort>,
+    /// Each planned module's named plans and their executors.
+    module_plans: Vec<ModulePlans>,
+    /// The planned process partitions' control pages and modes.
+    controls: Vec<PartitionControl>,
+    /// The health-monitor tables and their escalation counts.
+    tables: HealthTables,
+    /// `partita plan switch` reaches the supervisor here; requests waiting for their switch to happen.
+    control_socket: Option<ControlSocket>,
+    waiting: Vec<WaitingSwitch>,
+    /// Partitions' illegal requests logged in the last second (the rest are counted, not logged).
+    illegal_logged: std::collections::HashMap<String, (Instant, u64)>,
     /// The system's record in the registry: the system is up until it goes, last.
     _registration: Registration,
+}
+
+/// An operator's switch request, answered once every CPU of its module runs the plan (or at its deadline).
+struct WaitingSwitch {
+    stream: std::os::unix::net::UnixStream,
+    module: usize,
+    plan: usize,
+    deadline: Instant,
+    details: Vec<String>,
 }
 
 /// The calling thread's CPUs before `up`, restored on drop (on the thread that drops the system, normally the
@@ -210,6 +240,7 @@ impl Supervisor {
                 partitions: Vec::new(),
                 frames: Vec::new(),
                 max_lateness_ns: Vec::new(),
+                plans: Vec::new(),
             },
             state_images: Vec::new(),
             _state_dirs: EmptyDirs(Vec::new()),
@@ -217,6 +248,12 @@ impl Supervisor {
             _host_tuning: None,
             _caller_cpus: CallerCpus(None),
             ports: Vec::new(),
+            module_plans: Vec::new(),
+            controls: Vec::new(),
+            tables: HealthTables::new(system),
+            control_socket: None,
+            waiting: Vec::new(),
+            illegal_logged: Default::default(),
             _registration: registration,
         };
         if let Some(bound) = system.cpu_dma_latency {
@@ -252,7 +289,19 @@ impl Supervisor {
         }
         // 2. Per partition and node: cgroup, namespace, V-NICs, DDS configuration; then launch (frozen when
         //    planned). Freezers go to the plan executors, by module and plan.
-        let mut build = Build { system, options, layout: &layout, partita: &partita, state_path: &state_path, bridges, guests: Guests::default(), freezers: Vec::new(), guards: Vec::new(), channels: Default::default() };
+        let mut build = Build {
+            system,
+            options,
+            layout: &layout,
+            partita: &partita,
+            state_path: &state_path,
+            bridges,
+            guests: Guests::default(),
+            freezers: Vec::new(),
+            guards: Vec::new(),
+            channels: Default::default(),
+            pages: Vec::new(),
+        };
         let members = system
             .partitions()
             .map(|(m, p)| Member { name: &p.name, module: Some(m), partition: Some(p), tree: &p.tree })
@@ -260,35 +309,57 @@ impl Supervisor {
         for member in members {
             build.member(&mut s, member)?;
         }
-        let Build { mut freezers, mut guards, .. } = build;
-        // 3. Plans: one executor per plan, owning the freezers of its partitions (in module order).
+        let Build { mut freezers, mut guards, mut pages, .. } = build;
+        // 3. Plans: one executor per CPU, owning the freezers of its partitions (in module order), with the
+        //    module's every named plan (the default first, where it starts).
         let mut first = 0;
         for m in &system.modules {
+            let sets = m.plan_sets();
+            let mut plan_executors = Vec::new();
             for (k, plan) in m.plans.iter().enumerate() {
                 let members: Vec<usize> = (0..m.partitions.len()).filter(|&pi| m.partitions[pi].plan == Some(k)).collect();
-                let windows = plan
-                    .windows
+                let schedules = sets
                     .iter()
-                    .map(|w| {
-                        let partition = members.iter().position(|&pi| m.partitions[pi].name == w.partition).ok_or_else(|| {
-                            SupervisorError::Model { member: w.partition.clone(), broken: "a plan's window names a partition of another module or of none" }
-                        })?;
-                        Ok(Window { partition, offset: w.start.to_std(), duration: w.duration.to_std() })
+                    .map(|(_, plans)| {
+                        let plan = plans.get(k).ok_or(SupervisorError::Model { member: m.name.clone(), broken: "a named plan lacks a CPU of the default plan" })?;
+                        let windows = plan
+                            .windows
+                            .iter()
+                            .map(|w| {
+                                let partition = members.iter().position(|&pi| m.partitions[pi].name == w.partition).ok_or_else(|| {
+                                    SupervisorError::Model { member: w.partition.clone(), broken: "a plan's window names a partition of another module or CPU, or of none" }
+                                })?;
+                                Ok(Window { partition, offset: w.start.to_std(), duration: w.duration.to_std() })
+                            })
+                            .collect::<Result<Vec<_>>>()?;
+                        Schedule::new(plan.frame().to_std(), windows)?.with_freeze_ahead(plan.freeze_ahead.to_std())?.with_wake_ahead(plan.wake_ahead.to_std())
                     })
-                    .collect::<Result<Vec<_>>>()?;
+                    .collect::<Result<Vec<Schedule>>>()?;
                 let plan_freezers: Vec<Freezer> = members.iter().filter_map(|&pi| freezers[first + pi].take()).collect();
                 let plan_guards: Vec<Option<TimeGuard>> = members.iter().map(|&pi| guards[first + pi].take()).collect();
+                let plan_pages: Vec<Option<Arc<ControlPage>>> = members.iter().map(|&pi| pages[first + pi].take()).collect();
+                let idle = plan_pages.iter().map(|p| p.as_ref().map(crate::modes::idle_probe)).collect();
                 let probes = members.iter().zip(&plan_freezers).map(|(&pi, f)| (m.partitions[pi].name.clone(), f.probe(), s.cgroups[first + pi].clone())).collect();
-                let schedule = Schedule::new(plan.frame().to_std(), windows)?.with_freeze_ahead(plan.freeze_ahead.to_std())?.with_wake_ahead(plan.wake_ahead.to_std())?;
                 let config = ExecutorConfig { cpu: Some(plan.cpu), ..ExecutorConfig::default() };
-                let executor = Executor::start_guarded(schedule.clone(), plan_freezers, plan_guards, config)?;
-                s.watch.add_plan(&schedule, executor.origin(), probes);
+                let executor = Executor::start_plans(schedules.clone(), 0, plan_freezers, Members { guards: plan_guards, idle }, config)?;
+                s.watch.add_plans(&schedules, Some(executor.plans.clone()), executor.origin(), probes);
+                let names: Vec<String> = members.iter().map(|&pi| m.partitions[pi].name.clone()).collect();
+                for (index, page) in plan_pages.into_iter().enumerate() {
+                    let Some(page) = page else { continue };
+                    let p = &m.partitions[members[index]];
+                    s.controls.push(PartitionControl { name: p.name.clone(), module: m.name.clone(), system_partition: p.system_partition, page, mode: Mode::ColdStart, executor: s.executors.len(), index });
+                }
+                plan_executors.push(PlanExecutor { cpu: plan.cpu, cell: executor.plans.clone(), schedules, partitions: names });
                 s.executors.push(executor);
                 s.overruns_read.push(0);
                 s.plan_partitions.push(members.iter().map(|pi| first + pi).collect());
             }
+            if !plan_executors.is_empty() {
+                s.module_plans.push(ModulePlans::new(&m.name, sets.iter().map(|(n, _)| n.to_string()).collect(), plan_executors, 0));
+            }
             first += m.partitions.len();
         }
+        s.control_socket = Some(ControlSocket::bind(&state_path)?);
         s.write_state()?;
         s.state_dir.came_up = true;
         Ok(s)
@@ -327,6 +398,12 @@ impl Supervisor {
                 st.windows = Some(counts);
             }
         }
+        for c in &self.controls {
+            if let Some(st) = self.state.partitions.iter_mut().find(|p| p.partition == c.name) {
+                st.mode = Some(crate::modes::mode_name(c.mode));
+            }
+        }
+        self.state.plans = self.module_plans.iter().map(|m| m.state()).collect();
         self.state.updated_unix_ms = unix_ms();
         self.state.frames = self.executors.iter().map(|e| e.progress.lock().map(|p| p.frames).unwrap_or(0)).collect();
         self.state.max_lateness_ns =
@@ -349,6 +426,10 @@ impl Supervisor {
             self.read_port_faults();
             self.monitor.poll();
             self.watch.sample(crate::clock::monotonic_ns(), self.monitor.log());
+            self.health_errors();
+            self.read_controls();
+            self.read_plan_switches();
+            self.serve_control_socket();
             if stop_requested() || stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst)) || duration.is_some_and(|d| t0.elapsed() >= d) {
                 break;
             }
@@ -419,6 +500,311 @@ impl Supervisor {
         }
     }
 
+    /// The errors the monitor and the window watch saw since the last look, each acted on by the tables: the
+    /// ends of partitions (by their signal), limit events, windows missed or overrun.
+    fn health_errors(&mut self) {
+        let now = Instant::now();
+        for e in self.monitor.take_ended() {
+            let kind = crate::hm::kind_of_end(&e.exit);
+            self.on_error(&e.name, kind, true, now);
+        }
+        let noted: Vec<(String, &'static str)> = self.monitor.take_noted().into_iter().chain(self.watch.take_noted()).collect();
+        for (name, event) in noted {
+            if let Some(kind) = crate::hm::kind_of_event(event) {
+                self.on_error(&name, kind, false, now);
+            }
+        }
+    }
+
+    /// The module a partition belongs to.
+    fn module_of(&self, partition: &str) -> Option<String> {
+        self.state.partitions.iter().find(|p| p.partition == partition).and_then(|p| p.module.clone())
+    }
+
+    /// Decides and acts on one error of `kind` in `partition` (`ended`: its process tree ended with it).
+    fn on_error(&mut self, partition: &str, kind: ErrorKind, ended: bool, now: Instant) {
+        let Some(module) = self.module_of(partition) else {
+            // A native node: its own `health`.
+            if ended {
+                self.monitor.apply_default(partition);
+            }
+            return;
+        };
+        let decision = self.tables.decide(&module, Some(partition), kind, ended, now);
+        if !matches!(decision, Decision::Health) && !(matches!(decision, Decision::Default { action: HmAction::Ignore, .. }) && !ended) {
+            self.monitor.log().record(partition, crate::modes::EVENT_HM_ACTION, None, None, Some(format!("{}: {}", kind.as_str(), decision.describe())));
+        }
+        match decision {
+            Decision::Health => {
+                self.monitor.apply_default(partition);
+                if self.monitor.is_running(partition) {
+                    self.restarted(partition, Mode::WarmStart, StartCondition::HmPartitionRestart);
+                } else {
+                    self.set_mode(partition, Mode::Idle, "stopped by its health action");
+                }
+            }
+            Decision::Table { action, level, .. } | Decision::Default { action, level } => self.act(&module, partition, level, &action, ended),
+        }
+    }
+
+    /// Carries out a table's action for an error in `partition` of `module`, at `level`.
+    fn act(&mut self, module: &str, partition: &str, level: HmLevel, action: &HmAction, ended: bool) {
+        let module_partitions: Vec<String> = self.state.partitions.iter().filter(|p| p.module.as_deref() == Some(module)).map(|p| p.partition.clone()).collect();
+        let targets: Vec<String> = match level {
+            HmLevel::Partition => vec![partition.to_string()],
+            HmLevel::Module => module_partitions,
+            HmLevel::System => self.state.partitions.iter().filter(|p| p.module.is_some()).map(|p| p.partition.clone()).collect(),
+        };
+        let condition = if level == HmLevel::Partition { StartCondition::HmPartitionRestart } else { StartCondition::HmModuleRestart };
+        match action {
+            HmAction::Ignore => {
+                if ended {
+                    self.set_mode(partition, Mode::Idle, "ended; the health monitor ignores it");
+                }
+            }
+            HmAction::RestartCold | HmAction::RestartWarm => {
+                let (kind, mode) = if *action == HmAction::RestartCold { (crate::health::RestartKind::Cold, Mode::ColdStart) } else { (crate::health::RestartKind::Warm, Mode::WarmStart) };
+                for t in &targets {
+                    self.hold(t, false);
+                    self.monitor.restart(t, kind);
+                    self.restarted(t, mode, condition);
+                }
+            }
+            HmAction::Idle => {
+                self.hold(partition, true);
+                self.set_mode(partition, Mode::Idle, "the health monitor's action");
+            }
+            HmAction::Stop => self.stop_partition(partition, "the health monitor's action"),
+            HmAction::StopModule => {
+                for t in targets {
+                    self.stop_partition(&t, "the health monitor stopped its module");
+                }
+            }
+            HmAction::SwitchPlan(name) => {
+                let by = format!("by the health monitor (an error of {partition})");
+                // A refusal (no such plan) is logged where it is decided.
+                let _ = self.switch_plan(module, name, false, &by);
+            }
+        }
+    }
+
+    fn stop_partition(&mut self, name: &str, why: &str) {
+        self.monitor.keep_stopped(name);
+        self.monitor.kill(name);
+        self.hold(name, true);
+        self.set_mode(name, Mode::Idle, why);
+    }
+
+    /// Holds a partition frozen in its executor (or lets it run in its windows again).
+    fn hold(&mut self, name: &str, held: bool) {
+        if let Some(c) = self.controls.iter().find(|c| c.name == name) {
+            if !held {
+                c.page.clear_idle_request();
+            }
+            if let Some(e) = self.executors.get(c.executor) {
+                e.plans.hold(c.index, held);
+            }
+        }
+    }
+
+    fn set_mode(&mut self, name: &str, mode: Mode, why: &str) {
+        let log = self.monitor.log().clone();
+        if let Some(c) = self.controls.iter_mut().find(|c| c.name == name) {
+            if let Some(text) = c.set_mode(mode, why) {
+                log.record(name, crate::modes::EVENT_MODE, None, None, Some(text));
+            }
+        }
+    }
+
+    /// A restart was asked for: the partition starts again in `mode`, under `condition`.
+    fn restarted(&mut self, name: &str, mode: Mode, condition: StartCondition) {
+        if let Some(c) = self.controls.iter().find(|c| c.name == name) {
+            c.set_start_condition(condition);
+        }
+        let why = match condition {
+            StartCondition::PartitionRestart => "restarted at its own request",
+            StartCondition::HmModuleRestart => "restarted by the health monitor with its module",
+            _ => "restarted by the health monitor",
+        };
+        self.set_mode(name, mode, why);
+    }
+
+    /// Asks `module` to switch to plan `name`; `by` says who asked. The answer: what was asked, or why not.
+    fn switch_plan(&mut self, module: &str, name: &str, now: bool, by: &str) -> std::result::Result<(usize, usize), String> {
+        let log = self.monitor.log().clone();
+        let Some(mi) = self.module_plans.iter().position(|m| m.module == module) else {
+            let why = format!("module {module} has no plan");
+            log.record(module, crate::modes::EVENT_PLAN_SWITCH_REFUSED, None, None, Some(format!("{why} (asked {by})")));
+            return Err(why);
+        };
+        let m = &mut self.module_plans[mi];
+        let Some(plan) = m.index(name) else {
+            let why = format!("module {module} has no plan {name:?}; its plans: {}", m.names.join(", "));
+            log.record(module, crate::modes::EVENT_PLAN_SWITCH_REFUSED, None, None, Some(format!("{why} (asked {by})")));
+            return Err(why);
+        };
+        m.request(plan, now);
+        let when = if now { "at once" } else { "at the end of the current major frame" };
+        log.record(module, crate::modes::EVENT_PLAN_SWITCH_REQUESTED, None, None, Some(format!("{} → {name} {when}, {by}", m.names[m.current])));
+        for c in self.controls.iter().filter(|c| c.module == module) {
+            c.page.set_plan(m.current as u64, plan as u64, m.last_switch_ns);
+        }
+        Ok((mi, plan))
+    }
+
+    /// The switches the executors made: events with their planned and actual instants, the pages' plan, and
+    /// the operators waiting for them.
+    fn read_plan_switches(&mut self) {
+        let log = self.monitor.log().clone();
+        for (mi, m) in self.module_plans.iter_mut().enumerate() {
+            let reports = m.read();
+            if reports.is_empty() {
+                continue;
+            }
+            for r in &reports {
+                log.record(&m.module, crate::modes::EVENT_PLAN_SWITCH, None, None, Some(r.detail.clone()));
+                for w in self.waiting.iter_mut().filter(|w| w.module == mi) {
+                    w.details.push(r.detail.clone());
+                }
+            }
+            let next = m.requested.unwrap_or(m.current);
+            for c in self.controls.iter().filter(|c| c.module == m.module) {
+                c.page.set_plan(m.current as u64, next as u64, m.last_switch_ns);
+            }
+        }
+        let now = Instant::now();
+        let mut still = Vec::new();
+        for w in self.waiting.drain(..) {
+            let m = &self.module_plans[w.module];
+            let done = m.current == w.plan && m.executors.iter().all(|e| e.cell.current() == w.plan);
+            if done || now >= w.deadline {
+                let detail = if done { w.details.join("\n") } else { format!("asked; not every CPU of module {} had switched to {} within 10 s", m.module, m.names[w.plan]) };
+                control_socket::answer(w.stream, &control_socket::Response { ok: done, detail });
+            } else {
+                still.push(w);
+            }
+        }
+        self.waiting = still;
+    }
+
+    /// The operators' requests on the control socket.
+    fn serve_control_socket(&mut self) {
+        let Some(socket) = &self.control_socket else { return };
+        for (stream, request) in socket.accept() {
+            match request {
+                Err(why) => control_socket::answer(stream, &control_socket::Response { ok: false, detail: why }),
+                Ok(control_socket::Request::SwitchPlan { module, plan, now }) => {
+                    let module = match module {
+                        Some(m) => m,
+                        None => {
+                            let several: Vec<&ModulePlans> = self.module_plans.iter().filter(|m| m.names.len() > 1).collect();
+                            match several.as_slice() {
+                                [one] => one.module.clone(),
+                                [] => {
+                                    control_socket::answer(stream, &control_socket::Response { ok: false, detail: "no module of this system has more than one plan".into() });
+                                    continue;
+                                }
+                                many => {
+                                    let names: Vec<&str> = many.iter().map(|m| m.module.as_str()).collect();
+                                    control_socket::answer(stream, &control_socket::Response { ok: false, detail: format!("several modules have plans ({}): name one with --module", names.join(", ")) });
+                                    continue;
+                                }
+                            }
+                        }
+                    };
+                    match self.switch_plan(&module, &plan, now, "by the operator") {
+                        Ok((mi, p)) if self.module_plans[mi].current == p && self.module_plans[mi].executors.iter().all(|e| e.cell.current() == p) => {
+                            self.module_plans[mi].requested = None;
+                            control_socket::answer(stream, &control_socket::Response { ok: true, detail: format!("module {module} runs plan {plan} already") });
+                        }
+                        Ok((mi, p)) => self.waiting.push(WaitingSwitch { stream, module: mi, plan: p, deadline: Instant::now() + Duration::from_secs(10), details: Vec::new() }),
+                        Err(why) => control_socket::answer(stream, &control_socket::Response { ok: false, detail: why }),
+                    }
+                }
+            }
+        }
+    }
+
+    /// The requests partitions posted on their control pages, each judged and answered.
+    fn read_controls(&mut self) {
+        let now = Instant::now();
+        for k in 0..self.controls.len() {
+            let Some(request) = self.controls[k].page.take_request() else { continue };
+            let (name, module, system_partition) = (self.controls[k].name.clone(), self.controls[k].module.clone(), self.controls[k].system_partition);
+            let request = match request {
+                Ok(r) => r,
+                Err(outcome) => {
+                    self.controls[k].page.answer(outcome);
+                    self.illegal(&name, "a request the page cannot hold (unknown kind, argument out of range, or too long)", now);
+                    continue;
+                }
+            };
+            match request {
+                Request::SetMode(Mode::Normal) => {
+                    if matches!(self.controls[k].mode, Mode::ColdStart | Mode::WarmStart) {
+                        self.controls[k].page.answer(Outcome::Done);
+                        self.set_mode(&name, Mode::Normal, "at its own request");
+                    } else {
+                        // ARINC 653's NO_ACTION: normal already.
+                        self.controls[k].page.answer(Outcome::Invalid);
+                    }
+                }
+                Request::SetMode(Mode::Idle) => {
+                    self.hold(&name, true);
+                    self.controls[k].page.answer(Outcome::Done);
+                    self.set_mode(&name, Mode::Idle, "at its own request");
+                }
+                Request::SetMode(m @ (Mode::ColdStart | Mode::WarmStart)) => {
+                    self.controls[k].page.answer(Outcome::Done);
+                    let kind = if m == Mode::ColdStart { crate::health::RestartKind::Cold } else { crate::health::RestartKind::Warm };
+                    self.monitor.restart(&name, kind);
+                    self.restarted(&name, m, StartCondition::PartitionRestart);
+                }
+                Request::RaiseError { kind, message } => match ErrorKind::from_code(u64::from(kind)).filter(|k| k.raisable()) {
+                    Some(kind) => {
+                        self.controls[k].page.answer(Outcome::Done);
+                        self.monitor.log().record(&name, crate::modes::EVENT_ERROR_RAISED, None, None, Some(format!("{}: {message}", kind.as_str())));
+                        self.on_error(&name, kind, false, now);
+                    }
+                    None => {
+                        self.controls[k].page.answer(Outcome::Refused);
+                        self.illegal(&name, &format!("raising error code {kind}, which a partition may not raise"), now);
+                    }
+                },
+                Request::SwitchPlan(index) => {
+                    let plan = self.module_plans.iter().find(|m| m.module == module).and_then(|m| m.names.get(index as usize).cloned());
+                    match plan {
+                        _ if !system_partition => {
+                            self.controls[k].page.answer(Outcome::Refused);
+                            self.monitor.log().record(&module, crate::modes::EVENT_PLAN_SWITCH_REFUSED, None, None, Some(format!("asked by partition {name}, which is not a system partition")));
+                            self.illegal(&name, "a plan switch: it is not a system partition", now);
+                        }
+                        None => self.controls[k].page.answer(Outcome::NoSuchPlan),
+                        Some(plan) => {
+                            let by = format!("by system partition {name}");
+                            let outcome = if self.switch_plan(&module, &plan, false, &by).is_ok() { Outcome::Done } else { Outcome::NoSuchPlan };
+                            self.controls[k].page.answer(outcome);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A partition's refused request: logged (at most once a second per partition, the rest counted) and
+    /// handed to the tables as an illegal request.
+    fn illegal(&mut self, name: &str, what: &str, now: Instant) {
+        let entry = self.illegal_logged.entry(name.to_string()).or_insert((now - Duration::from_secs(2), 0));
+        if now.duration_since(entry.0) >= Duration::from_secs(1) {
+            let more = if entry.1 > 0 { format!(" ({} more since the last one logged)", entry.1) } else { String::new() };
+            self.monitor.log().record(name, crate::modes::EVENT_ILLEGAL_REQUEST, None, None, Some(format!("refused: {what}{more}")));
+            *entry = (now, 0);
+        } else {
+            entry.1 += 1;
+        }
+        self.on_error(name, ErrorKind::IllegalRequest, false, now);
+    }
+
     /// Stops the plans and removes everything, in reverse order of the build.
     pub fn down(mut self) -> Result<Vec<ExecutorLog>> {
         self.read_overruns();
@@ -457,6 +843,8 @@ struct Build<'a> {
     freezers: Vec<Option<Freezer>>,
     guards: Vec<Option<TimeGuard>>,
     channels: crate::ports::Channels,
+    /// The planned process partitions' control pages, in member order.
+    pages: Vec<Option<Arc<ControlPage>>>,
 }
 
 impl Build<'_> {
@@ -465,7 +853,7 @@ impl Build<'_> {
     /// the health monitor. What it makes goes into `s`, so that a failure later on removes it too.
     fn member(&mut self, s: &mut Supervisor, member: Member) -> Result<()> {
         let (system, options, layout, partita, state_path) = (self.system, self.options, self.layout, self.partita, self.state_path);
-        let (bridges, guests, freezers, guards) = (&self.bridges, &mut self.guests, &mut self.freezers, &mut self.guards);
+        let (bridges, guests, freezers, guards, pages) = (&self.bridges, &mut self.guests, &mut self.freezers, &mut self.guards, &mut self.pages);
         let tree = member.tree;
         let cpus = (!tree.cpus.is_empty()).then(|| tree.cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(","));
         // A planned partition that may be demoted gets a cpu controller group of its own (not one granted
@@ -617,6 +1005,23 @@ impl Build<'_> {
         if let Some(p) = &ports {
             environment.ports = p.entries.clone();
         }
+        // A planned process partition's control page: its mode, the module's plans, its requests. It follows
+        // its ports' descriptors.
+        let page = match (member.module, member.partition, vm) {
+            (Some(m), Some(p), None) if p.plan.is_some() => {
+                let names: Vec<&str> = m.plan_sets().iter().map(|(n, _)| *n).collect();
+                let page = ControlPage::create(member.name, &names).map_err(|e| SupervisorError::Sys { call: "memfd_create", context: format!("the control page of {}", member.name), source: e })?;
+                Some(Arc::new(page))
+            }
+            _ => None,
+        };
+        let mut control_fd: Option<(Arc<std::os::fd::OwnedFd>, i32)> = None;
+        if let Some(page) = &page {
+            let fd = page.fd_for_partition().map_err(|e| SupervisorError::Sys { call: "fcntl", context: format!("the control page of {}", member.name), source: e })?;
+            let number = 3 + ports.as_ref().map_or(0, |p| p.fds.len()) as i32;
+            control_fd = Some((Arc::new(fd), number));
+        }
+        pages.push(page);
         let log = PartitionLog::new(state_path.join(format!("{}.log", member.name)), tree.log_size);
         s.logs.push(log.clone());
         let mut spec = LaunchSpec {
@@ -635,6 +1040,10 @@ impl Build<'_> {
             confine,
             pass_fds: ports.as_ref().map(|p| p.fds.clone()).unwrap_or_default(),
         };
+        if let Some((fd, number)) = control_fd {
+            spec.pass_fds.push(fd);
+            spec.env.push((partita_env::CONTROL.to_string(), number.to_string()));
+        }
         s.ports.extend(ports.into_iter().flat_map(|p| p.watched));
         let mut guest_seen: Vec<PathBuf> = Vec::new();
         if let Some(vm) = vm {
@@ -681,6 +1090,7 @@ impl Build<'_> {
             windows: None,
             address: address(|id| matches!(id, NetworkId::Module(_))),
             external_address: address(|id| *id == NetworkId::InterModule),
+            mode: None,
         });
         let action = health_action(&tree.health);
         let starter: crate::health::Starter = match vm {
@@ -691,6 +1101,10 @@ impl Build<'_> {
             None => Box::new(move || launch(&spec)),
         };
         s.monitor.start(member.name, action, cg, starter)?;
+        // A partition's ends go to the health-monitor tables (which fall back to its `health`).
+        if member.partition.is_some() {
+            s.monitor.defer(member.name, tree.confinement.as_ref().map(|c| c.state_dir.clone()));
+        }
         // Its time guard (pushed above, for this member) holds nothing of its launch against it.
         if let (Some(Some(guard)), Some(clock)) = (guards.last_mut(), s.monitor.program_clock(member.name)) {
             guard.watch_program(clock);

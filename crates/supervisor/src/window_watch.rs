@@ -12,7 +12,7 @@
 //! Each rise of a count is logged as an event (`window_missed`, `ran_outside_window`), at most one a second per
 //! partition and kind; the counts are in `state.json` and in `partita status`.
 use crate::cgroup::PartitionCgroup;
-use crate::executor::Schedule;
+use crate::executor::{PlanCell, Schedule};
 use crate::freeze::FrozenProbe;
 use crate::health::EventLog;
 use serde::Serialize;
@@ -45,11 +45,15 @@ struct Watched {
     reported: WindowCounts,
 }
 
-/// One plan: its frame as intervals `(start, end, partition index or None for idle)` covering it.
+/// One executor's plans: each plan's frame as intervals `(start, end, partition index or None for idle)`
+/// covering it, and the cell that says which plan runs since when.
 struct PlanWatch {
     origin: Arc<AtomicU64>,
-    frame_ns: u64,
-    intervals: Vec<(u64, u64, Option<usize>)>,
+    cell: Option<Arc<PlanCell>>,
+    /// Per plan: its major frame and intervals.
+    plans: Vec<(u64, Vec<(u64, u64, Option<usize>)>)>,
+    /// The executor's switch count at the last sample: spans across a switch are not judged.
+    switches: u64,
     partitions: Vec<Watched>,
 }
 
@@ -57,6 +61,9 @@ struct PlanWatch {
 #[derive(Default)]
 pub struct WindowWatch {
     plans: Vec<PlanWatch>,
+    /// The events logged since the last [`WindowWatch::take_noted`], by partition: errors a health-monitor
+    /// table maps.
+    noted: Vec<(String, &'static str)>,
 }
 
 /// The intervals of a frame: windows and the idle gaps between them.
@@ -108,10 +115,16 @@ impl WindowWatch {
     /// Watches a plan whose executor publishes its origin in `origin`; `partitions` are the plan's partitions in
     /// the executor's order, with a probe of each.
     pub fn add_plan(&mut self, schedule: &Schedule, origin: Arc<AtomicU64>, partitions: Vec<(String, FrozenProbe, Arc<PartitionCgroup>)>) {
+        self.add_plans(std::slice::from_ref(schedule), None, origin, partitions);
+    }
+
+    /// Watches an executor of several plans: `cell` says which one runs, `origin` since when.
+    pub fn add_plans(&mut self, schedules: &[Schedule], cell: Option<Arc<PlanCell>>, origin: Arc<AtomicU64>, partitions: Vec<(String, FrozenProbe, Arc<PartitionCgroup>)>) {
         self.plans.push(PlanWatch {
             origin,
-            frame_ns: schedule.major_frame().as_nanos() as u64,
-            intervals: intervals(schedule),
+            cell,
+            plans: schedules.iter().map(|s| (s.major_frame().as_nanos() as u64, intervals(s))).collect(),
+            switches: 0,
             partitions: partitions
                 .into_iter()
                 .map(|(name, probe, cgroup)| Watched { name, probe, cgroup, last: None, counts: WindowCounts::default(), logged: [None; 2], reported: WindowCounts::default() })
@@ -122,15 +135,37 @@ impl WindowWatch {
     /// Takes one sample of every planned partition at `now_ns` (CLOCK_MONOTONIC) and logs what is wrong.
     pub fn sample(&mut self, now_ns: u64, log: &EventLog) {
         for plan in &mut self.plans {
-            let origin = plan.origin.load(Ordering::Relaxed);
-            if origin == 0 || now_ns < origin || plan.frame_ns == 0 {
+            // Which plan runs since when: read between two looks at the switch count, so that a switch in
+            // between is seen; a span across a switch is not judged.
+            let (k, origin) = match &plan.cell {
+                None => (0, plan.origin.load(Ordering::Acquire)),
+                Some(cell) => {
+                    let before = cell.switch_count();
+                    let (k, origin) = (cell.current(), plan.origin.load(Ordering::Acquire));
+                    if cell.switch_count() != before {
+                        continue;
+                    }
+                    if before != plan.switches {
+                        plan.switches = before;
+                        for w in &mut plan.partitions {
+                            w.last = None;
+                        }
+                    }
+                    (k, origin)
+                }
+            };
+            let Some((frame_ns, intervals)) = plan.plans.get(k) else { continue };
+            let frame_ns = *frame_ns;
+            if origin == 0 || now_ns < origin || frame_ns == 0 {
                 continue;
             }
-            let phase = (now_ns - origin) % plan.frame_ns;
-            let current = plan.intervals.iter().find(|(s, e, _)| phase >= *s && phase < *e).copied();
+            let phase = (now_ns - origin) % frame_ns;
+            let current = intervals.iter().find(|(s, e, _)| phase >= *s && phase < *e).copied();
             for (i, w) in plan.partitions.iter_mut().enumerate() {
+                // A partition held frozen (idle, its module stopped) is meant to miss its windows.
+                let held = plan.cell.as_ref().is_some_and(|c| c.is_held(i));
                 if let Some((start, end, Some(owner))) = current {
-                    if owner == i && well_inside(phase, start, end) {
+                    if owner == i && !held && well_inside(phase, start, end) {
                         if let Ok(frozen) = w.probe.is_frozen() {
                             w.counts.in_window += 1;
                             w.counts.missed += u64::from(frozen);
@@ -139,7 +174,7 @@ impl WindowWatch {
                 }
                 let Ok(used) = w.cgroup.cpu_usage() else { continue };
                 if let Some((then, used_then)) = w.last.filter(|(then, _)| *then >= origin) {
-                    let (window_ns, starts) = window_time(&plan.intervals, plan.frame_ns, i, then - origin, now_ns - origin);
+                    let (window_ns, starts) = window_time(intervals, frame_ns, i, then - origin, now_ns - origin);
                     let allowed = Duration::from_nanos(window_ns + 100_000 + 50_000 * starts);
                     let spent = used.saturating_sub(used_then);
                     w.counts.spans += 1;
@@ -156,6 +191,7 @@ impl WindowWatch {
 
     fn report(&mut self, log: &EventLog) {
         for w in self.plans.iter_mut().flat_map(|p| p.partitions.iter_mut()) {
+            let noted = &mut self.noted;
             let kinds = [("window_missed", w.counts.missed, w.reported.missed), ("ran_outside_window", w.counts.ran_outside, w.reported.ran_outside)];
             for (k, (event, now, before)) in kinds.into_iter().enumerate() {
                 if now > before && w.logged[k].is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
@@ -164,6 +200,7 @@ impl WindowWatch {
                         _ => format!("used more CPU time than its windows had in {} of {} spans ({} µs in all)", now, w.counts.spans, w.counts.outside_us),
                     };
                     log.record(&w.name, event, None, None, Some(detail));
+                    noted.push((w.name.clone(), event));
                     w.logged[k] = Some(Instant::now());
                     if k == 0 {
                         w.reported.missed = now;
@@ -173,6 +210,11 @@ impl WindowWatch {
                 }
             }
         }
+    }
+
+    /// The events logged since the last call.
+    pub fn take_noted(&mut self) -> Vec<(String, &'static str)> {
+        std::mem::take(&mut self.noted)
     }
 
     /// The counts of every planned partition.
