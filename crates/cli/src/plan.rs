@@ -23,6 +23,49 @@ enum PlanCommand {
     /// and print the trade-off between predicted response time and switching; write the chosen plan as a
     /// system file.
     Optimise(OptimiseArgs),
+    /// Switch a running system's module to another of its named plans: at the end of the current major frame
+    /// (each CPU's), or at once with --now; waits until every CPU of the module runs it and prints when each
+    /// switched (planned and actual instants, and for --now what the cut lost).
+    Switch(SwitchArgs),
+}
+
+#[derive(Args)]
+struct SwitchArgs {
+    /// The running system (its name in the system file).
+    system: String,
+    /// The plan to switch to (a `name` of the module's [[module.plan]] tables).
+    plan: String,
+    /// The module [default: the only module with more than one plan].
+    #[arg(long)]
+    module: Option<String>,
+    /// Switch at the executor's next wake-up instead of the end of the major frame: the rest of the current
+    /// frame is lost.
+    #[arg(long)]
+    now: bool,
+}
+
+fn switch_cmd(a: SwitchArgs) -> ExitCode {
+    use partita_supervisor::control_socket::{send, Request};
+    let dir = std::path::Path::new(partita_supervisor::supervisor::STATE_DIR).join(&a.system);
+    if !dir.join(partita_supervisor::control_socket::SOCKET).exists() {
+        eprintln!("partita plan switch: system {:?} is not up on this machine (no {}); `partita status` lists the systems that are", a.system, dir.join(partita_supervisor::control_socket::SOCKET).display());
+        return ExitCode::from(2);
+    }
+    let request = Request::SwitchPlan { module: a.module, plan: a.plan, now: a.now };
+    match send(&dir, &request, std::time::Duration::from_secs(15)) {
+        Ok(r) if r.ok => {
+            println!("{}", r.detail);
+            ExitCode::SUCCESS
+        }
+        Ok(r) => {
+            eprintln!("partita plan switch: {}", r.detail);
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("partita plan switch: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -88,6 +131,7 @@ struct OptimiseArgs {
 
 pub fn run(a: PlanArgs) -> ExitCode {
     match a.command {
+        PlanCommand::Switch(s) => switch_cmd(s),
         PlanCommand::Optimise(o) => match optimise_cmd(o) {
             Ok(()) => ExitCode::SUCCESS,
             Err(Failure::Usage(e)) => {

@@ -68,16 +68,22 @@ pub fn status(_: StatusArgs) -> ExitCode {
             state["freeze_backend"].as_str().unwrap_or("?"),
             state["frames"]
         );
-        println!("  {:<24} {:>8}  {:<34}", "partition", "pid", "windows: frozen inside / ran outside");
+        for m in state["plans"].as_array().into_iter().flatten() {
+            let plans: Vec<&str> = m["plans"].as_array().into_iter().flatten().filter_map(|p| p.as_str()).collect();
+            let next = m["next"].as_str().map_or(String::new(), |n| format!(", switching to {n}"));
+            println!("  module {}: plan {} (of {}){next}, {} switches", m["module"].as_str().unwrap_or("?"), m["plan"].as_str().unwrap_or("?"), plans.join(", "), m["switches"]);
+        }
+        println!("  {:<24} {:>8}  {:<11} {:<34}", "partition", "pid", "mode", "windows: frozen inside / ran outside");
         for p in state["partitions"].as_array().into_iter().flatten() {
             let pid = p["pid"].as_i64().map_or("-".to_string(), |p| p.to_string());
+            let mode = p["mode"].as_str().unwrap_or("-");
             let w = &p["windows"];
             let windows = if w.is_object() {
                 format!("{} of {} samples / {} of {} spans ({} µs)", w["missed"], w["in_window"], w["ran_outside"], w["spans"], w["outside_us"])
             } else {
                 "- (not planned)".to_string()
             };
-            println!("  {:<24} {:>8}  {windows}", p["partition"].as_str().unwrap_or("?"), pid);
+            println!("  {:<24} {:>8}  {mode:<11} {windows}", p["partition"].as_str().unwrap_or("?"), pid);
         }
     }
     if let Some(r) = partita_supervisor::host_tuning::current() {
