@@ -3,6 +3,7 @@
 //! [`ApexError`] with its context, kept for the calling thread ([`take_last_error`]), and only then reduced to
 //! the code the service returns.
 use a653rs::bindings::{ErrorReturnCode, OperatingMode};
+use partita_ports::control::ControlError;
 use partita_ports::PortError;
 use std::cell::RefCell;
 use std::fmt;
@@ -30,6 +31,9 @@ pub enum Service {
     Replenish,
     ReportApplicationMessage,
     RaiseApplicationError,
+    SetModuleSchedule,
+    GetModuleScheduleStatus,
+    GetModuleScheduleId,
 }
 
 impl Service {
@@ -55,6 +59,9 @@ impl Service {
             Service::Replenish => "REPLENISH",
             Service::ReportApplicationMessage => "REPORT_APPLICATION_MESSAGE",
             Service::RaiseApplicationError => "RAISE_APPLICATION_ERROR",
+            Service::SetModuleSchedule => "SET_MODULE_SCHEDULE",
+            Service::GetModuleScheduleStatus => "GET_MODULE_SCHEDULE_STATUS",
+            Service::GetModuleScheduleId => "GET_MODULE_SCHEDULE_ID",
         }
     }
 
@@ -110,6 +117,19 @@ pub enum ApexError {
     NoAction { service: Service, problem: &'static str },
     #[error("{service}: at most {limit} {what} in one partition")]
     Limit { service: Service, what: &'static str, limit: u32 },
+    /// The service needs the partition's control page, and the supervisor gave none.
+    #[error("{service}: this partition has no control page (PARTITA_CONTROL is unset: it runs outside a supervisor's plan)")]
+    NoControlPage { service: Service },
+    /// The control page failed: the supervisor did not answer in time, or the page is not usable.
+    #[error("{service}: {source}")]
+    Control {
+        service: Service,
+        #[source]
+        source: ControlError,
+    },
+    /// The supervisor refused the request (not permitted to this partition, or not in its state).
+    #[error("{service}: refused by the supervisor: {problem}")]
+    Refused { service: Service, problem: String },
     #[error("{service}: could not make the thread of process {process:?}: {source}")]
     Thread {
         service: Service,
@@ -135,6 +155,9 @@ impl ApexError {
             | ApexError::InvalidMode { service, .. }
             | ApexError::NoAction { service, .. }
             | ApexError::Limit { service, .. }
+            | ApexError::NoControlPage { service }
+            | ApexError::Control { service, .. }
+            | ApexError::Refused { service, .. }
             | ApexError::Thread { service, .. } => *service,
         }
     }
@@ -155,6 +178,16 @@ impl ApexError {
             ApexError::NotInStartMode { .. } | ApexError::WrongDirection { .. } | ApexError::InvalidMode { .. } => InvalidMode,
             ApexError::UnknownId { .. } | ApexError::InvalidParameter { .. } => InvalidParam,
             ApexError::Port { service, source } => port_code(*service, source),
+            ApexError::NoControlPage { .. } => NotAvailable,
+            ApexError::Control { source: ControlError::MessageTooLong { .. }, .. } => InvalidParam,
+            ApexError::Control { .. } => NotAvailable,
+            // A schedule switch by a partition the configuration does not allow to; a mode change the partition's
+            // state does not allow; an error kind the partition may not raise.
+            ApexError::Refused { service, .. } => match service {
+                Service::SetPartitionMode => InvalidMode,
+                Service::RaiseApplicationError => InvalidParam,
+                _ => InvalidConfig,
+            },
         }
     }
 }

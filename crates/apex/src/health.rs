@@ -31,17 +31,18 @@ impl ApexErrorP4 for PartitaHypervisor {
     }
 
     /// Without an error handler (ARINC 653 Part 1's CREATE_ERROR_HANDLER is not offered), an application error
-    /// is handled at partition level: the message goes to standard error and the partition's process exits
-    /// with [`crate::EXIT_APPLICATION_ERROR`], for the supervisor's health monitor to apply the partition's
-    /// action (restart, stop or ignore, from the system file). Returns only when the call is refused.
+    /// is handled at partition level: the message goes to standard error, and then, with a control page, to
+    /// the supervisor as an application_error for its health-monitor tables (the call returns once it
+    /// answered); without one, the partition's process exits with [`crate::EXIT_APPLICATION_ERROR`] for the
+    /// supervisor's health monitor to apply the partition's action.
     fn raise_application_error(error_code: ErrorCode, message: &[ApexByte]) -> Result<(), ErrorReturnCode> {
         let service = Service::RaiseApplicationError;
         record((|| {
             if error_code != ErrorCode::ApplicationError {
                 return Err(ApexError::InvalidParameter { service, problem: format!("error code {error_code:?}: an application raises only APPLICATION_ERROR") });
             }
-            check_length(service, message)
-        })())?;
-        application_error(&from_process(message))
+            check_length(service, message)?;
+            application_error(&from_process(message))
+        })())
     }
 }

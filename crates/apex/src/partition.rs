@@ -1,7 +1,9 @@
 //! The partition's operating mode and the process's end (ARINC 653 GET_PARTITION_STATUS, SET_PARTITION_MODE).
+use crate::control::{ask, page, SUPERVISOR_WAIT};
 use crate::error::{record, ApexError, Service};
 use crate::{PartitaHypervisor, EXIT_APPLICATION_ERROR, EXIT_COLD_START, EXIT_IDLE, EXIT_STOPPED, EXIT_WARM_START};
 use a653rs::bindings::*;
+use partita_ports::control::{Control, Mode, Outcome, Request};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
@@ -16,9 +18,11 @@ pub(crate) struct PartitionState {
     /// started during cold or warm start.
     pub normal_since_ns: Option<u64>,
     pub processes: Vec<crate::process::ProcessRecord>,
+    /// Whether the start mode was taken from the control page (once, at the first look at the state).
+    pub from_page: bool,
 }
 
-static STATE: Mutex<PartitionState> = Mutex::new(PartitionState { mode: OperatingMode::ColdStart, normal_since_ns: None, processes: Vec::new() });
+static STATE: Mutex<PartitionState> = Mutex::new(PartitionState { mode: OperatingMode::ColdStart, normal_since_ns: None, processes: Vec::new(), from_page: false });
 
 /// Notified on every change of [`STATE`] that someone may wait for: the mode, a process ending.
 pub(crate) static CHANGED: Condvar = Condvar::new();
@@ -26,7 +30,15 @@ pub(crate) static CHANGED: Condvar = Condvar::new();
 pub(crate) fn state() -> MutexGuard<'static, PartitionState> {
     // A thread that panicked while holding the lock leaves the state as consistent as any other point
     // (every change is one assignment), so the lock is taken over rather than poisoning the whole partition.
-    STATE.lock().unwrap_or_else(|p| p.into_inner())
+    let mut s = STATE.lock().unwrap_or_else(|p| p.into_inner());
+    if !s.from_page {
+        s.from_page = true;
+        // A partition the supervisor restarted warm starts in WARM_START: the page says so.
+        if page().and_then(Control::mode) == Some(Mode::WarmStart) && s.mode == OperatingMode::ColdStart {
+            s.mode = OperatingMode::WarmStart;
+        }
+    }
+    s
 }
 
 pub(crate) fn mode() -> OperatingMode {
@@ -59,9 +71,40 @@ pub(crate) fn exit_partition(code: i32, why: &str) -> ! {
     std::process::exit(code)
 }
 
+fn operating_mode(m: Mode) -> OperatingMode {
+    match m {
+        Mode::Idle => OperatingMode::Idle,
+        Mode::ColdStart => OperatingMode::ColdStart,
+        Mode::WarmStart => OperatingMode::WarmStart,
+        Mode::Normal => OperatingMode::Normal,
+    }
+}
+
+fn page_mode(m: OperatingMode) -> Mode {
+    match m {
+        OperatingMode::Idle => Mode::Idle,
+        OperatingMode::ColdStart => Mode::ColdStart,
+        OperatingMode::WarmStart => Mode::WarmStart,
+        OperatingMode::Normal => Mode::Normal,
+    }
+}
+
+fn start_condition(c: partita_ports::control::StartCondition) -> StartCondition {
+    use partita_ports::control::StartCondition as S;
+    match c {
+        S::NormalStart => StartCondition::NormalStart,
+        S::PartitionRestart => StartCondition::PartitionRestart,
+        S::HmModuleRestart => StartCondition::HmModuleRestart,
+        S::HmPartitionRestart => StartCondition::HmPartitionRestart,
+    }
+}
+
 impl ApexPartitionP4 for PartitaHypervisor {
+    /// With a control page, the mode and the start condition are the supervisor's (as it last wrote them);
+    /// without one, the mode is the process's own and the start condition NORMAL_START.
     fn get_partition_status() -> ApexPartitionStatus {
-        let mode = mode();
+        let page = page();
+        let mode = page.and_then(Control::mode).map(operating_mode).unwrap_or_else(mode);
         ApexPartitionStatus {
             // The partition's share of the plan is the supervisor's; a partition learns it with the plan API (a
             // later issue). Until then: infinite, i.e. not known here.
@@ -71,8 +114,7 @@ impl ApexPartitionP4 for PartitaHypervisor {
             identifier: 0,
             lock_level: 0,
             operating_mode: mode,
-            // The supervisor does not yet tell a restarted partition that it was restarted.
-            start_condition: StartCondition::NormalStart,
+            start_condition: page.and_then(Control::start_condition).map(start_condition).unwrap_or(StartCondition::NormalStart),
             num_assigned_cores: partita_os::sched::current_thread_cpus().map(|c| c.len() as NumCores).unwrap_or(1),
         }
     }
@@ -88,10 +130,51 @@ fn set_mode(to: OperatingMode) -> Result<(), ApexError> {
     match (to, from) {
         (OperatingMode::Normal, OperatingMode::Normal) => Err(ApexError::NoAction { service, problem: "the partition is in NORMAL mode already" }),
         (OperatingMode::WarmStart, OperatingMode::ColdStart) => Err(ApexError::InvalidMode { service, problem: "a partition in cold start cannot go to warm start" }),
-        (OperatingMode::Normal, _) => enter_normal(),
-        (OperatingMode::Idle, _) => exit_partition(EXIT_IDLE, "SET_PARTITION_MODE(IDLE)"),
-        (OperatingMode::ColdStart, _) => exit_partition(EXIT_COLD_START, "SET_PARTITION_MODE(COLD_START): a restart is the supervisor's"),
-        (OperatingMode::WarmStart, _) => exit_partition(EXIT_WARM_START, "SET_PARTITION_MODE(WARM_START): a restart is the supervisor's"),
+        (OperatingMode::Normal, _) => {
+            if let Some(page) = page() {
+                tell_normal(page)?;
+            }
+            enter_normal()
+        }
+        (OperatingMode::Idle, _) => leave(to, EXIT_IDLE, "SET_PARTITION_MODE(IDLE)"),
+        (OperatingMode::ColdStart, _) => leave(to, EXIT_COLD_START, "SET_PARTITION_MODE(COLD_START): a restart is the supervisor's"),
+        (OperatingMode::WarmStart, _) => leave(to, EXIT_WARM_START, "SET_PARTITION_MODE(WARM_START): a restart is the supervisor's"),
+    }
+}
+
+/// Tells the supervisor that the partition enters NORMAL mode. A refusal is the caller's error; a supervisor
+/// that does not answer does not keep the partition from its work (said on standard error).
+fn tell_normal(page: &Control) -> Result<(), ApexError> {
+    let service = Service::SetPartitionMode;
+    match ask(service, page, &Request::SetMode(Mode::Normal)) {
+        Ok(Outcome::Done) => Ok(()),
+        Ok(Outcome::Refused) => Err(ApexError::Refused { service, problem: "the supervisor does not let the partition enter NORMAL mode".into() }),
+        Ok(o) => Err(ApexError::InvalidParameter { service, problem: format!("the supervisor answered {o} to NORMAL") }),
+        Err(e) => {
+            eprintln!("{}: {e}; the partition enters NORMAL mode", partition_name());
+            Ok(())
+        }
+    }
+}
+
+/// IDLE, COLD_START or WARM_START: without a control page, the process exits with `code` (the supervisor's
+/// health monitor applies the partition's action to the exit). With one, the request goes to the supervisor,
+/// which freezes (IDLE) or restarts the partition: once it accepted, the process waits for that, and exits
+/// with `code` only if nothing happened within [`SUPERVISOR_WAIT`] of the request; so it does too when the
+/// supervisor does not answer in that time. A refusal returns to the caller.
+fn leave(to: OperatingMode, code: i32, why: &str) -> Result<(), ApexError> {
+    let service = Service::SetPartitionMode;
+    let Some(page) = page() else { exit_partition(code, why) };
+    let deadline = partita_os::clock::monotonic_ns().saturating_add(SUPERVISOR_WAIT.as_nanos() as u64);
+    match ask(service, page, &Request::SetMode(page_mode(to))) {
+        Ok(Outcome::Done) => {
+            eprintln!("{}: {why}: the supervisor accepted it", partition_name());
+            partita_os::clock::sleep_until_ns(deadline);
+            exit_partition(code, &format!("{why}: the supervisor did not act within {SUPERVISOR_WAIT:?}"))
+        }
+        Ok(Outcome::Refused) => Err(ApexError::Refused { service, problem: format!("the supervisor does not allow {} now", page_mode(to)) }),
+        Ok(o) => Err(ApexError::InvalidParameter { service, problem: format!("the supervisor answered {o} to {}", page_mode(to)) }),
+        Err(e) => exit_partition(code, &format!("{why}: {e}")),
     }
 }
 
@@ -125,7 +208,20 @@ fn enter_normal() -> Result<(), ApexError> {
 }
 
 /// RAISE_APPLICATION_ERROR without an error handler: the partition-level response, which is the supervisor's
-/// health monitor's (restart, stop or ignore, from the system file) once the process has exited.
-pub(crate) fn application_error(message: &str) -> ! {
-    exit_partition(EXIT_APPLICATION_ERROR, &format!("application error: {message}"))
+/// health monitor's (from the system file's tables). With a control page the error is posted to the supervisor
+/// and the call returns once it answered (its action, a restart say, follows); without one the process exits
+/// for the health monitor to see.
+pub(crate) fn application_error(message: &str) -> Result<(), ApexError> {
+    let service = Service::RaiseApplicationError;
+    let Some(page) = page() else { exit_partition(EXIT_APPLICATION_ERROR, &format!("application error: {message}")) };
+    eprintln!("{}: application error: {message}", partition_name());
+    let message = crate::control::truncated(message, partita_ports::control::MAX_MESSAGE).to_string();
+    match ask(service, page, &Request::RaiseError { kind: APPLICATION_ERROR, message })? {
+        Outcome::Done => Ok(()),
+        Outcome::Refused => Err(ApexError::Refused { service, problem: "the supervisor does not take this error kind from a partition".into() }),
+        o => Err(ApexError::InvalidParameter { service, problem: format!("the supervisor answered {o}") }),
+    }
 }
+
+/// The code of application_error among the error kinds (`partita_system::ErrorKind::ApplicationError`).
+const APPLICATION_ERROR: u8 = 1;
