@@ -2,7 +2,7 @@
 //! exchange-client and vm: crates/programs, the same code as their small binaries), and the lab's own: probe,
 //! the hidden fault programs of `bench isolation` and the DBE agents.
 use clap::{Args, Subcommand};
-use partita_programs::{exchange, fail, monitor, port, recorder, udp_echo, vm_runner};
+use partita_programs::{exchange, fail, monitor, partition, port, recorder, udp_echo, vm_runner};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,6 +22,9 @@ enum App {
     Monitor(monitor::MonitorArgs),
     /// A partition's ARINC 653 ports from the shell: list, write and read (sampling), send and receive (queuing).
     Port(port::PortArgs),
+    /// The partition's control page from the shell: status, and requests to the supervisor (mode, error, plan);
+    /// exit code 0 done, 3 refused, 4 invalid or no such plan.
+    Partition(partition::PartitionArgs),
     /// The raw-UDP answerer of `monitor --udp` (the NETWORK baseline).
     UdpEcho(udp_echo::UdpEchoArgs),
     /// Paper 003's server: answers exchange requests after busy work of the length each asks for (DDS on the
@@ -102,6 +105,7 @@ pub fn run(a: AppArgs) -> ExitCode {
         App::Monitor(m) => monitor::run(m),
         App::UdpEcho(u) => udp_echo::run(u),
         App::Port(p) => port::run(p),
+        App::Partition(p) => partition::run(p),
         App::Vm(v) => vm_runner::run(v),
         App::DbeAgent { args } => crate::dbe::agent(args),
         App::Fault(f) => fault(f),

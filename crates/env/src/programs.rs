@@ -12,6 +12,7 @@ pub const SMALL_BINARIES: &[(&[&str], &str)] = &[
     (&["app", "monitor"], "partita-monitor"),
     (&["app", "vm"], "partita-vm-runner"),
     (&["app", "port"], "partita-port"),
+    (&["app", "partition"], "partita-partition"),
 ];
 
 /// The guest's own `partita`: `partita route` and the partition applications only.
@@ -65,6 +66,7 @@ mod tests {
         assert_eq!(resolve(&partita, &args(&["route", "--stats"])), (dir.join("partita-route"), args(&["--stats"])));
         assert_eq!(resolve(&partita, &args(&["app", "recorder"])), (dir.join("partita-recorder"), args(&[])));
         assert_eq!(resolve(&partita, &args(&["app", "vm", "--kernel", "k"])), (dir.join("partita-vm-runner"), args(&["--kernel", "k"])));
+        assert_eq!(resolve(&partita, &args(&["app", "partition", "status"])), (dir.join("partita-partition"), args(&["status"])));
         // Commands of the operator's binary only, and options before the command, stay with partita.
         for other in [&["app", "udp-echo"][..], &["app"], &["--log", "debug", "route"], &["up"], &[]] {
             assert_eq!(resolve(&partita, &args(other)), (partita.clone(), args(other)), "{other:?}");

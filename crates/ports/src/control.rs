@@ -80,6 +80,33 @@ pub const KIND_SWITCH_PLAN: u64 = 3;
 /// ([`Outcome::Refused`]); a code outside the range is [`Outcome::Invalid`].
 pub const ERROR_KINDS: u64 = 14;
 
+/// The error kinds' names, at their codes: those of `partita_system::ErrorKind::as_str` (the system file's
+/// health-monitor keys), for programs that do not link the system model (`partita app partition error`).
+pub const ERROR_KIND_NAMES: [&str; ERROR_KINDS as usize] = [
+    "deadline_missed",
+    "application_error",
+    "numeric_error",
+    "illegal_request",
+    "stack_overflow",
+    "memory_violation",
+    "hardware_fault",
+    "power_fail",
+    "seccomp_denial",
+    "oom",
+    "pids_limit",
+    "missed_window",
+    "ran_outside_window",
+    "exited",
+];
+
+/// The code of the error kind named `name` (one of [`ERROR_KIND_NAMES`], or its code in decimal).
+pub fn error_kind_code(name: &str) -> Option<u8> {
+    if let Ok(n) = name.parse::<u8>() {
+        return (u64::from(n) < ERROR_KINDS).then_some(n);
+    }
+    ERROR_KIND_NAMES.iter().position(|k| *k == name).map(|i| i as u8)
+}
+
 /// How often [`ControlPage::take_request`] reads a request again when the partition changed it during the
 /// read, before it calls the request invalid.
 const READ_ATTEMPTS: u32 = 4;

@@ -299,3 +299,13 @@ fn modes_parse_from_the_words_the_shell_takes() {
     assert_eq!(Outcome::from_code(4), None);
     assert_eq!(StartCondition::from_code(u64::MAX), None);
 }
+
+#[test]
+fn error_kinds_are_named_as_the_system_file_names_them() {
+    assert_eq!(error_kind_code("application_error"), Some(1));
+    assert_eq!(error_kind_code("exited"), Some(13));
+    assert_eq!(error_kind_code("4"), Some(4));
+    assert_eq!(error_kind_code("14"), None);
+    assert_eq!(error_kind_code("tank_empty"), None);
+    assert_eq!(ERROR_KIND_NAMES.len() as u64, ERROR_KINDS);
+}

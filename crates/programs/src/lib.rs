@@ -9,6 +9,7 @@ pub mod exchange;
 pub mod globals;
 pub mod guest;
 pub mod monitor;
+pub mod partition;
 pub mod port;
 pub mod recorder;
 pub mod route;
