@@ -16,11 +16,11 @@ pub mod uplink;
 
 pub use confinement::{Confinement, KernelLimits, StateQuota};
 pub use error::{Diagnostic, Errors, Problem};
-pub use load::{load, parse, search_path, Host, MAX_FRAME, MEMORY_FLOOR, PARTITA_PROGRAM};
+pub use load::{load, parse, search_path, Host, DEFAULT_PLAN, MAX_FRAME, MEMORY_FLOOR, PARTITA_PROGRAM};
 pub use model::*;
 pub use names::HostNames;
 pub use spec::{
-    CpuDmaLatency, DiskLimit, DiskLimitsSpec, DiskSpec, ExitAction, HealthSpec, HostSpec, KernelLimitsSpec, ModuleSpec, NetworkSpec, NodeSpec, PartitionKind, PartitionSpec, PeerSpec,
+    CpuDmaLatency, DiskLimit, DiskLimitsSpec, DiskSpec, ExitAction, HealthSpec, HmEntrySpec, HmTableSpec, HostSpec, KernelLimitsSpec, ModuleSpec, NetworkSpec, NodeSpec, PartitionKind, PartitionSpec, PeerSpec,
     PlanSpec, RequestPathSpec, SchedulingPolicy, SchedulingSpec, SeccompSpec, SecuritySpec, StateSpec, SystemSection, SystemSpec, TimeOverrunSpec, UplinkSpec, VmSpec, WindowSpec,
 };
 

@@ -35,7 +35,7 @@
 //! out (TOML has no null), so the fields need no serde attribute of their own.
 use crate::error::{Diagnostic, Errors, Problem};
 use crate::load::Host;
-use crate::model::{Accel, ByteSize, Criticality, Duration, OverrunAction, Preemption, Subnet, System, UplinkMode};
+use crate::model::{Accel, ByteSize, Criticality, Duration, ErrorKind, HmAction, OverrunAction, Preemption, Subnet, System, UplinkMode};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
@@ -64,6 +64,9 @@ fn strings<S: Into<String>>(items: impl IntoIterator<Item = S>) -> Vec<String> {
 pub struct SystemSpec {
     pub system: SystemSection,
     pub network: Option<NetworkSpec>,
+    /// The system-level health-monitor table (`[health_monitor]`).
+    #[serde(default, deserialize_with = "hm_table_spec", skip_serializing_if = "Option::is_none")]
+    pub health_monitor: Option<HmTableSpec>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub host: Vec<HostSpec>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -77,7 +80,16 @@ pub struct SystemSpec {
 impl SystemSpec {
     /// A system named `name` with nothing in it yet.
     pub fn new(name: impl Into<String>) -> SystemSpec {
-        SystemSpec { system: SystemSection::new(name), network: None, host: Vec::new(), peer: Vec::new(), module: Vec::new(), node: Vec::new() }
+        SystemSpec { system: SystemSection::new(name), network: None, health_monitor: None, host: Vec::new(), peer: Vec::new(), module: Vec::new(), node: Vec::new() }
+    }
+    set_optional! {
+        /// Sets the whole `[health_monitor]` table.
+        health_monitor: HmTableSpec,
+    }
+    /// Sets `kind`'s entry of the system-level `[health_monitor]`.
+    pub fn hm_entry(mut self, kind: ErrorKind, entry: HmEntrySpec) -> Self {
+        self.health_monitor.get_or_insert_with(HmTableSpec::new).insert(kind.as_str().to_string(), entry);
+        self
     }
     /// Adds a `[[module]]`.
     pub fn module(mut self, m: ModuleSpec) -> Self {
@@ -243,6 +255,11 @@ pub struct ModuleSpec {
     pub cpus: Option<Vec<usize>>,
     pub domain: Option<u64>,
     pub subnet: Option<Subnet>,
+    /// The named plan `up` starts with.
+    pub default_plan: Option<String>,
+    /// The module-level health-monitor table (`[module.health_monitor]`).
+    #[serde(default, deserialize_with = "hm_table_spec", skip_serializing_if = "Option::is_none")]
+    pub health_monitor: Option<HmTableSpec>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub partition: Vec<PartitionSpec>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -256,7 +273,21 @@ pub struct ModuleSpec {
 impl ModuleSpec {
     /// A module named `name` with nothing in it yet.
     pub fn new(name: impl Into<String>) -> ModuleSpec {
-        ModuleSpec { name: name.into(), host: None, cpus: None, domain: None, subnet: None, partition: Vec::new(), plan: Vec::new(), path: Vec::new(), channel: Vec::new() }
+        ModuleSpec { name: name.into(), host: None, cpus: None, domain: None, subnet: None, default_plan: None, health_monitor: None, partition: Vec::new(), plan: Vec::new(), path: Vec::new(), channel: Vec::new() }
+    }
+    /// Sets `default_plan`: the named plan `up` starts with.
+    pub fn default_plan(mut self, name: impl Into<String>) -> Self {
+        self.default_plan = Some(name.into());
+        self
+    }
+    set_optional! {
+        /// Sets the whole `[module.health_monitor]` table.
+        health_monitor: HmTableSpec,
+    }
+    /// Sets `kind`'s entry of `[module.health_monitor]`.
+    pub fn hm_entry(mut self, kind: ErrorKind, entry: HmEntrySpec) -> Self {
+        self.health_monitor.get_or_insert_with(HmTableSpec::new).insert(kind.as_str().to_string(), entry);
+        self
     }
     /// Adds a `[[module.partition]]`.
     pub fn partition(mut self, p: PartitionSpec) -> Self {
@@ -363,6 +394,11 @@ pub struct PartitionSpec {
     pub state: Option<StateSpec>,
     pub vm: Option<VmSpec>,
     pub uplink: Option<UplinkSpec>,
+    /// It may request plan switches through its API.
+    pub system_partition: Option<bool>,
+    /// The partition-level health-monitor table (`[module.partition.health_monitor]`).
+    #[serde(default, deserialize_with = "hm_table_spec", skip_serializing_if = "Option::is_none")]
+    pub health_monitor: Option<HmTableSpec>,
     /// The routing service's configuration (I/O partition only): the keys of a router file without `[[side]]`.
     pub router: Option<toml::Table>,
 }
@@ -397,8 +433,23 @@ impl PartitionSpec {
             state: None,
             vm: None,
             uplink: None,
+            system_partition: None,
+            health_monitor: None,
             router: None,
         }
+    }
+    set_optional! {
+        /// `true`: it may request plan switches through its API.
+        system_partition: bool,
+    }
+    set_optional! {
+        /// Sets the whole `[module.partition.health_monitor]` table.
+        health_monitor: HmTableSpec,
+    }
+    /// Sets `kind`'s entry of `[module.partition.health_monitor]`.
+    pub fn hm_entry(mut self, kind: ErrorKind, entry: HmEntrySpec) -> Self {
+        self.health_monitor.get_or_insert_with(HmTableSpec::new).insert(kind.as_str().to_string(), entry);
+        self
     }
     set_optional! {
         criticality: Criticality,
@@ -699,6 +750,8 @@ impl VmSpec {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlanSpec {
+    /// The named plan this table is the CPU's part of ("default" when absent).
+    pub name: Option<String>,
     pub cpu: Option<usize>,
     pub major_frame: Duration,
     pub freeze_ahead: Option<Duration>,
@@ -711,7 +764,12 @@ pub struct PlanSpec {
 impl PlanSpec {
     /// A plan of `major_frame` on `cpu`, with no windows yet.
     pub fn new(cpu: usize, major_frame: Duration) -> PlanSpec {
-        PlanSpec { cpu: Some(cpu), major_frame, freeze_ahead: None, wake_ahead: None, demote: None, window: Vec::new() }
+        PlanSpec { name: None, cpu: Some(cpu), major_frame, freeze_ahead: None, wake_ahead: None, demote: None, window: Vec::new() }
+    }
+    /// Makes it CPU `cpu`'s part of the named plan `name`.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
     }
     /// Adds a window of `partition` from `start` for `duration` (offsets in the major frame).
     pub fn window(mut self, partition: impl Into<String>, start: Duration, duration: Duration) -> Self {
@@ -723,6 +781,103 @@ impl PlanSpec {
         wake_ahead: Duration,
         demote: bool,
     }
+}
+
+/// A health-monitor table (`[health_monitor]`, `[module.health_monitor]`, `[module.partition.health_monitor]`):
+/// error kind (`"exited"`, `"deadline_missed"`, …) → entry. Reading one refuses a key that is not an error kind.
+pub type HmTableSpec = BTreeMap<String, HmEntrySpec>;
+
+/// One entry of a health-monitor table: an action word (written alone, `"restart_warm"`, when nothing else is
+/// set), the plan of `switch_plan`, and an escalation (`max` occurrences `within` a time, then `then`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HmEntrySpec {
+    pub action: String,
+    pub plan: Option<String>,
+    pub max: Option<u32>,
+    pub within: Option<Duration>,
+    pub then: Option<String>,
+}
+
+impl HmEntrySpec {
+    /// The action word `action` (`"ignore"`, `"restart_cold"`, `"restart_warm"`, `"idle"`, `"stop"`,
+    /// `"switch_plan"`, `"stop_module"`).
+    pub fn new(action: impl Into<String>) -> HmEntrySpec {
+        HmEntrySpec { action: action.into(), plan: None, max: None, within: None, then: None }
+    }
+    /// `{ action = "switch_plan", plan = plan }`.
+    pub fn switch_plan(plan: impl Into<String>) -> HmEntrySpec {
+        HmEntrySpec::new("switch_plan").plan(plan)
+    }
+    /// Sets `plan`: the plan of switch_plan (as `action` or `then`).
+    pub fn plan(mut self, plan: impl Into<String>) -> Self {
+        self.plan = Some(plan.into());
+        self
+    }
+    /// After `max` occurrences within `within`, `then` instead of the action.
+    pub fn escalate(mut self, max: u32, within: Duration, then: impl Into<String>) -> Self {
+        self.max = Some(max);
+        self.within = Some(within);
+        self.then = Some(then.into());
+        self
+    }
+    fn is_word(&self) -> bool {
+        self.plan.is_none() && self.max.is_none() && self.within.is_none() && self.then.is_none()
+    }
+}
+
+impl From<&HmAction> for HmEntrySpec {
+    /// The entry taking `action` (switch_plan with its plan).
+    fn from(action: &HmAction) -> HmEntrySpec {
+        match action {
+            HmAction::SwitchPlan(p) => HmEntrySpec::switch_plan(p.clone()),
+            a => HmEntrySpec::new(a.as_str()),
+        }
+    }
+}
+
+/// The table form of a health-monitor entry, as the file writes it.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HmEntryTable {
+    action: String,
+    plan: Option<String>,
+    max: Option<u32>,
+    within: Option<Duration>,
+    then: Option<String>,
+}
+
+impl Serialize for HmEntrySpec {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.is_word() {
+            return s.serialize_str(&self.action);
+        }
+        HmEntryTable { action: self.action.clone(), plan: self.plan.clone(), max: self.max, within: self.within, then: self.then.clone() }.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for HmEntrySpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match toml::Value::deserialize(d)? {
+            toml::Value::String(w) => Ok(HmEntrySpec::new(w)),
+            v @ toml::Value::Table(_) => {
+                let t: HmEntryTable = v.try_into().map_err(serde::de::Error::custom)?;
+                Ok(HmEntrySpec { action: t.action, plan: t.plan, max: t.max, within: t.within, then: t.then })
+            }
+            other => Err(serde::de::Error::custom(format!("{other} is not a health-monitor entry; write an action word or a table {{ action, max, within, then, plan }}"))),
+        }
+    }
+}
+
+/// Reads a health-monitor table, refusing a key that is not an error kind (as the loader does).
+fn hm_table_spec<'de, D: Deserializer<'de>>(d: D) -> Result<Option<HmTableSpec>, D::Error> {
+    let raw = BTreeMap::<String, toml::Value>::deserialize(d)?;
+    let mut table = HmTableSpec::new();
+    for (k, v) in raw {
+        k.parse::<ErrorKind>().map_err(serde::de::Error::custom)?;
+        let entry = HmEntrySpec::deserialize(v).map_err(|e| serde::de::Error::custom(format!("{k}: {e}")))?;
+        table.insert(k, entry);
+    }
+    Ok(Some(table))
 }
 
 /// A `[[module.plan.window]]`.

@@ -303,6 +303,10 @@ housekeeping_cpus = [3]
 domain = 5
 subnet = "198.18.100.0/24"
 
+[health_monitor]
+power_fail = "stop_module"
+hardware_fault = "ignore"
+
 [[host]]
 name = "alpha"
 
@@ -316,6 +320,11 @@ host = "alpha"
 cpus = [0, 1]
 domain = 7
 subnet = "198.18.101.0/24"
+default_plan = "normal"
+
+[module.health_monitor]
+hardware_fault = "stop_module"
+missed_window = { action = "switch_plan", plan = "degraded" }
 
 [[module.partition]]
 name = "app"
@@ -341,6 +350,23 @@ time_overrun = { tolerance = "200us", count = 3, frames = 20, action = "idle" }
 disk = { read_bps = "64MiB", write_bps = "unlimited", read_iops = 500, write_iops = 1000 }
 limits = { message_queue_bytes = "1MiB", queued_signals = 512 }
 state = { size = "32MiB", inodes = 1024 }
+system_partition = true
+
+[module.partition.health_monitor]
+deadline_missed = { action = "switch_plan", plan = "degraded" }
+application_error = "restart_warm"
+numeric_error = "idle"
+illegal_request = "ignore"
+stack_overflow = "stop"
+memory_violation = "restart_cold"
+hardware_fault = "restart_cold"
+power_fail = "ignore"
+seccomp_denial = "stop"
+oom = "restart_cold"
+pids_limit = "restart_warm"
+missed_window = "ignore"
+ran_outside_window = "idle"
+exited = { action = "restart_cold", max = 2, within = "60s", then = "switch_plan", plan = "degraded" }
 
 [[module.partition]]
 name = "guest"
@@ -383,6 +409,7 @@ both_ways = true
 allow = ["demo/*"]
 
 [[module.plan]]
+name = "normal"
 cpu = 0
 major_frame = "1ms"
 freeze_ahead = "50us"
@@ -400,6 +427,7 @@ start = "400us"
 duration = "500us"
 
 [[module.plan]]
+name = "normal"
 cpu = 1
 major_frame = "2ms"
 
@@ -407,6 +435,26 @@ major_frame = "2ms"
 partition = "guest"
 start = "0us"
 duration = "2ms"
+
+[[module.plan]]
+name = "degraded"
+cpu = 0
+major_frame = "1ms"
+
+[[module.plan.window]]
+partition = "routing"
+start = "0us"
+duration = "500us"
+
+[[module.plan]]
+name = "degraded"
+cpu = 1
+major_frame = "2ms"
+
+[[module.plan.window]]
+partition = "guest"
+start = "0us"
+duration = "1ms"
 
 [[module.path]]
 name = "request"
@@ -467,6 +515,7 @@ const RAW_TABLES: &[(&str, &str)] = &[
     ("RawVm", "module[].partition[].vm"),
     ("RawUplink", "module[].partition[].uplink"),
     ("RawSecurity", "module[].partition[].uplink.security"),
+    ("RawHmEntry", "module[].partition[].health_monitor.exited"),
     ("RawPlan", "module[].plan[]"),
     ("RawWindow", "module[].plan[].window[]"),
     ("RawNode", "node[]"),
@@ -587,6 +636,15 @@ fn the_spec_reads_every_key_and_builds_the_files_system() {
     assert_eq!(sec.permissions_ca, Path::new("/etc/partita/pki/permissions-ca.pem"));
     assert_eq!(spec.module[0].partition[1].kind, Some(PartitionKind::Vm));
     assert_eq!(spec.system.cpu_dma_latency, Some(CpuDmaLatency::Bound(us(1))));
+    // The named plans, the system partition and the health-monitor tables.
+    let m = &built.modules[0];
+    assert_eq!(m.plan_sets().iter().map(|(n, p)| (*n, p.len())).collect::<Vec<_>>(), [("normal", 2), ("degraded", 2)]);
+    assert!(app.system_partition);
+    assert_eq!(app.health_monitor.entries.len(), ErrorKind::ALL.len());
+    assert_eq!(m.health_monitor.get(ErrorKind::MissedWindow), Some(&HmEntry::new(HmAction::SwitchPlan("degraded".into()))));
+    assert_eq!(built.health_monitor.get(ErrorKind::PowerFail), Some(&HmEntry::new(HmAction::StopModule)));
+    let exited = &spec.module[0].partition[0].health_monitor.as_ref().unwrap()["exited"];
+    assert_eq!(exited, &HmEntrySpec::new("restart_cold").escalate(2, Duration::from_millis(60_000), "switch_plan").plan("degraded"));
 }
 
 #[test]
