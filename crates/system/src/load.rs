@@ -1281,11 +1281,17 @@ impl Cx<'_> {
                 let a = if *w == "switch_plan" { HmAction::SwitchPlan(String::new()) } else { word_action(w) };
                 a.allowed_at(level)
             }).collect();
-            let fix = match &action {
-                HmAction::Idle | HmAction::Stop => format!("{word} acts on one partition: put the entry in {}", HmLevel::Partition.table()),
-                HmAction::SwitchPlan(_) => format!("switch_plan switches one module's plan, and a system-level table does not say which: put the entry in {} or {}", HmLevel::Module.table(), HmLevel::Partition.table()),
-                _ => format!("{word} stops a whole module: put the entry in {} (that module) or {} (every module)", HmLevel::Module.table(), HmLevel::System.table()),
+            let levels: Vec<HmLevel> = [HmLevel::Partition, HmLevel::Module, HmLevel::System].into_iter().filter(|l| action.allowed_at(*l)).collect();
+            let why = match (&action, level) {
+                (HmAction::SwitchPlan(_), HmLevel::System) => "a system-level table does not say which module's plan to switch; ",
+                (HmAction::Idle | HmAction::Stop, _) => "it acts on one partition; ",
+                (HmAction::StopModule, _) => "it stops a whole module; ",
+                (_, HmLevel::System) => "a system-level table ignores an error or stops every module; ",
+                _ => "",
             };
+            let names = levels.iter().map(|l| l.as_str()).collect::<Vec<_>>().join(" and ");
+            let tables = levels.iter().map(|l| l.table()).collect::<Vec<_>>().join(" or ");
+            let fix = format!("{why}{word} is taken at {names} level: put the entry in {tables}");
             self.err(span, field, Problem::HmActionNotAllowed { action: action.as_str(), level, allowed: allowed.join(", "), fix });
             return None;
         }
