@@ -589,6 +589,8 @@ fn the_every_key_file_has_every_key_the_documentation_lists() {
         ("### `[[module.plan.window]]`", "module[].plan[].window[]"),
         ("### `[[module.path]]`", "module[].path[]"),
         ("### `[[module.channel]]`", "module[].channel[]"),
+        ("### Error kinds: the keys of a table", "module[].partition[].health_monitor"),
+        ("### An entry: an action word, or a table", "module[].partition[].health_monitor.exited"),
         ("## `[[node]]`", "node[]"),
     ];
     let mut table: Option<&str> = None;
