@@ -132,29 +132,14 @@ pub fn render(s: &System) -> String {
             m.partitions.iter().enumerate().map(|(i, p)| ((b'A' + (i % 26) as u8) as char, p.name.as_str())).collect();
         out.push('\n');
         for plan in &m.plans {
-            let frame = plan.frame().as_nanos().max(1);
-            let mut line = vec!['.'; TIMELINE_WIDTH];
-            for w in &plan.windows {
-                let c = letters.iter().find(|(_, n)| *n == w.partition).map(|(c, _)| *c).unwrap_or('?');
-                let a = (w.start.as_nanos() as u128 * TIMELINE_WIDTH as u128 / frame as u128) as usize;
-                let b = (w.end().as_nanos() as u128 * TIMELINE_WIDTH as u128 / frame as u128) as usize;
-                // a window shorter than one character still shows
-                for slot in line.iter_mut().take(b.max(a + 1).min(TIMELINE_WIDTH)).skip(a.min(TIMELINE_WIDTH - 1)) {
-                    *slot = c;
-                }
-            }
-            out.push_str(&format!(
-                "  CPU {:<3} |{}| {} (idle {})\n",
-                plan.cpu,
-                line.iter().collect::<String>(),
-                plan.frame(),
-                plan.idle()
-            ));
+            out.push_str(&timeline(plan, &letters));
         }
         let legend: Vec<String> = letters.iter().map(|(c, n)| format!("{c}={n}")).collect();
         out.push_str(&format!("           {}  .=idle\n", legend.join(" ")));
         out.push_str(&path_delays(s, mi));
+        out.push_str(&render_named_plans(m, &letters));
     }
+    out.push_str(&render_health_monitor(s));
 
     out.push_str("\nnetworks\n");
     out.push_str(&format!("  {:<34} {:>6}  {:<18} {}\n", "network", "domain", "subnet", "bridge"));
@@ -205,6 +190,75 @@ pub fn render(s: &System) -> String {
     out.push_str(&render_vms(s));
     out.push_str(&render_time_protection(s));
     out.push_str(&render_host_objects(&s.host_objects()));
+    out
+}
+
+/// One CPU's plan as a line of `TIMELINE_WIDTH` characters: a letter per partition, `.` for idle time.
+fn timeline(plan: &partita_system::Plan, letters: &[(char, &str)]) -> String {
+    let frame = plan.frame().as_nanos().max(1);
+    let mut line = vec!['.'; TIMELINE_WIDTH];
+    for w in &plan.windows {
+        let c = letters.iter().find(|(_, n)| *n == w.partition).map(|(c, _)| *c).unwrap_or('?');
+        let a = (w.start.as_nanos() as u128 * TIMELINE_WIDTH as u128 / frame as u128) as usize;
+        let b = (w.end().as_nanos() as u128 * TIMELINE_WIDTH as u128 / frame as u128) as usize;
+        // a window shorter than one character still shows
+        for slot in line.iter_mut().take(b.max(a + 1).min(TIMELINE_WIDTH)).skip(a.min(TIMELINE_WIDTH - 1)) {
+            *slot = c;
+        }
+    }
+    format!("  CPU {:<3} |{}| {} (idle {})\n", plan.cpu, line.iter().collect::<String>(), plan.frame(), plan.idle())
+}
+
+/// A module with several named plans: each plan's timeline, the default (the one `up` starts with) marked.
+fn render_named_plans(m: &partita_system::Module, letters: &[(char, &str)]) -> String {
+    if m.other_plans.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("\n  named plans ({}; the health monitor and system partitions switch between them at a major frame's end)\n", m.plan_sets().len());
+    for (name, plans) in m.plan_sets() {
+        let mark = if name == m.plan_name { " (default: `up` starts with it)" } else { "" };
+        out.push_str(&format!("  plan {name}{mark}\n"));
+        for plan in plans {
+            out.push_str(&timeline(plan, letters));
+        }
+    }
+    out
+}
+
+/// The health monitor's answer to each error kind, per partition, with the table it comes from: printed when
+/// the system has a health-monitor table or a module has several plans.
+fn render_health_monitor(s: &System) -> String {
+    use partita_system::{ErrorKind, HealthAction, HmResolution};
+    let any_table = !s.health_monitor.is_empty() || s.modules.iter().any(|m| !m.health_monitor.is_empty() || m.partitions.iter().any(|p| !p.health_monitor.is_empty()));
+    if !any_table && s.modules.iter().all(|m| m.other_plans.is_empty()) {
+        return String::new();
+    }
+    let health = |h: HealthAction| match h {
+        HealthAction::Restart { max_restarts, window, .. } => format!("restart (health: at most {max_restarts} within {window}, then stop)"),
+        HealthAction::Stop => "stop (health)".to_string(),
+        HealthAction::Ignore => "ignore (health)".to_string(),
+    };
+    let answer = |r: HmResolution| match r {
+        HmResolution::Table { level, entry } => format!("{entry}   [{level} table]"),
+        HmResolution::Health(h) => health(h),
+        HmResolution::Default { level, action } => format!("{action}   [default, {level} level]"),
+    };
+    let mut out = String::from("\nhealth monitor (each partition's table, then its module's, then the system's, then the defaults)\n");
+    for (m, p) in s.partitions() {
+        let system = if p.system_partition { ", a system partition: may request plan switches" } else { "" };
+        out.push_str(&format!("  {} (module {}{system})\n", p.name, m.name));
+        for kind in ErrorKind::ALL {
+            let a = answer(s.hm_resolve(m, p, kind, true));
+            if kind == ErrorKind::NumericError {
+                let raised = answer(s.hm_resolve(m, p, kind, false));
+                if raised != a {
+                    out.push_str(&format!("    {:<19} at exit: {a}; raised: {raised}\n", kind.as_str()));
+                    continue;
+                }
+            }
+            out.push_str(&format!("    {:<19} {a}\n", kind.as_str()));
+        }
+    }
     out
 }
 

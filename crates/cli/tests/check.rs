@@ -59,3 +59,87 @@ fn a_broken_file_lists_every_error_with_file_line_and_field_and_exits_2() {
     let mem = format!("{}:{}:", file.display(), line_of("memory = \"1MiB\""));
     assert!(stderr.contains(&mem) && stderr.contains("module[camera-node].partition[recorder].memory"), "{stderr}");
 }
+
+#[test]
+fn a_file_with_two_named_plans_prints_each_timeline_and_the_resolved_health_monitor() {
+    let text = r#"
+[system]
+name = "modes-check"
+
+[health_monitor]
+power_fail = "stop_module"
+
+[[module]]
+name = "core"
+cpus = [0]
+default_plan = "normal"
+
+[module.health_monitor]
+hardware_fault = "stop_module"
+
+[[module.partition]]
+name = "routing"
+command = ["partita", "route"]
+io = true
+system_partition = true
+
+[module.partition.health_monitor]
+exited = { action = "restart_cold", max = 2, within = "60s", then = "switch_plan", plan = "degraded" }
+
+[[module.partition]]
+name = "recorder"
+command = ["partita", "app", "recorder"]
+
+[[module.plan]]
+name = "normal"
+cpu = 0
+major_frame = "1500us"
+
+[[module.plan.window]]
+partition = "routing"
+start = "0us"
+duration = "700us"
+
+[[module.plan.window]]
+partition = "recorder"
+start = "700us"
+duration = "800us"
+
+[[module.plan]]
+name = "degraded"
+cpu = 0
+major_frame = "1ms"
+
+[[module.plan.window]]
+partition = "routing"
+start = "0us"
+duration = "1ms"
+"#;
+    let dir = std::env::temp_dir().join(format!("partita-check-modes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("modes.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = partita().arg("check").arg(&file).output().unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    for needed in [
+        "named plans (2;",
+        "plan normal (default: `up` starts with it)\n  CPU 0   |AAAAAAAAAAAAAAAAAAAAAAAAAAAABBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB| 1500us (idle 0us)\n",
+        "plan degraded\n  CPU 0   |AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA| 1ms (idle 0us)\n",
+        "routing (module core, a system partition: may request plan switches)",
+        "    exited              restart_cold, then switch_plan degraded after 2 within 60s   [partition table]",
+        "    hardware_fault      stop_module   [module table]",
+        "    power_fail          stop_module   [system table]",
+        "    deadline_missed     ignore   [default, partition level]",
+        "recorder (module core)",
+        "    exited              restart (health: at most 3 within 60s, then stop)",
+        "    numeric_error       at exit: restart (health: at most 3 within 60s, then stop); raised: ignore   [default, partition level]",
+    ] {
+        assert!(stdout.contains(needed), "missing {needed:?} in:\n{stdout}");
+    }
+    // A system with one plan and no table prints neither.
+    let plain = partita().args(["check", &example("video-surveillance.toml")]).output().unwrap();
+    let plain = String::from_utf8_lossy(&plain.stdout);
+    assert!(!plain.contains("named plans") && !plain.contains("health monitor ("), "{plain}");
+}
