@@ -408,3 +408,21 @@ fn error_kind_codes_words_and_levels() {
     assert_eq!(at(HmAction::SwitchPlan("x".into())), [true, true, false]);
     assert_eq!(at(HmAction::StopModule), [false, true, true]);
 }
+
+#[test]
+fn an_entry_may_be_written_as_a_table_of_its_own_and_a_table_inline() {
+    let text = good_with("exited = { action = \"restart_cold\", max = 2, within = \"60s\", then = \"switch_plan\", plan = \"degraded\" }\n", "").replacen(
+        "deadline_missed = { action = \"switch_plan\", plan = \"degraded\" }\n",
+        "deadline_missed = { action = \"switch_plan\", plan = \"degraded\" }\n\n[module.partition.health_monitor.exited]\naction = \"restart_cold\"\nmax = 2\nwithin = \"60s\"\nthen = \"switch_plan\"\nplan = \"degraded\"\n",
+        1,
+    );
+    let (a, b) = (parse(&text, "sys.toml", &host()).unwrap_or_else(|e| panic!("{e}\n{text}")), parse(GOOD, "sys.toml", &host()).unwrap());
+    assert_eq!(a.modules[0].partitions[0].health_monitor, b.modules[0].partitions[0].health_monitor);
+    // … and an error in it points at the entry's table
+    let bad = text.replace("max = 2\n", "max = 0\n");
+    refused(&bad, "module[core].partition[routing].health_monitor.exited.max", "give 1..=1000", "[module.partition.health_monitor.exited]");
+    let inline = good_with("system_partition = true\n", "system_partition = true\nhealth_monitor = { oom = \"stop\" }\n");
+    let inline = inline.replace("\n[module.partition.health_monitor]\napplication_error = \"restart_warm\"\nexited = { action = \"restart_cold\", max = 2, within = \"60s\", then = \"switch_plan\", plan = \"degraded\" }\ndeadline_missed = { action = \"switch_plan\", plan = \"degraded\" }\n", "");
+    let s = parse(&inline, "sys.toml", &host()).unwrap_or_else(|e| panic!("{e}\n{inline}"));
+    assert_eq!(s.modules[0].partitions[0].health_monitor.get(ErrorKind::Oom), Some(&HmEntry::new(HmAction::Stop)));
+}
