@@ -202,6 +202,8 @@ pub struct Watched {
     restart_kind: RestartKind,
     /// Emptied before a cold start.
     state_dir: Option<std::path::PathBuf>,
+    /// Kept stopped ([`HealthMonitor::keep_stopped`]): no restart, whoever asks.
+    kept_stopped: bool,
 }
 
 /// Since when a partition's program runs, as its launch pipe tells: the time before that is its launch's
@@ -352,6 +354,7 @@ impl HealthMonitor {
             restart_pending: None,
             restart_kind: RestartKind::Warm,
             state_dir: None,
+            kept_stopped: false,
         };
         let pid = w.launched(started);
         self.log.record(name, "start", Some(pid), None, None);
@@ -461,6 +464,8 @@ impl HealthMonitor {
     pub fn keep_stopped(&mut self, name: &str) {
         if let Some(w) = self.partitions.iter_mut().find(|w| w.name == name) {
             w.action = Action::Stop;
+            w.kept_stopped = true;
+            w.restart_pending = None;
             if w.restart_at.take().is_some() {
                 self.log.record(&w.name, "stopped", None, None, Some("restart cancelled".into()));
             }
@@ -518,7 +523,7 @@ fn apply_action(w: &mut Watched, log: &EventLog) {
 /// A restart the supervisor asked for, after the back-off of the partition's recent restarts (those of the last
 /// minute): a crash loop restarted by a table cannot keep the supervisor busy either.
 fn schedule_restart(w: &mut Watched, kind: RestartKind, log: &EventLog) {
-    if matches!(w.action, Action::Stop) {
+    if w.kept_stopped {
         log.record(&w.name, "stopped", None, None, Some(format!("{} refused: the partition is kept stopped", kind.as_str())));
         return;
     }

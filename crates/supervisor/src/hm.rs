@@ -1,9 +1,9 @@
-//! The health-monitor tables at run time: which action an error of a kind, in a partition (or in the module as
-//! a whole), gets. The partition's table is looked at first, then its module's, then the system's; an error
-//! none of them names gets the default: a kind that ended the partition's process tree its `health` action,
+//! The health-monitor tables at run time: which action an error of a kind in a partition gets. The partition's
+//! table is looked at first, then its module's, then the system's ([`System::hm_resolve`]); an error none of
+//! them names gets the default: a kind that ended the partition's process tree its `health` action,
 //! `power_fail` the system-level `stop_module`, any other kind `ignore` (logged). An entry with an escalation
 //! counts the occurrences of its kind per partition: beyond `max` within `within`, its `then` applies.
-use partita_system::{ErrorKind, HmAction, HmEntry, HmLevel, HmTable, System};
+use partita_system::{ErrorKind, HmAction, HmEntry, HmLevel, HmResolution, System};
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
@@ -55,9 +55,7 @@ pub fn level_name(l: HmLevel) -> &'static str {
 /// The tables of one system and the occurrences their escalations count.
 #[derive(Debug, Default)]
 pub struct HealthTables {
-    system: HmTable,
-    modules: HashMap<String, HmTable>,
-    partitions: HashMap<String, (String, HmTable)>,
+    system: Option<System>,
     /// (partition or module, kind) → when it occurred, within the longest escalation window.
     seen: HashMap<(String, ErrorKind), VecDeque<Instant>>,
 }
@@ -67,40 +65,27 @@ const MAX_REMEMBERED: usize = 1_001;
 
 impl HealthTables {
     pub fn new(system: &System) -> HealthTables {
-        let mut t = HealthTables { system: system.health_monitor.clone(), ..HealthTables::default() };
-        for m in &system.modules {
-            t.modules.insert(m.name.clone(), m.health_monitor.clone());
-            for p in &m.partitions {
-                t.partitions.insert(p.name.clone(), (m.name.clone(), p.health_monitor.clone()));
-            }
-        }
-        t
+        HealthTables { system: Some(system.clone()), seen: HashMap::new() }
     }
 
-    /// Whether any table has an entry: without, the supervisor behaves as before tables existed.
-    pub fn is_empty(&self) -> bool {
-        self.system.entries.is_empty() && self.modules.values().all(|t| t.entries.is_empty()) && self.partitions.values().all(|(_, t)| t.entries.is_empty())
-    }
-
-    /// The action for an error of `kind` in partition `partition` (or, with `None`, in module `module` as a
-    /// whole); `ended`: the error ended the partition's process tree.
-    pub fn decide(&mut self, module: &str, partition: Option<&str>, kind: ErrorKind, ended: bool, now: Instant) -> Decision {
-        let from_partition = partition.and_then(|p| self.partitions.get(p)).and_then(|(_, t)| t.entries.get(&kind)).map(|e| (e.clone(), HmLevel::Partition));
-        let found = from_partition
-            .or_else(|| self.modules.get(module).and_then(|t| t.entries.get(&kind)).map(|e| (e.clone(), HmLevel::Module)))
-            .or_else(|| self.system.entries.get(&kind).map(|e| (e.clone(), HmLevel::System)));
-        let key = (partition.unwrap_or(module).to_string(), kind);
-        let Some((entry, level)) = found else {
-            return if kind == ErrorKind::PowerFail {
-                Decision::Default { action: HmAction::StopModule, level: HmLevel::System }
-            } else if ended {
-                Decision::Health
-            } else {
-                Decision::Default { action: HmAction::Ignore, level: HmLevel::Partition }
-            };
+    /// The action for an error of `kind` in partition `partition` of `module` (the lookup is the system
+    /// model's [`System::hm_resolve`]); `ended`: the error ended the partition's process tree. A kind that
+    /// can end a process but did not (an OOM kill of one of its processes, a denied system call) is logged and
+    /// ignored unless a table names it.
+    pub fn decide(&mut self, module: &str, partition: &str, kind: ErrorKind, ended: bool, now: Instant) -> Decision {
+        let resolved = self.system.as_ref().and_then(|s| {
+            let m = s.module(module)?;
+            let p = m.partitions.iter().find(|p| p.name == partition)?;
+            Some(s.hm_resolve(m, p, kind, ended))
+        });
+        let (entry, level) = match resolved {
+            Some(HmResolution::Table { level, entry }) => (entry, level),
+            Some(HmResolution::Health(_)) if ended => return Decision::Health,
+            Some(HmResolution::Default { level, action }) => return Decision::Default { action, level },
+            _ => return Decision::Default { action: HmAction::Ignore, level: HmLevel::Partition },
         };
         let HmEntry { action, escalate } = entry;
-        let seen = self.seen.entry(key).or_default();
+        let seen = self.seen.entry((partition.to_string(), kind)).or_default();
         seen.push_back(now);
         if seen.len() > MAX_REMEMBERED {
             seen.pop_front();
@@ -152,50 +137,82 @@ pub fn kind_of_event(event: &str) -> Option<ErrorKind> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use partita_system::HmEscalation;
 
-    fn tables(partition: &[(ErrorKind, HmEntry)], module: &[(ErrorKind, HmEntry)], system: &[(ErrorKind, HmEntry)]) -> HealthTables {
-        let mut t = HealthTables { system: HmTable { entries: system.iter().cloned().collect() }, ..HealthTables::default() };
-        t.modules.insert("core".into(), HmTable { entries: module.iter().cloned().collect() });
-        t.partitions.insert("routing".into(), ("core".into(), HmTable { entries: partition.iter().cloned().collect() }));
-        t.partitions.insert("recorder".into(), ("core".into(), HmTable::default()));
-        t
-    }
+    const FILE: &str = r#"
+[system]
+name = "hm"
+[health_monitor]
+deadline_missed = "stop_module"
+hardware_fault = "stop_module"
+[[module]]
+name = "core"
+cpus = [0]
+default_plan = "normal"
+[module.health_monitor]
+application_error = "stop_module"
+deadline_missed = { action = "switch_plan", plan = "degraded" }
+[[module.partition]]
+name = "routing"
+command = ["true"]
+[module.partition.health_monitor]
+application_error = "restart_warm"
+exited = { action = "restart_cold", max = 2, within = "60s", then = "switch_plan", plan = "degraded" }
+[[module.partition]]
+name = "recorder"
+command = ["true"]
+[[module.plan]]
+name = "normal"
+cpu = 0
+major_frame = "1ms"
+[[module.plan.window]]
+partition = "routing"
+start = "0us"
+duration = "500us"
+[[module.plan.window]]
+partition = "recorder"
+start = "500us"
+duration = "500us"
+[[module.plan]]
+name = "degraded"
+cpu = 0
+major_frame = "1ms"
+[[module.plan.window]]
+partition = "recorder"
+start = "0us"
+duration = "900us"
+[[module.plan.window]]
+partition = "routing"
+start = "900us"
+duration = "100us"
+"#;
 
-    fn entry(a: HmAction) -> HmEntry {
-        HmEntry { action: a, escalate: None }
+    fn tables() -> HealthTables {
+        let system = partita_system::parse(FILE, "hm.toml", &partita_system::Host::with_cpus(1)).unwrap();
+        HealthTables::new(&system)
     }
 
     #[test]
     fn the_partition_table_comes_first_then_the_module_then_the_system_then_the_defaults() {
-        let mut t = tables(
-            &[(ErrorKind::ApplicationError, entry(HmAction::RestartWarm))],
-            &[(ErrorKind::ApplicationError, entry(HmAction::StopModule)), (ErrorKind::DeadlineMissed, entry(HmAction::SwitchPlan("degraded".into())))],
-            &[(ErrorKind::DeadlineMissed, entry(HmAction::StopModule)), (ErrorKind::HardwareFault, entry(HmAction::StopModule))],
-        );
+        let mut t = tables();
         let now = Instant::now();
-        let action = |d: Decision| (d.action().cloned(), matches!(d, Decision::Table { level: HmLevel::Partition, .. }));
-        assert_eq!(action(t.decide("core", Some("routing"), ErrorKind::ApplicationError, false, now)), (Some(HmAction::RestartWarm), true));
-        assert!(matches!(t.decide("core", Some("recorder"), ErrorKind::ApplicationError, false, now), Decision::Table { action: HmAction::StopModule, level: HmLevel::Module, .. }));
-        assert!(matches!(t.decide("core", Some("recorder"), ErrorKind::DeadlineMissed, false, now), Decision::Table { action: HmAction::SwitchPlan(_), level: HmLevel::Module, .. }));
-        assert!(matches!(t.decide("core", Some("recorder"), ErrorKind::HardwareFault, true, now), Decision::Table { action: HmAction::StopModule, level: HmLevel::System, .. }));
-        assert_eq!(t.decide("core", Some("recorder"), ErrorKind::Exited, true, now), Decision::Health);
-        assert_eq!(t.decide("core", Some("recorder"), ErrorKind::Oom, false, now), Decision::Default { action: HmAction::Ignore, level: HmLevel::Partition });
-        assert_eq!(t.decide("core", None, ErrorKind::PowerFail, false, now), Decision::Default { action: HmAction::StopModule, level: HmLevel::System });
+        assert!(matches!(t.decide("core", "routing", ErrorKind::ApplicationError, false, now), Decision::Table { action: HmAction::RestartWarm, level: HmLevel::Partition, .. }));
+        assert!(matches!(t.decide("core", "recorder", ErrorKind::ApplicationError, false, now), Decision::Table { action: HmAction::StopModule, level: HmLevel::Module, .. }));
+        assert!(matches!(t.decide("core", "recorder", ErrorKind::DeadlineMissed, false, now), Decision::Table { action: HmAction::SwitchPlan(_), level: HmLevel::Module, .. }));
+        assert!(matches!(t.decide("core", "recorder", ErrorKind::HardwareFault, true, now), Decision::Table { action: HmAction::StopModule, level: HmLevel::System, .. }));
+        assert_eq!(t.decide("core", "recorder", ErrorKind::Exited, true, now), Decision::Health);
+        // An OOM kill of one of its processes did not end it: ignored (logged) without a table.
+        assert_eq!(t.decide("core", "recorder", ErrorKind::Oom, false, now), Decision::Default { action: HmAction::Ignore, level: HmLevel::Partition });
+        assert_eq!(t.decide("core", "recorder", ErrorKind::PowerFail, false, now), Decision::Default { action: HmAction::StopModule, level: HmLevel::System });
     }
 
     #[test]
     fn an_escalation_applies_beyond_max_occurrences_within_its_window_and_forgets_older_ones() {
-        let e = HmEntry {
-            action: HmAction::RestartCold,
-            escalate: Some(HmEscalation { max: 2, within: partita_system::Duration::from_millis(60_000), then: HmAction::SwitchPlan("degraded".into()) }),
-        };
-        let mut t = tables(&[(ErrorKind::Exited, e)], &[], &[]);
+        let mut t = tables();
         let t0 = Instant::now();
         let at = |s: u64| t0 + Duration::from_secs(s);
         let got: Vec<(HmAction, bool)> = [0, 10, 20, 30]
             .into_iter()
-            .map(|s| match t.decide("core", Some("routing"), ErrorKind::Exited, true, at(s)) {
+            .map(|s| match t.decide("core", "routing", ErrorKind::Exited, true, at(s)) {
                 Decision::Table { action, escalated, .. } => (action, escalated),
                 other => panic!("{other:?}"),
             })
@@ -205,9 +222,9 @@ mod tests {
         assert_eq!(got[2], (HmAction::SwitchPlan("degraded".into()), true));
         assert_eq!(got[3], (HmAction::SwitchPlan("degraded".into()), true));
         // 100 s later the earlier ones are out of the window: a restart again.
-        assert!(matches!(t.decide("core", Some("routing"), ErrorKind::Exited, true, at(130)), Decision::Table { action: HmAction::RestartCold, escalated: false, .. }));
+        assert!(matches!(t.decide("core", "routing", ErrorKind::Exited, true, at(130)), Decision::Table { action: HmAction::RestartCold, escalated: false, .. }));
         // Another partition counts its own.
-        assert_eq!(t.decide("core", Some("recorder"), ErrorKind::Exited, true, at(130)), Decision::Health);
+        assert_eq!(t.decide("core", "recorder", ErrorKind::Exited, true, at(130)), Decision::Health);
     }
 
     #[test]
