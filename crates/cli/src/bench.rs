@@ -61,6 +61,12 @@ enum BenchCommand {
     /// ARINC 653 sampling and queuing ports between two processes on two CPUs: one-way latency against iceoryx2
     /// and a bare futex, copy against in-place writes, and a queuing channel's throughput.
     Ports(PortsArgs),
+    /// Plan switches (at frame ends and at once) and a partition setting itself idle, under load, checked from
+    /// the executor's record and a kernel trace of the plan's CPU.
+    Modes(crate::studies::ModesArgs),
+    /// The program of `bench modes`' partitions (started by the supervisor for `bench modes`).
+    #[command(name = "modes-peer", hide = true)]
+    ModesPeer,
     /// The writing end of `bench ports` (started by `bench ports` itself).
     #[command(name = "ports-peer", hide = true)]
     PortsPeer(PortsPeerArgs),
@@ -281,6 +287,8 @@ pub fn run(args: BenchArgs) -> ExitCode {
         BenchCommand::Dbe(a) => crate::dbe::run(a),
         BenchCommand::Rt(a) => crate::studies::rt(a),
         BenchCommand::Isolation(a) => crate::studies::isolation(a),
+        BenchCommand::Modes(a) => crate::studies::modes(a),
+        BenchCommand::ModesPeer => crate::studies::modes_peer(),
         BenchCommand::RouterFlood(a) => match run_flood(a) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(e),

@@ -405,3 +405,67 @@ pub fn isolation(a: IsolationArgs) -> ExitCode {
     eprintln!("partita bench isolation: wrote {}, {}", a.out.join("isolation.md").display(), a.out.join("isolation.json").display());
     ExitCode::SUCCESS
 }
+
+#[derive(Args)]
+pub struct ModesArgs {
+    /// Switches at the end of a major frame, back and forth between the plans normal and degraded.
+    #[arg(long, default_value_t = 1000)]
+    switches: u32,
+    /// Switches at once (`partita plan switch --now`), after those.
+    #[arg(long, default_value_t = 200)]
+    now_switches: u32,
+    /// The plan's CPU [default: the machine's last].
+    #[arg(long)]
+    cpu: Option<usize>,
+    /// No stress-ng beside the plan.
+    #[arg(long)]
+    no_load: bool,
+    /// Output folder: modes.md, modes.json.
+    #[arg(long, default_value = "results/modes")]
+    out: PathBuf,
+}
+
+pub fn modes(a: ModesArgs) -> ExitCode {
+    use partita_studies::modes::{self, ModesConfig};
+    partita_supervisor::supervisor::install_stop_signals();
+    let cpus = partita_system::Host::this_machine().cpus;
+    let cpu = a.cpu.unwrap_or_else(|| cpus.last().copied().unwrap_or(0));
+    if !cpus.contains(&cpu) {
+        eprintln!("partita bench modes: --cpu {cpu} is not a CPU of this machine (its CPUs: {cpus:?})");
+        return ExitCode::from(2);
+    }
+    if a.switches == 0 {
+        eprintln!("partita bench modes: --switches must be at least 1");
+        return ExitCode::from(2);
+    }
+    let cfg = ModesConfig { switches: a.switches, now_switches: a.now_switches, cpu, load: !a.no_load, partita: None, state_root: std::env::temp_dir().join(format!("partita-bench-modes-{}", std::process::id())) };
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let res = match modes::run(&cfg, |l| eprintln!("{l}")) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("partita bench modes: {e}");
+            let _ = std::fs::remove_dir_all(&cfg.state_root);
+            return ExitCode::FAILURE;
+        }
+    };
+    let _ = std::fs::remove_dir_all(&cfg.state_root);
+    if let Err(e) = modes::write_all(&res, &a.out, &command) {
+        eprintln!("partita bench modes: writing {}: {e}", a.out.display());
+        return ExitCode::FAILURE;
+    }
+    print!("{}", modes::markdown(&res, &command));
+    eprintln!("partita bench modes: wrote {}, {}", a.out.join("modes.md").display(), a.out.join("modes.json").display());
+    ExitCode::SUCCESS
+}
+
+/// `partita bench modes-peer`: the program of `bench modes`' partitions.
+pub fn modes_peer() -> ExitCode {
+    let dir = std::env::var(partita_env::STATE_DIR).ok().map(PathBuf::from);
+    match partita_studies::modes::peer(dir.as_deref()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("partita bench modes-peer: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

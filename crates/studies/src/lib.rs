@@ -11,8 +11,12 @@
 //!   time while its neighbour makes the kernel work (writes, fsync, huge pages, calls over many memory areas,
 //!   timers, a packet flood, fork storms…), as a process partition and as a VM partition.
 //!
+//! - [`modes`]: `partita bench modes`, issue 35: plan switches at frame ends and at once, and a partition
+//!   setting itself idle, checked from the executor's record and a kernel trace.
+//!
 //! Each is a study of partita-lab (its runner, statistics, box plots, figures and machine description).
 #![forbid(unsafe_code)]
 pub mod isolation;
+pub mod modes;
 pub mod rt;
 pub mod virt;
