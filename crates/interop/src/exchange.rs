@@ -72,23 +72,26 @@ pub fn exchange(
         let p = Probe { implementation: subscriber, domain: sub_domain, topic: topic.into(), keyless, role: Role::Sub { seconds } };
         Ok(Running(p.command(&dir.join("sub"))?.spawn()?))
     };
-    let publish = |dir: &Path, wait_readers: u32| -> std::io::Result<Running> {
-        let p = Probe { implementation: publisher, domain: pub_domain, topic: topic.into(), keyless, role: Role::Pub { wait_readers, linger_s: 14.0 } };
+    let publish = |dir: &Path, wait_readers: u32, linger_s: f64| -> std::io::Result<Running> {
+        let p = Probe { implementation: publisher, domain: pub_domain, topic: topic.into(), keyless, role: Role::Pub { wait_readers, linger_s } };
         Ok(Running(p.command(&dir.join("pub"))?.spawn()?))
     };
     std::fs::create_dir_all(dir.join("sub"))?;
     std::fs::create_dir_all(dir.join("pub"))?;
     let (sub_out, sub_err, pub_err) = match joining {
         Joining::Live => {
-            // Longer than the publisher lingers: an instance it leaves shows as such.
-            let s = sub(dir, 20.0)?;
-            let p = publish(dir, 1)?;
-            let (out, err) = s.finish(Duration::from_secs(25));
+            // Longer than the publisher lingers (by 6 s): an instance it leaves shows as such. The publisher
+            // writes as soon as its reader matched and the samples arrive within a second or two, so 8 s of
+            // lingering leaves them time over; a late joiner's publisher lingers longer (below).
+            let s = sub(dir, 14.0)?;
+            let p = publish(dir, 1, 8.0)?;
+            let (out, err) = s.finish(Duration::from_secs(19));
             let (_, perr) = p.finish(Duration::ZERO);
             (out, err, perr)
         }
         Joining::Late => {
-            let mut p = publish(dir, 0)?;
+            // It stays while the late subscriber starts and reads for its 8 s.
+            let mut p = publish(dir, 0, 14.0)?;
             // Wait for its "written" line on stdout.
             let mut stdout = p.0.stdout.take().expect("piped");
             let mut line = Vec::new();

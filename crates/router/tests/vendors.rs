@@ -11,9 +11,9 @@ use partita_router::{Router, RouterConfig};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-/// Domain ids distinct per test process: the direct exchanges share the first, each routed exchange has two of
-/// its own (a router of its own between them), so that no domain holds more participants than Cyclone's and
-/// Fast DDS's unicast discovery probe (participant indices 0..=20).
+/// Domain ids distinct per test process: the direct exchanges share two (by the parity of their case), each
+/// routed exchange has two of its own (a router of its own between them), so that no domain holds more
+/// participants than Cyclone's and Fast DDS's unicast discovery probe (participant indices 0..=20).
 fn domain(n: u32) -> u32 {
     assert!(n < 40);
     20 + (std::process::id() % 5) * 40 + n
@@ -56,13 +56,13 @@ fn cases() -> Vec<Case> {
 /// One exchange to run: its case, whether it is routed, and what the subscriber saw.
 type Job = Box<dyn FnOnce() -> (Case, bool, Exchanged) + Send>;
 
-/// Runs `jobs` on `threads` threads at most, those whose `long` is set first (so that the long ones do not
-/// start last); results in the jobs' order.
-fn parallel<T: Send + 'static>(threads: usize, jobs: Vec<(bool, Box<dyn FnOnce() -> T + Send>)>) -> Vec<T> {
+/// Runs `jobs` on `threads` threads at most, the longest (the highest `length`) first, so that the long ones do
+/// not start last; results in the jobs' order.
+fn parallel<T: Send + 'static>(threads: usize, jobs: Vec<(u8, Box<dyn FnOnce() -> T + Send>)>) -> Vec<T> {
     let n = jobs.len();
-    let mut queue: Vec<_> = jobs.into_iter().enumerate().map(|(i, (long, job))| (long, i, job)).collect();
-    // Taken from the end: the long jobs there, each group in the jobs' order.
-    queue.sort_by_key(|(long, i, _)| (*long, std::cmp::Reverse(*i)));
+    let mut queue: Vec<_> = jobs.into_iter().enumerate().map(|(i, (length, job))| (length, i, job)).collect();
+    // Taken from the end: the longest jobs there, each group in the jobs' order.
+    queue.sort_by_key(|(length, i, _)| (*length, std::cmp::Reverse(*i)));
     let queue = Arc::new(Mutex::new(queue.into_iter().map(|(_, i, job)| (i, job)).collect::<Vec<_>>()));
     let out = Arc::new(Mutex::new((0..n).map(|_| None).collect::<Vec<Option<T>>>()));
     let workers: Vec<_> = (0..threads)
@@ -128,7 +128,7 @@ fn judge(name: &str, direct: &Outcome, routed: &Outcome) -> String {
 
 #[test]
 fn every_pair_of_implementations_crosses_the_router_as_it_exchanges_directly() {
-    let direct = domain(0);
+    let direct = |i: usize| domain(33 + (i % 2) as u32);
     let router_for = |i: usize| {
         let (a, b) = (domain(1 + 2 * i as u32), domain(2 + 2 * i as u32));
         let config = RouterConfig::parse(
@@ -140,7 +140,7 @@ fn every_pair_of_implementations_crosses_the_router_as_it_exchanges_directly() {
     };
     let mut routers = Vec::new();
     let dir = std::env::temp_dir().join(format!("partita-vendors-{}", std::process::id()));
-    let mut jobs: Vec<(bool, Job)> = Vec::new();
+    let mut jobs: Vec<(u8, Job)> = Vec::new();
     // PARTITA_VENDORS_ONLY=text runs only the cases whose name contains it (for a closer look at one).
     let only = std::env::var("PARTITA_VENDORS_ONLY").unwrap_or_default();
     for (i, case) in cases().into_iter().enumerate().filter(|(_, c)| c.name().contains(&only)) {
@@ -148,10 +148,17 @@ fn every_pair_of_implementations_crosses_the_router_as_it_exchanges_directly() {
         routers.push(router);
         for routed in [false, true] {
             let dir = dir.join(format!("{i}-{routed}"));
-            let domains = if routed { pair } else { (direct, direct) };
-            // Keyed exchanges take longest: they wait for the life cycle's last state (a late joiner's read is fixed).
+            let domains = if routed { pair } else { (direct(i), direct(i)) };
+            // Keyed live exchanges take longest: across implementations they wait out the subscriber's time for
+            // the life cycle's last state; then the late joiners, whose read is fixed; keyless live ones end first.
+            let length = match (case.keyless, case.joining) {
+                (false, Joining::Live) => 3,
+                (false, Joining::Late) => 2,
+                (true, Joining::Late) => 1,
+                (true, Joining::Live) => 0,
+            };
             jobs.push((
-                !case.keyless,
+                length,
                 Box::new(move || {
                     let topic = format!("vendors{i}");
                     let got = exchange(case.publisher, case.subscriber, domains, &topic, case.keyless, case.joining, &dir).unwrap();
@@ -160,10 +167,10 @@ fn every_pair_of_implementations_crosses_the_router_as_it_exchanges_directly() {
             ));
         }
     }
-    // Eight at a time: an exchange mostly waits (discovery, a late joiner's fixed read), so the run is bounded by
-    // those waits, not by the CPUs; the direct exchanges share a domain of at most 16 probes (Cyclone's and Fast
-    // DDS's unicast discovery reaches participant indices 0..=20).
-    let results = parallel(8, jobs);
+    // Twelve at a time: an exchange mostly waits (discovery, a late joiner's fixed read), so the run is bounded
+    // by those waits, not by the CPUs; the direct exchanges of one parity of case, at most 8 at once, share a
+    // domain of at most 16 probes (Cyclone's and Fast DDS's unicast discovery reaches participant indices 0..=20).
+    let results = parallel(12, jobs);
     let stats: Vec<_> = routers.iter().flat_map(|r| r.stats()).collect();
     drop(routers);
     let _ = std::fs::remove_dir_all(&dir);
