@@ -221,11 +221,14 @@ fn a_vm_partition_is_frozen_outside_its_windows() {
 fn a_vm_partition_frozen_while_its_kernel_calibrates_keeps_true_timers() {
     let system = system_name("vmcal");
     let root = tempdir("state");
-    // 30 ms of every 150 ms. The guest kernel calibrates its local APIC timer early in the boot: it reads the
+    // 100 ms of every 220 ms. The guest kernel calibrates its local APIC timer early in the boot: it reads the
     // APIC's counter 4 ms after a start and again 100 ms later, as timed by the TSC, which runs on while the
-    // guest is frozen. Under this plan one of the two readings always comes late, after a freeze: the raw
-    // measurement is 20-46 % long, or almost nothing when the first reading waited out the same freeze as the
-    // last. A kernel that keeps it fires every timer too late, or calls the APIC timer too slow and turns it
+    // guest is frozen. Under this plan one of the two readings always comes late, after a freeze: a first
+    // reading at t in a window [0, 100 ms) has its second due at t + 100 ms, in the 120 ms freeze that follows
+    // (the freeze is at least 100 ms + 20 ms long, so that even a first reading at the window's end finds its
+    // second frozen), taken at the next window's start, 220 ms: the raw measurement is 20-120 % long (it was
+    // 20-46 % with 30 ms of every 150 ms, which took twice as long to boot), or almost nothing when the first
+    // reading waited out the same freeze as the last. A kernel that keeps it fires every timer too late, or calls the APIC timer too slow and turns it
     // off; on `microvm` (no ACPI PM timer) that is what happens: 1339 and 1337 MHz, and once "APIC frequency
     // too slow, disabling apic timer" and a boot that never ended, in 3 boots by hand. On the default machine
     // the kernel corrects the figure against the PM timer. `apic=verbose` puts the calibration in its log.
@@ -234,7 +237,7 @@ fn a_vm_partition_frozen_while_its_kernel_calibrates_keeps_true_timers() {
         r#"memory = "160MiB", accel = "tcg", boot_timeout = "100s", append = ["apic=verbose"]"#,
         r#""sh", "-c", "dmesg | grep -E 'PM-Timer|calibration|clock speed|APIC'; echo calibration shown""#,
         r#"action = "stop""#,
-        (150, 30),
+        (220, 100),
     );
     let events = run_until(&sys, &root, Duration::from_secs(120), |ev| ev.events().iter().any(|e| e.event == "exit" && e.partition == "guest"));
     let log = std::fs::read_to_string(root.0.join(&system).join("guest.log")).unwrap_or_default();
@@ -255,6 +258,7 @@ fn a_vm_partition_frozen_while_its_kernel_calibrates_keeps_true_timers() {
         .filter_map(|r| r.trim().trim_end_matches('.').trim_end_matches("MHz").trim().parse().ok())
         .collect();
     assert!(!bus_mhz.is_empty(), "the kernel printed its APIC timer calibration:\n{log}");
+    eprintln!("the calibration took {stretched_ms} ms by the PM timer instead of 100; the bus clock by the kernel's reckoning: {bus_mhz:?} MHz");
     // A stretched measurement (both readings a PM-timer interval apart) is corrected exactly. When the first
     // reading waited out the freeze too, the correction rests on the tens of microseconds the rest of the loop
     // took (seen 0.2-10 % off): then only that the timer stayed on and the guest ran is checked.
