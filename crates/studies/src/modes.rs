@@ -114,7 +114,8 @@ pub struct ModesResults {
     pub record_anomalies: usize,
     /// From the trace: each window's partition's CPU time inside it over the window (next to a switch, and
     /// elsewhere), and the windows next to a switch below the ordinary 1st percentile.
-    pub share_next_to_switch_min: f64,
+    pub share_next_to_switch_p1: f64,
+    pub share_next_to_switch_p50: f64,
     pub share_ordinary_p1: f64,
     pub share_ordinary_p50: f64,
     pub windows_next_to_switch_traced: usize,
@@ -127,11 +128,10 @@ pub struct ModesResults {
     pub now_at_first_wake: usize,
     pub now_response: Spread,
     pub now_lost: Spread,
-    /// Idle: from `c`'s request to its last run on the CPU, µs; how far past the end of the window it asked
-    /// in that last run ended (its tasks stopping after the freeze); its window; and how many of its later
-    /// windows gave it any CPU time (none, if it stopped within one window).
-    pub idle_request_to_last_run_us: Option<f64>,
-    pub idle_last_run_past_window_end_us: Option<f64>,
+    /// Idle: `c`'s CPU time after the end of the window it asked in, µs (a frozen task runs only to enter the
+    /// freezer when woken); its window; and how many of its later windows gave it more than 50 µs (none, if
+    /// it stopped within one window).
+    pub idle_cpu_after_window_us: Option<f64>,
     pub idle_window_us: f64,
     pub idle_windows_with_cpu_after: usize,
     pub trace_events: usize,
@@ -142,12 +142,6 @@ pub struct ModesResults {
 /// Runs the study.
 pub fn run(cfg: &ModesConfig, mut log: impl FnMut(&str)) -> Result<ModesResults, RunError> {
     let text = system_text(cfg);
-    // c's signal to ask for idle, left in its state directory (kept across runs) by an earlier run.
-    if let Ok(system) = partita_system::parse(&text, "bench-modes.toml", &partita_system::Host::this_machine()) {
-        if let Some(c) = system.partitions().find(|(_, p)| p.name == "c").and_then(|(_, p)| p.tree.confinement.as_ref()) {
-            let _ = std::fs::remove_file(c.state_dir.join("idle-now"));
-        }
-    }
     let host = partita_system::Host::this_machine();
     let system: System = partita_system::parse(&text, "bench-modes.toml", &host).map_err(|e| RunError::Setup(format!("the study's system: {e}")))?;
     let mut options = UpOptions::new(&cfg.state_root);
@@ -233,6 +227,10 @@ pub fn peer(state_dir: Option<&Path>) -> std::io::Result<()> {
         let _ = c.request(&partita_ports::control::Request::SetMode(partita_ports::control::Mode::Normal), Duration::from_secs(5));
     }
     let flag = state_dir.map(|d| d.join("idle-now"));
+    // An earlier run's signal, kept in the state directory (the partition's own, kept across runs).
+    if let Some(f) = &flag {
+        let _ = std::fs::remove_file(f);
+    }
     let mut asked = false;
     let mut last_look = Instant::now();
     loop {
@@ -349,12 +347,22 @@ fn analyse(log: &ExecutorLog, trace: &str, asked: Option<u64>, cpu: usize, load:
             [k.checked_sub(1), Some(k)].into_iter().flatten().filter_map(|i| starts.get(i).map(|w| w.planned_ns)).collect::<Vec<_>>()
         })
         .collect();
-    let mut ordinary_shares: Vec<f64> = traced.iter().filter(|w| !near.contains(&w.planned_ns) && !at_once.iter().any(|s| s.planned_ns.abs_diff(w.planned_ns) < 3_000_000)).map(|w| share(w)).collect();
+    // Ordinary windows: not next to a switch, not near a switch at once, and not c's once it asked for idle.
+    let idle_from = asked.unwrap_or(u64::MAX);
+    let mut ordinary_shares: Vec<f64> = traced
+        .iter()
+        .filter(|w| !near.contains(&w.planned_ns) && !at_once.iter().any(|s| s.planned_ns.abs_diff(w.planned_ns) < 3_000_000))
+        .filter(|w| !(w.partition == 2 && w.planned_ns >= idle_from))
+        .map(|w| share(w))
+        .collect();
     ordinary_shares.sort_by(|a, b| a.total_cmp(b));
     let q = |v: &[f64], p: f64| if v.is_empty() { 0.0 } else { v[(((v.len() - 1) as f64) * p).round() as usize] };
     let (p1, p50) = (q(&ordinary_shares, 0.01), q(&ordinary_shares, 0.5));
     let near_shares: Vec<f64> = traced.iter().filter(|w| near.contains(&w.planned_ns)).map(|w| share(w)).collect();
     let shortened = near_shares.iter().filter(|s| **s < p1).count();
+    let mut near_sorted = near_shares.clone();
+    near_sorted.sort_by(|a, b| a.total_cmp(b));
+    let (near_p1, near_p50) = (q(&near_sorted, 0.01), q(&near_sorted, 0.5));
     // The old plan's last partition after the switch instant: until its tasks stop.
     let old_after: Vec<u64> = frame_end
         .iter()
@@ -382,18 +390,16 @@ fn analyse(log: &ExecutorLog, trace: &str, asked: Option<u64>, cpu: usize, load:
     }
     // Idle: from the peer's request to c's last run (its tasks stop when the executor freezes it at its
     // window's end and never thaws it again).
-    let c_runs: Vec<&(u64, u64, u32)> = runs.iter().filter(|r| pids[2].contains(&r.2)).collect();
     let idle_window = plans[0].windows()[2].duration.as_nanos() as f64 / 1e3;
-    let (mut idle_last, mut idle_past_window, mut idle_windows_after) = (None, None, 0usize);
+    // After the end of the window it asked in, a frozen partition's task runs only to enter the freezer when
+    // something wakes it (the supervisor's answer): its CPU time from there on, and its later windows with
+    // more than 50 µs of it.
+    let (mut idle_after_us, mut idle_windows_after) = (None, 0usize);
     if let Some(a) = asked {
-        let last = c_runs.iter().filter(|r| r.1 >= a).map(|r| r.1).max();
-        idle_last = last.map(|l| l.saturating_sub(a) as f64 / 1e3);
-        // The window it asked in, and c's windows after it in which its tasks got CPU time.
-        let asked_in = starts.iter().rev().find(|w| w.partition == 2 && w.planned_ns <= a);
-        if let (Some(w), Some(l)) = (asked_in, last) {
+        if let Some(w) = starts.iter().rev().find(|w| w.partition == 2 && w.planned_ns <= a) {
             let end = w.planned_ns + plans[w.plan].windows()[w.window].duration.as_nanos() as u64;
-            idle_past_window = Some((l as f64 - end as f64) / 1e3);
-            idle_windows_after = starts.iter().filter(|x| x.partition == 2 && x.planned_ns > w.planned_ns && x.planned_ns < t1).filter(|x| share(x) > 0.0).count();
+            idle_after_us = Some(time_in(&runs, &pids[2], end, t1) as f64 / 1e3);
+            idle_windows_after = starts.iter().filter(|x| x.partition == 2 && x.planned_ns > w.planned_ns && x.planned_ns < t1).filter(|x| share(x) * plans[x.plan].windows()[x.window].duration.as_nanos() as f64 > 50_000.0).count();
         }
     }
     ModesResults {
@@ -405,7 +411,8 @@ fn analyse(log: &ExecutorLog, trace: &str, asked: Option<u64>, cpu: usize, load:
         ordinary_lateness: ordinary_spread,
         first_windows_beyond_p99: beyond,
         record_anomalies: anomalies,
-        share_next_to_switch_min: near_shares.iter().copied().fold(f64::INFINITY, f64::min),
+        share_next_to_switch_p1: near_p1,
+        share_next_to_switch_p50: near_p50,
         share_ordinary_p1: p1,
         share_ordinary_p50: p50,
         windows_next_to_switch_traced: near_shares.len(),
@@ -415,8 +422,7 @@ fn analyse(log: &ExecutorLog, trace: &str, asked: Option<u64>, cpu: usize, load:
         now_at_first_wake: first_wake,
         now_response: spread(&response),
         now_lost: spread(&lost_ns),
-        idle_request_to_last_run_us: idle_last,
-        idle_last_run_past_window_end_us: idle_past_window,
+        idle_cpu_after_window_us: idle_after_us,
         idle_window_us: idle_window,
         idle_windows_with_cpu_after: idle_windows_after,
         trace_events: events.len(),
@@ -467,9 +473,9 @@ pub fn markdown(r: &ModesResults, command: &str) -> String {
     let _ = writeln!(m, "| lateness of every other window start: p50 / p99 / max µs | {:.1} / {:.1} / {:.1} |", r.ordinary_lateness.p50_us, r.ordinary_lateness.p99_us, r.ordinary_lateness.max_us);
     let _ = writeln!(m, "| first windows later than that p99 | {} of {} |", r.first_windows_beyond_p99, r.first_window_lateness.count);
     let _ = writeln!(m, "| kernel trace: windows next to a switch traced | {} |", r.windows_next_to_switch_traced);
-    let _ = writeln!(m, "| kernel trace: their partition's CPU time in them, lowest share | {:.3} |", r.share_next_to_switch_min);
-    let _ = writeln!(m, "| kernel trace: ordinary windows' share p1 / p50 | {:.3} / {:.3} |", r.share_ordinary_p1, r.share_ordinary_p50);
-    let _ = writeln!(m, "| kernel trace: windows next to a switch below the ordinary p1 (shortened) | {} |", r.shortened_in_trace);
+    let _ = writeln!(m, "| kernel trace: the share of each window its partition ran, next to a switch, p1 / p50 | {:.3} / {:.3} |", r.share_next_to_switch_p1, r.share_next_to_switch_p50);
+    let _ = writeln!(m, "| kernel trace: the same of every other window, p1 / p50 | {:.3} / {:.3} |", r.share_ordinary_p1, r.share_ordinary_p50);
+    let _ = writeln!(m, "| kernel trace: windows next to a switch below the others' p1 (1 % would be by chance) | {} of {} ({:.2} %) |", r.shortened_in_trace, r.windows_next_to_switch_traced, 100.0 * r.shortened_in_trace as f64 / r.windows_next_to_switch_traced.max(1) as f64);
     let _ = writeln!(m, "| kernel trace: the old plan's last partition running after the switch instant, p50 / p99 / max µs | {:.1} / {:.1} / {:.1} |", r.old_running_after_switch.p50_us, r.old_running_after_switch.p99_us, r.old_running_after_switch.max_us);
     let _ = writeln!(m, "| trace events (lost) | {} ({}) |\n", r.trace_events, r.trace_lost);
     let _ = writeln!(m, "## Switches at once (`--now`)\n");
@@ -479,9 +485,9 @@ pub fn markdown(r: &ModesResults, command: &str) -> String {
     let _ = writeln!(m, "| request (reaching the executor) to switch: p50 / p99 / max µs | {:.1} / {:.1} / {:.1} |", r.now_response.p50_us, r.now_response.p99_us, r.now_response.max_us);
     let _ = writeln!(m, "| window time the cut took from the old plan: p50 / max µs | {:.1} / {:.1} |\n", r.now_lost.p50_us, r.now_lost.max_us);
     let _ = writeln!(m, "## A partition that sets itself idle\n");
-    match (r.idle_request_to_last_run_us, r.idle_last_run_past_window_end_us) {
-        (Some(us), Some(past)) => {
-            let _ = writeln!(m, "Partition c (windows of {:.0} µs) last ran {us:.1} µs after it asked for idle, {past:.1} µs past the end of the window it asked in; of its later windows, {} gave it CPU time.\n", r.idle_window_us, r.idle_windows_with_cpu_after);
+    match r.idle_cpu_after_window_us {
+        Some(us) => {
+            let _ = writeln!(m, "Partition c (windows of {:.0} µs) asked for idle; after the end of the window it asked in it used {us:.1} µs of CPU time in all (a frozen task entering the freezer when woken), and {} of its later windows gave it more than 50 µs.\n", r.idle_window_us, r.idle_windows_with_cpu_after);
         }
         _ => {
             let _ = writeln!(m, "The idle request was not seen in the trace.\n");

@@ -303,7 +303,7 @@ pub struct ExecutorLog {
     /// Whether SCHED_FIFO and the CPU pinning were obtained.
     pub realtime: bool,
     pub pinned: bool,
-    /// Every plan switch, oldest first (the last `capacity`).
+    /// Every plan switch, oldest first (the last `capacity`, as for window starts).
     pub switches: VecDeque<PlanSwitch>,
 }
 
@@ -376,7 +376,8 @@ pub struct PlanSwitch {
     /// When the executor woke for it, and when its freezes and thaws were issued.
     pub woke_ns: u64,
     pub switched_ns: u64,
-    /// Where in its frame the old plan was cut (its major frame when it switched at the frame's end).
+    /// Where in its frame the old plan was cut (its major frame when it switched at the frame's end, which a
+    /// switch asked for at once also does when the request arrives at a frame's end).
     pub cut_offset_ns: u64,
     pub old_frame_ns: u64,
 }
@@ -662,6 +663,7 @@ fn run(
         }
     }
     log.switches.reserve(config.log_capacity.min(SWITCH_RECORDS));
+    let switch_capacity = config.log_capacity.max(1);
     let origin = monotonic_ns() + 2_000_000;
     origin_cell.store(origin, Ordering::Relaxed);
     let mut plan = initial;
@@ -683,9 +685,10 @@ fn run(
                 break;
             }
             // At the end of a major frame: the switch requested meanwhile.
-            if let Some(to) = take_request(cell, schedules.len(), false) {
+            if let Some((to, now)) = take_request(cell, schedules.len(), false) {
                 if to != plan {
-                    pending = Some(Transition { from: plan, now: false, requested_ns: cell.requested_ns.load(Ordering::Acquire), cut_offset_ns: frames_ns[plan] });
+                    // A switch asked for at once that arrives at a frame's end cuts nothing.
+                    pending = Some(Transition { from: plan, now, requested_ns: cell.requested_ns.load(Ordering::Acquire), cut_offset_ns: frames_ns[plan] });
                     plan = to;
                 }
             }
@@ -725,7 +728,7 @@ fn run(
                 Wake::Reached | Wake::SwitchNow => {}
             }
             if watch_now {
-                if let Some(to) = take_request(cell, schedules.len(), true) {
+                if let Some((to, _)) = take_request(cell, schedules.len(), true) {
                     if to != plan {
                         let at = monotonic_ns().min(planned);
                         pending = Some(Transition { from: plan, now: true, requested_ns: cell.requested_ns.load(Ordering::Acquire), cut_offset_ns: at - base });
@@ -847,7 +850,7 @@ fn run(
             }
             Step::Switch(t) => {
                 let record = PlanSwitch { from: t.from, to: plan, now: t.now, requested_ns: t.requested_ns, frame, planned_ns: planned, woke_ns: woke, switched_ns: switched, cut_offset_ns: t.cut_offset_ns, old_frame_ns: frames_ns[t.from] };
-                if log.switches.len() == log.capacity.min(SWITCH_RECORDS).max(1) {
+                if log.switches.len() == switch_capacity {
                     log.switches.pop_front();
                 }
                 log.switches.push_back(record);
@@ -909,8 +912,9 @@ fn run(
 }
 
 /// Takes the pending switch request if it is one to act on here (`at_once`: only a request for a switch at
-/// once; else any), returning its plan; a request for a plan the executor does not have is dropped.
-fn take_request(cell: &PlanCell, plans: usize, at_once: bool) -> Option<usize> {
+/// once; else any), returning its plan and whether it asked for a switch at once; a request for a plan the
+/// executor does not have is dropped.
+fn take_request(cell: &PlanCell, plans: usize, at_once: bool) -> Option<(usize, bool)> {
     let r = cell.request.load(Ordering::Acquire);
     if r == 0 || (at_once && r & SWITCH_NOW == 0) {
         return None;
@@ -920,7 +924,7 @@ fn take_request(cell: &PlanCell, plans: usize, at_once: bool) -> Option<usize> {
         return None;
     }
     let plan = ((r & 0xffff_ffff) - 1) as usize;
-    (plan < plans).then_some(plan)
+    (plan < plans).then_some((plan, r & SWITCH_NOW != 0))
 }
 
 /// Counts the partitions frozen ahead of boundary `b` that have stopped and those still stopping.
