@@ -22,7 +22,7 @@ type Seen = Vec<Result<Request, Outcome>>;
 
 /// The supervisor's side in a thread: takes `n` requests (polling, as the executor does at boundaries) and
 /// answers each with what `decide` says; gives the page back with what it took.
-fn serve(mut page: ControlPage, n: usize, decide: fn(&Result<Request, Outcome>) -> Outcome) -> JoinHandle<(ControlPage, Seen)> {
+fn serve(page: ControlPage, n: usize, decide: fn(&Result<Request, Outcome>) -> Outcome) -> JoinHandle<(ControlPage, Seen)> {
     std::thread::spawn(move || {
         let mut seen = Vec::new();
         let end = Instant::now() + LONG;
@@ -157,7 +157,7 @@ fn garbage_in_every_request_field_is_invalid_and_the_next_honest_request_works()
 
 #[test]
 fn any_byte_pattern_in_the_page_yields_a_request_or_an_outcome_and_never_a_panic() {
-    let (mut page, _control, hostile) = page();
+    let (page, _control, hostile) = page();
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut next = move || {
         x ^= x << 13;
@@ -188,7 +188,7 @@ fn any_byte_pattern_in_the_page_yields_a_request_or_an_outcome_and_never_a_panic
 
 #[test]
 fn a_second_request_before_the_answer_replaces_the_first_and_a_late_answer_does_not_answer_it() {
-    let (mut page, control, _) = page();
+    let (page, control, _) = page();
     // Nobody answers: the first request times out (on the monotonic clock, from an absolute deadline).
     let t = Instant::now();
     match control.request(&Request::SwitchPlan(1), Duration::from_millis(50)) {
@@ -238,7 +238,7 @@ fn threads_of_one_partition_take_turns_on_the_page() {
 
 #[test]
 fn a_message_longer_than_the_page_holds_is_refused_before_it_is_posted() {
-    let (mut page, control, _) = page();
+    let (page, control, _) = page();
     match control.request(&Request::RaiseError { kind: 1, message: "x".repeat(MAX_MESSAGE + 1) }, LONG) {
         Err(ControlError::MessageTooLong { len, .. }) => assert_eq!(len, MAX_MESSAGE + 1),
         other => panic!("{other:?}"),

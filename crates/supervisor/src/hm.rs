@@ -228,6 +228,16 @@ duration = "100us"
     }
 
     #[test]
+    fn the_control_page_names_the_error_kinds_as_the_system_file_does() {
+        // partita-ports cannot link the system model: its list of names is checked against it here.
+        let page = partita_ports::control::ERROR_KIND_NAMES;
+        assert_eq!(page.len(), ErrorKind::ALL.len());
+        for (code, name) in page.iter().enumerate() {
+            assert_eq!(ErrorKind::from_code(code as u64).map(|k| k.as_str()), Some(*name));
+        }
+    }
+
+    #[test]
     fn ends_are_classified_by_their_signal() {
         use crate::health::ExitKind;
         assert_eq!(kind_of_end(&ExitKind::Signaled { signal: libc::SIGSEGV }), ErrorKind::MemoryViolation);

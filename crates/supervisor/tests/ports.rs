@@ -131,6 +131,17 @@ fn partitions_exchange_through_their_ports_and_an_attacker_reaches_no_other_chan
     let inside = results(&attacker_log);
     assert_eq!(inside.len(), 5, "attacker:\n{attacker_log}");
     assert!(inside.iter().all(|(_, r)| r.starts_with("refused")), "attacker:\n{attacker_log}");
+    // Its control page and the supervisor's socket: a plan switch (it is no system partition), garbage, an error
+    // kind a partition may not raise, resizing the page, the socket: each refused, the requests as illegal.
+    let control: Vec<(String, String)> = attacker_log.lines().filter_map(|l| l.strip_prefix("CONTROL ")).filter_map(|l| l.split_once(": ").map(|(a, r)| (a.to_string(), r.to_string()))).collect();
+    assert_eq!(control.len(), 5, "attacker:\n{attacker_log}");
+    assert!(control.iter().all(|(_, r)| r.starts_with("refused")), "attacker:\n{attacker_log}");
+    let refusals = |what: &str| control.iter().find(|(a, _)| a == what).map(|(_, r)| r.clone()).unwrap_or_default();
+    assert_eq!(refusals("switch-plan-from-a-partition-not-marked-system"), "refused (refused by the supervisor)");
+    assert_eq!(refusals("garbage-request-on-own-page"), "refused (invalid)");
+    assert_eq!(refusals("raise-power-fail"), "refused (refused by the supervisor)");
+    let illegal = events.events().iter().filter(|e| e.event == "illegal_request" && e.partition == "attacker").count();
+    assert!(illegal >= 1, "the refused requests are logged as illegal requests");
 
     // The faults are the health monitor's events: the writer's illegal operations, and the attacker's garbage
     // as the reader found it, blamed on the attacker and acted on for nobody.

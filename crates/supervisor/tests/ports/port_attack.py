@@ -1,5 +1,6 @@
 """Attacks on ARINC 653 channel memory, made from inside a partition (`partition`) and, to show that each would
-work without the supervisor's confinement, on the host against a scratch memory file (`host`).
+work without the supervisor's confinement, on the host against a scratch memory file (`host`). In `partition`
+mode it also attacks the partition's control page and the supervisor's control socket (`CONTROL` lines).
 
 Each attack prints `RESULT <name>: SUCCEEDED` or `RESULT <name>: refused (<why>)`. In `partition` mode the
 script then acts as a hostile writer of its own queuing channel `junk`: garbage counters and lengths, which
@@ -103,7 +104,57 @@ def hostile(p):
     print("HOSTILE done", flush=True)
 
 
+def control(name, fn):
+    """Prints `CONTROL <name>: SUCCEEDED` or `CONTROL <name>: refused (<why>)`."""
+    try:
+        why = fn()
+        print(f"CONTROL {name}: " + ("SUCCEEDED" if why is None else f"refused ({why})"), flush=True)
+    except OSError as e:
+        print(f"CONTROL {name}: refused ({e.strerror})", flush=True)
+
+
+def page_request(page, kind, arg):
+    """Posts a request on the control page as a hostile program would (no library) and waits for the answer:
+    None when it was done, else why not."""
+    seq = int.from_bytes(page[64:72], "little") + 1
+    page[72:80] = kind.to_bytes(8, "little")
+    page[80:88] = arg.to_bytes(8, "little")
+    page[88:96] = (0).to_bytes(8, "little")
+    page[64:72] = seq.to_bytes(8, "little")
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        if int.from_bytes(page[512:520], "little") == seq:
+            result = int.from_bytes(page[520:528], "little")
+            return None if result == 0 else {1: "refused by the supervisor", 2: "invalid", 3: "no such plan"}.get(result, f"result {result}")
+        time.sleep(0.01)
+    return "no answer"
+
+
+def connect_control_sockets():
+    import glob
+    import socket
+    found = glob.glob("/run/partita/*/control.sock")
+    if not found:
+        raise OSError(2, "no control socket is visible")
+    for path in found:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(path)
+        s.sendall(b'{"op":"switch_plan","module":null,"plan":"default","now":true}\n')
+        return None
+
+
+def control_attacks():
+    fd = int(os.environ["PARTITA_CONTROL"])
+    page = mmap.mmap(fd, 4096, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    control("switch-plan-from-a-partition-not-marked-system", lambda: page_request(page, 3, 0))
+    control("garbage-request-on-own-page", lambda: page_request(page, 77, 1 << 40))
+    control("raise-power-fail", lambda: page_request(page, 2, 7))
+    control("resize-own-control-page", lambda: os.ftruncate(fd, 1 << 20))
+    control("reach-the-supervisors-control-socket", connect_control_sockets)
+
+
 def partition():
+    control_attacks()
     p = ports()
     own = [v[k] for v in p.values() for k in ("data", "status", "ack") if v[k] is not None]
     run(p["position"]["data"], p["junk"]["data"], own)
