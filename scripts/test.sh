@@ -31,6 +31,7 @@ QUICK_TESTS=(
   partita-supervisor:attacks partita-supervisor:space_attacks partita-supervisor:ports
   partita-system:channels partita-ports:ports partita-apex:services partita-apex:modes partita-apex:hello_pair
   partita-ports-c:c_program
+  partita-system:modes partita-ports:control partita-apex:control partita-programs:partition
   partita-cli:check partita-cli:check_is_what_up_builds partita-cli:supervisor_cli partita-cli:up
   partita-cli:recorder_ring
 )
