@@ -530,7 +530,7 @@ impl Supervisor {
             }
             return;
         };
-        let decision = self.tables.decide(&module, Some(partition), kind, ended, now);
+        let decision = self.tables.decide(&module, partition, kind, ended, now);
         if !matches!(decision, Decision::Health) && !(matches!(decision, Decision::Default { action: HmAction::Ignore, .. }) && !ended) {
             self.monitor.log().record(partition, crate::modes::EVENT_HM_ACTION, None, None, Some(format!("{}: {}", kind.as_str(), decision.describe())));
         }
