@@ -224,3 +224,81 @@ fn partitions_set_their_mode_raise_errors_and_only_the_system_partition_switches
     assert!(!lines_with(&log, &["\"restart\"", "err", "warm start"]).is_empty(), "{log}");
     assert!(status.success(), "{up_err}");
 }
+
+const TABLES: &str = r#"
+[system]
+name = "NAME"
+
+[[module]]
+name = "m"
+cpus = [1]
+
+[module.health_monitor]
+deadline_missed = "stop_module"
+
+[[module.partition]]
+name = "idl"
+command = ["partita", "app", "partition", "error", "--kind", "application_error", "go idle"]
+health = { action = "stop" }
+
+[module.partition.health_monitor]
+application_error = "idle"
+
+[[module.partition]]
+name = "ign"
+command = ["partita", "app", "partition", "error", "--kind", "stack_overflow", "nobody minds"]
+health = { action = "stop" }
+
+[[module.partition]]
+name = "stm"
+command = ["sh", "-c", "sleep 1; exec partita-partition error --kind deadline_missed late"]
+health = { action = "stop" }
+
+[[module.partition]]
+name = "by"
+command = ["sleep", "60"]
+
+[[module.plan]]
+cpu = 1
+major_frame = "2ms"
+window = [{ partition = "idl", start = "0us", duration = "500us" }, { partition = "ign", start = "500us", duration = "500us" }, { partition = "stm", start = "1ms", duration = "500us" }, { partition = "by", start = "1500us", duration = "500us" }]
+"#;
+
+/// The table actions the other tests do not take: `idle` at partition level, `stop_module` at module level,
+/// and an error no table names (ignored, logged).
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn a_partition_table_idles_its_partition_and_a_module_table_stops_the_module() {
+    let dir = TempDir::new("modes", "tables");
+    let name = format!("tbl{}", std::process::id() % 100_000);
+    let file = dir.0.join("tables.toml");
+    // The shell partition runs the small binary by path: its own copy in its state directory.
+    let small = Path::new(env!("CARGO_BIN_EXE_partita")).parent().unwrap().join("partita-partition");
+    // Its bind brings the libraries the small binary links (the copy alone would not start).
+    let binds = format!("binds = [\"sleep\", \"{}\"]\ncommand = [\"sh\", \"-c\"", small.display());
+    let text = TABLES.replace("NAME", &name).replace("exec partita-partition", "exec $PARTITA_STATE_DIR/partita-partition").replace("command = [\"sh\", \"-c\"", &binds);
+    std::fs::write(&file, &text).unwrap();
+    let system = partita_system::parse(&text, "tables.toml", &partita_system::Host::this_machine()).unwrap();
+    let stm_dir = system.partitions().find(|(_, p)| p.name == "stm").unwrap().1.tree.confinement.clone().unwrap().state_dir;
+    std::fs::create_dir_all(&stm_dir).unwrap();
+    std::fs::copy(&small, stm_dir.join("partita-partition")).unwrap();
+    let err = dir.0.join("up.err");
+    let up = spawn_up(&file, 60, &err);
+    let seen = wait_for(Duration::from_secs(30), || !lines_with(&events(&name), &["hm_action", "stm", "deadline_missed: stop_module (module table)"]).is_empty() && pids_of(&name, "by").is_empty());
+    let (status, up_err) = stop_up_when(up, &err, Duration::from_secs(1), || false);
+    let log = events(&name);
+    let _ = std::fs::remove_dir_all(Path::new("/run/partita").join(&name));
+    let _ = std::fs::remove_dir_all(stm_dir.parent().unwrap());
+    assert!(seen, "the module was not stopped:\n{log}\n{up_err}");
+    assert_eq!(lines_with(&log, &["hm_action", "idl", "application_error: idle (partition table)"]).len(), 1, "{log}");
+    assert!(!lines_with(&log, &["\"mode\"", "idl", "→ idle (the health monitor's action)"]).is_empty(), "{log}");
+    // No table names stack_overflow: logged as raised, no action.
+    assert_eq!(lines_with(&log, &["error_raised", "ign", "stack_overflow: nobody minds"]).len(), 1, "{log}");
+    assert!(lines_with(&log, &["hm_action", "ign"]).is_empty(), "{log}");
+    // The module table's stop_module stopped every partition of the module still running, the bystander too
+    // (idl was idle already, ign had ended).
+    for p in ["stm", "by"] {
+        assert!(!lines_with(&log, &["\"mode\"", &format!("\"{p}\""), "→ idle (the health monitor stopped its module)"]).is_empty(), "{p}:\n{log}");
+    }
+    assert!(status.success(), "{up_err}");
+}
