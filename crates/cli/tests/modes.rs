@@ -1,5 +1,6 @@
 //! Partition modes, health-monitor tables and plan switching, end to end (root): the modes example switches
-//! to its degraded plan when its routing partition has crashed three times and back on the operator's word;
+//! to its degraded plan when its routing partition has crashed three times and back on the operator's word,
+//! and stops its module on a power failure (SIGPWR);
 //! partitions set their modes, raise errors and ask for plan switches through their control pages, and only
 //! the system partition's switch is made.
 mod common;
@@ -92,7 +93,11 @@ fn the_example_switches_to_its_degraded_plan_when_routing_crashes_three_times_an
     let back = plan_switch(&name, "normal");
     let nosuch = plan_switch(&name, "nosuch");
     let normal_again = state(&name)["plans"][0]["plan"] == "normal" || wait_for(Duration::from_secs(3), || state(&name)["plans"][0]["plan"] == "normal");
+    // A power failure (SIGPWR to the supervisor): the system table stops every module; the supervisor lives on.
+    let _ = partita_os::process::send_signal(up.id() as i32, libc::SIGPWR);
+    let power = wait_for(Duration::from_secs(10), || pids_of(&name, "recorder").is_empty() && !lines_with(&events(&name), &["hm_action", "power_fail: stop_module (system table)"]).is_empty());
     let (status, up_err) = stop_up_when(up, &err, Duration::from_secs(1), || false);
+    let final_log = events(&name);
     let _ = std::fs::remove_dir_all(Path::new("/run/partita").join(&name));
     assert!(failures.is_empty(), "{failures:?}\n{log}");
     assert!(switched, "the module did not switch to degraded:\n{log}");
@@ -105,6 +110,8 @@ fn the_example_switches_to_its_degraded_plan_when_routing_crashes_three_times_an
     assert_eq!(nosuch.status.code(), Some(2), "{nosuch:?}");
     assert!(String::from_utf8_lossy(&nosuch.stderr).contains("has no plan \"nosuch\""), "{nosuch:?}");
     assert!(normal_again, "state.json does not show the normal plan after the operator's switch");
+    assert!(power, "SIGPWR did not stop the module:\n{final_log}");
+    assert!(!lines_with(&final_log, &["\"mode\"", "recorder", "→ idle (the health monitor stopped its module)"]).is_empty(), "{final_log}");
     assert!(status.success(), "{up_err}");
 }
 

@@ -35,6 +35,32 @@ pub fn install_stop_signals() {
     }
 }
 
+static POWER_FAIL: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_power_fail(_: libc::c_int) {
+    POWER_FAIL.store(true, Ordering::SeqCst);
+}
+
+/// Makes SIGPWR (what init sends when the UPS reports a power failure) set a flag instead of ending the
+/// process: the supervisor hands it to its health-monitor tables as a `power_fail` error.
+pub fn install_power_fail_signal() {
+    // SAFETY: as in install_stop_signals: a zeroed and fully set up sigaction whose handler only stores to an
+    // atomic.
+    let r = unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_power_fail as extern "C" fn(libc::c_int) as *const () as libc::sighandler_t;
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGPWR, &sa, std::ptr::null_mut())
+    };
+    assert_eq!(r, 0, "sigaction(SIGPWR): {}", std::io::Error::last_os_error());
+}
+
+/// Whether SIGPWR arrived since the last call (the flag is cleared).
+pub fn take_power_fail() -> bool {
+    POWER_FAIL.swap(false, Ordering::SeqCst)
+}
+
 /// Whether a stop signal has arrived since the process started.
 pub fn stop_requested() -> bool {
     STOP.load(Ordering::SeqCst)

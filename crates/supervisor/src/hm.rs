@@ -108,6 +108,25 @@ impl HealthTables {
     }
 }
 
+impl HealthTables {
+    /// The action for an error of the module as a whole (`power_fail`): its module's table, then the system's,
+    /// then the default (`power_fail`: `stop_module` at system level; any other kind: ignored).
+    pub fn decide_module(&mut self, module: &str, kind: ErrorKind) -> Decision {
+        let Some(system) = self.system.as_ref() else { return Decision::Default { action: HmAction::Ignore, level: HmLevel::Module } };
+        let tables = [(HmLevel::Module, system.module(module).map(|m| &m.health_monitor)), (HmLevel::System, Some(&system.health_monitor))];
+        for (level, table) in tables {
+            if let Some(entry) = table.and_then(|t| t.get(kind)) {
+                return Decision::Table { action: entry.action.clone(), level, escalated: false, occurrences: 1 };
+            }
+        }
+        if kind == ErrorKind::PowerFail {
+            Decision::Default { action: HmAction::StopModule, level: HmLevel::System }
+        } else {
+            Decision::Default { action: HmAction::Ignore, level: HmLevel::Module }
+        }
+    }
+}
+
 /// The kind of error a partition's end is: its signal (SIGSEGV, SIGFPE, SIGBUS/SIGILL, SIGSYS), an OOM kill,
 /// else `exited`.
 pub fn kind_of_end(exit: &crate::health::ExitKind) -> ErrorKind {

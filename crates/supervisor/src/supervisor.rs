@@ -198,6 +198,8 @@ impl Supervisor {
     /// before returning.
     pub fn up(system: &System, options: &UpOptions) -> Result<Supervisor> {
         check_component("system", &system.name)?;
+        // SIGPWR is a power failure for the health-monitor tables, not the end of the supervisor.
+        partita_os::signal::install_power_fail_signal();
         let layout = Layout::detect()?;
         let partita = match &options.partita {
             Some(p) => p.clone(),
@@ -427,6 +429,9 @@ impl Supervisor {
             self.monitor.poll();
             self.watch.sample(crate::clock::monotonic_ns(), self.monitor.log());
             self.health_errors();
+            if partita_os::signal::take_power_fail() {
+                self.power_fail();
+            }
             self.read_controls();
             self.read_plan_switches();
             self.serve_control_socket();
@@ -512,6 +517,19 @@ impl Supervisor {
         for (name, event) in noted {
             if let Some(kind) = crate::hm::kind_of_event(event) {
                 self.on_error(&name, kind, false, now);
+            }
+        }
+    }
+
+    /// SIGPWR reached the supervisor: a `power_fail` error of every planned module, decided by its module's
+    /// table, then the system's (default: stop_module at system level).
+    fn power_fail(&mut self) {
+        let modules: Vec<String> = self.module_plans.iter().map(|m| m.module.clone()).collect();
+        for module in modules {
+            let decision = self.tables.decide_module(&module, ErrorKind::PowerFail);
+            self.monitor.log().record(&module, crate::modes::EVENT_HM_ACTION, None, None, Some(format!("{}: {}", ErrorKind::PowerFail.as_str(), decision.describe())));
+            if let Decision::Table { action, level, .. } | Decision::Default { action, level } = decision {
+                self.act(&module, &module, level, &action, false);
             }
         }
     }
