@@ -424,11 +424,6 @@ impl PlanCell {
         self.requested_ns.store(monotonic_ns(), Ordering::Release);
         self.request.store((plan as u64 + 1) | if now { SWITCH_NOW } else { 0 }, Ordering::Release);
     }
-    /// The plan a request not yet taken asks for.
-    pub fn pending(&self) -> Option<(usize, bool)> {
-        let r = self.request.load(Ordering::Acquire);
-        (r != 0).then(|| (((r & 0xffff_ffff) - 1) as usize, r & SWITCH_NOW != 0))
-    }
     pub fn current(&self) -> usize {
         self.current.load(Ordering::Acquire) as usize
     }
@@ -723,10 +718,7 @@ fn run(
         let watch_now = matches!(step, Step::Boundary(_));
         let mut switched_now = false;
         loop {
-            match sleep_until_or_stop(planned.saturating_sub(lead), stop, watch_now.then_some(cell)) {
-                Wake::Stop => break,
-                Wake::Reached | Wake::SwitchNow => {}
-            }
+            sleep_until_or_stop(planned.saturating_sub(lead), stop, watch_now.then_some(cell));
             if watch_now {
                 if let Some((to, _)) = take_request(cell, schedules.len(), true) {
                     if to != plan {
@@ -953,30 +945,17 @@ fn frozen_ahead_states(b: &Boundary, freezers: &[Freezer]) -> (u64, u64) {
 /// effect at once, not at the next boundary.
 const STOP_CHECK_NS: u64 = 20_000_000;
 
-/// Why [`sleep_until_or_stop`] returned.
-enum Wake {
-    Reached,
-    Stop,
-    /// A switch at once was requested while the executor slept.
-    SwitchNow,
-}
-
-/// Sleeps until `at` (absolute CLOCK_MONOTONIC ns) unless `stop` is set or a switch at once is requested first.
-fn sleep_until_or_stop(at: u64, stop: &AtomicBool, cell: Option<&PlanCell>) -> Wake {
+/// Sleeps until `at` (absolute CLOCK_MONOTONIC ns) unless `stop` is set or a switch at once is requested
+/// first; the caller looks at which.
+fn sleep_until_or_stop(at: u64, stop: &AtomicBool, cell: Option<&PlanCell>) {
     loop {
         let now = monotonic_ns();
-        if now >= at {
-            return Wake::Reached;
-        }
-        if stop.load(Ordering::Relaxed) {
-            return Wake::Stop;
-        }
-        if cell.is_some_and(|c| c.request.load(Ordering::Relaxed) & SWITCH_NOW != 0) {
-            return Wake::SwitchNow;
+        if now >= at || stop.load(Ordering::Relaxed) || cell.is_some_and(|c| c.request.load(Ordering::Relaxed) & SWITCH_NOW != 0) {
+            return;
         }
         if at - now <= STOP_CHECK_NS {
             sleep_until_ns(at);
-            return Wake::Reached;
+            return;
         }
         sleep_until_ns(now + STOP_CHECK_NS);
     }

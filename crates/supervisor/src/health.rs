@@ -269,9 +269,6 @@ pub struct HealthMonitor {
     noted: Vec<(String, &'static str)>,
 }
 
-/// Events of the monitor that are errors a health-monitor table maps ([`HealthMonitor::take_noted`]).
-pub const NOTED_EVENTS: [&str; 3] = ["oom", "pids_limit", "seccomp"];
-
 impl HealthMonitor {
     pub fn new(log: EventLog) -> Self {
         HealthMonitor { partitions: Vec::new(), log, ended: Vec::new(), noted: Vec::new() }

@@ -8,7 +8,7 @@
 //! A module's plans run on one executor per CPU; a switch is asked of each and happens at the end of each
 //! one's current major frame (or at once). The executors record every switch; [`ModulePlans::read`] turns
 //! those records into events with the planned and actual instants, and what a switch at once cut.
-use crate::executor::{Executor, PlanCell, PlanSwitch, Schedule};
+use crate::executor::{PlanCell, PlanSwitch, Schedule};
 use partita_ports::control::{ControlPage, Mode, StartCondition};
 use serde::Serialize;
 use std::sync::Arc;
@@ -200,11 +200,6 @@ impl PartitionControl {
 pub fn idle_probe(page: &Arc<ControlPage>) -> crate::executor::IdleProbe {
     let page = page.clone();
     Arc::new(move || page.idle_requested())
-}
-
-/// The cells of a system's executors, in the supervisor's order, for [`crate::window_watch`].
-pub fn cells(executors: &[Executor]) -> Vec<Arc<PlanCell>> {
-    executors.iter().map(|e| e.plans.clone()).collect()
 }
 
 #[cfg(test)]
