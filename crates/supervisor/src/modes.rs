@@ -87,7 +87,8 @@ impl ModulePlans {
         for e in &self.executors {
             e.cell.request(plan, now);
         }
-        self.requested = Some(plan);
+        // A request for the plan running replaces a pending one and is then dropped by the executors.
+        self.requested = (plan != self.current).then_some(plan);
     }
 
     /// The switches the executors made since the last look, each with its event text.

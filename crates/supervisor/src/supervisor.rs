@@ -145,6 +145,14 @@ pub struct Supervisor {
     _registration: Registration,
 }
 
+/// What a switch request came to.
+enum Asked {
+    /// The module runs the plan on every CPU and no other switch is pending.
+    Already,
+    /// Asked of every CPU of module `module` (index in `module_plans`).
+    Requested { module: usize, plan: usize },
+}
+
 /// An operator's switch request, answered once every CPU of its module runs the plan (or at its deadline).
 struct WaitingSwitch {
     stream: std::os::unix::net::UnixStream,
@@ -647,8 +655,9 @@ impl Supervisor {
         self.set_mode(name, mode, why);
     }
 
-    /// Asks `module` to switch to plan `name`; `by` says who asked. The answer: what was asked, or why not.
-    fn switch_plan(&mut self, module: &str, name: &str, now: bool, by: &str) -> std::result::Result<(usize, usize), String> {
+    /// Asks `module` to switch to plan `name`; `by` says who asked. The answer: what was asked (or that the
+    /// module runs it already), or why not.
+    fn switch_plan(&mut self, module: &str, name: &str, now: bool, by: &str) -> std::result::Result<Asked, String> {
         let log = self.monitor.log().clone();
         let Some(mi) = self.module_plans.iter().position(|m| m.module == module) else {
             let why = format!("module {module} has no plan");
@@ -661,13 +670,17 @@ impl Supervisor {
             log.record(module, crate::modes::EVENT_PLAN_SWITCH_REFUSED, None, None, Some(format!("{why} (asked {by})")));
             return Err(why);
         };
+        // Asked for the plan every CPU runs, with no other switch pending: nothing to do.
+        if m.requested.is_none() && m.current == plan && m.executors.iter().all(|e| e.cell.current() == plan) {
+            return Ok(Asked::Already);
+        }
         m.request(plan, now);
         let when = if now { "at once" } else { "at the end of the current major frame" };
         log.record(module, crate::modes::EVENT_PLAN_SWITCH_REQUESTED, None, None, Some(format!("{} → {name} {when}, {by}", m.names[m.current])));
         for c in self.controls.iter().filter(|c| c.module == module) {
             c.page.set_plan(m.current as u64, plan as u64, m.last_switch_ns);
         }
-        Ok((mi, plan))
+        Ok(Asked::Requested { module: mi, plan })
     }
 
     /// The switches the executors made: events with their planned and actual instants, the pages' plan, and
@@ -731,11 +744,8 @@ impl Supervisor {
                         }
                     };
                     match self.switch_plan(&module, &plan, now, "by the operator") {
-                        Ok((mi, p)) if self.module_plans[mi].current == p && self.module_plans[mi].executors.iter().all(|e| e.cell.current() == p) => {
-                            self.module_plans[mi].requested = None;
-                            control_socket::answer(stream, &control_socket::Response { ok: true, detail: format!("module {module} runs plan {plan} already") });
-                        }
-                        Ok((mi, p)) => self.waiting.push(WaitingSwitch { stream, module: mi, plan: p, deadline: Instant::now() + Duration::from_secs(10), details: Vec::new() }),
+                        Ok(Asked::Already) => control_socket::answer(stream, &control_socket::Response { ok: true, detail: format!("module {module} runs plan {plan} already") }),
+                        Ok(Asked::Requested { module, plan }) => self.waiting.push(WaitingSwitch { stream, module, plan, deadline: Instant::now() + Duration::from_secs(10), details: Vec::new() }),
                         Err(why) => control_socket::answer(stream, &control_socket::Response { ok: false, detail: why }),
                     }
                 }
