@@ -53,9 +53,9 @@ pub fn level_name(l: HmLevel) -> &'static str {
 }
 
 /// The tables of one system and the occurrences their escalations count.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct HealthTables {
-    system: Option<System>,
+    system: System,
     /// (partition or module, kind) → when it occurred, within the longest escalation window.
     seen: HashMap<(String, ErrorKind), VecDeque<Instant>>,
 }
@@ -65,7 +65,7 @@ const MAX_REMEMBERED: usize = 1_001;
 
 impl HealthTables {
     pub fn new(system: &System) -> HealthTables {
-        HealthTables { system: Some(system.clone()), seen: HashMap::new() }
+        HealthTables { system: system.clone(), seen: HashMap::new() }
     }
 
     /// The action for an error of `kind` in partition `partition` of `module` (the lookup is the system
@@ -73,11 +73,20 @@ impl HealthTables {
     /// can end a process but did not (an OOM kill of one of its processes, a denied system call) is logged and
     /// ignored unless a table names it.
     pub fn decide(&mut self, module: &str, partition: &str, kind: ErrorKind, ended: bool, now: Instant) -> Decision {
-        let resolved = self.system.as_ref().and_then(|s| {
-            let m = s.module(module)?;
-            let p = m.partitions.iter().find(|p| p.name == partition)?;
-            Some(s.hm_resolve(m, p, kind, ended))
-        });
+        let resolved = self.system.module(module).and_then(|m| Some(self.system.hm_resolve(m, m.partitions.iter().find(|p| p.name == partition)?, kind, ended)));
+        self.escalate(partition, kind, resolved, ended, now)
+    }
+
+    /// The action for an error of module `module` as a whole (`power_fail`): [`System::hm_resolve_module`],
+    /// with its escalation counted for the module.
+    pub fn decide_module(&mut self, module: &str, kind: ErrorKind, now: Instant) -> Decision {
+        let resolved = self.system.module(module).map(|m| self.system.hm_resolve_module(m, kind));
+        self.escalate(module, kind, resolved, false, now)
+    }
+
+    /// A resolution made a decision: a table's entry counts its occurrence for `key` and applies its
+    /// escalation.
+    fn escalate(&mut self, key: &str, kind: ErrorKind, resolved: Option<HmResolution>, ended: bool, now: Instant) -> Decision {
         let (entry, level) = match resolved {
             Some(HmResolution::Table { level, entry }) => (entry, level),
             Some(HmResolution::Health(_)) if ended => return Decision::Health,
@@ -85,7 +94,7 @@ impl HealthTables {
             _ => return Decision::Default { action: HmAction::Ignore, level: HmLevel::Partition },
         };
         let HmEntry { action, escalate } = entry;
-        let seen = self.seen.entry((partition.to_string(), kind)).or_default();
+        let seen = self.seen.entry((key.to_string(), kind)).or_default();
         seen.push_back(now);
         if seen.len() > MAX_REMEMBERED {
             seen.pop_front();
@@ -104,25 +113,6 @@ impl HealthTables {
                     Decision::Table { action, level, escalated: false, occurrences: n }
                 }
             }
-        }
-    }
-}
-
-impl HealthTables {
-    /// The action for an error of the module as a whole (`power_fail`): its module's table, then the system's,
-    /// then the default (`power_fail`: `stop_module` at system level; any other kind: ignored).
-    pub fn decide_module(&mut self, module: &str, kind: ErrorKind) -> Decision {
-        let Some(system) = self.system.as_ref() else { return Decision::Default { action: HmAction::Ignore, level: HmLevel::Module } };
-        let tables = [(HmLevel::Module, system.module(module).map(|m| &m.health_monitor)), (HmLevel::System, Some(&system.health_monitor))];
-        for (level, table) in tables {
-            if let Some(entry) = table.and_then(|t| t.get(kind)) {
-                return Decision::Table { action: entry.action.clone(), level, escalated: false, occurrences: 1 };
-            }
-        }
-        if kind == ErrorKind::PowerFail {
-            Decision::Default { action: HmAction::StopModule, level: HmLevel::System }
-        } else {
-            Decision::Default { action: HmAction::Ignore, level: HmLevel::Module }
         }
     }
 }
@@ -222,6 +212,11 @@ duration = "100us"
         // An OOM kill of one of its processes did not end it: ignored (logged) without a table.
         assert_eq!(t.decide("core", "recorder", ErrorKind::Oom, false, now), Decision::Default { action: HmAction::Ignore, level: HmLevel::Partition });
         assert_eq!(t.decide("core", "recorder", ErrorKind::PowerFail, false, now), Decision::Default { action: HmAction::StopModule, level: HmLevel::System });
+        // An error of the module as a whole: its table, then the system's, then the default.
+        assert_eq!(t.decide_module("core", ErrorKind::PowerFail, now), Decision::Default { action: HmAction::StopModule, level: HmLevel::System });
+        assert!(matches!(t.decide_module("core", ErrorKind::DeadlineMissed, now), Decision::Table { action: HmAction::SwitchPlan(_), level: HmLevel::Module, .. }));
+        assert!(matches!(t.decide_module("core", ErrorKind::HardwareFault, now), Decision::Table { action: HmAction::StopModule, level: HmLevel::System, .. }));
+        assert_eq!(t.decide_module("core", ErrorKind::Oom, now), Decision::Default { action: HmAction::Ignore, level: HmLevel::Module });
     }
 
     #[test]

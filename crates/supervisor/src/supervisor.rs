@@ -534,7 +534,7 @@ impl Supervisor {
     fn power_fail(&mut self) {
         let modules: Vec<String> = self.module_plans.iter().map(|m| m.module.clone()).collect();
         for module in modules {
-            let decision = self.tables.decide_module(&module, ErrorKind::PowerFail);
+            let decision = self.tables.decide_module(&module, ErrorKind::PowerFail, Instant::now());
             self.monitor.log().record(&module, crate::modes::EVENT_HM_ACTION, None, None, Some(format!("{}: {}", ErrorKind::PowerFail.as_str(), decision.describe())));
             if let Decision::Table { action, level, .. } | Decision::Default { action, level } = decision {
                 self.act(&module, &module, level, &action, false);

@@ -1249,17 +1249,27 @@ impl System {
     /// its module's, then the system's, then the defaults. `at_exit`: the error is the end of its process (a
     /// numeric_error from SIGFPE), not raised through its API.
     pub fn hm_resolve(&self, module: &Module, partition: &Partition, kind: ErrorKind, at_exit: bool) -> HmResolution {
-        for (level, table) in [(HmLevel::Partition, &partition.health_monitor), (HmLevel::Module, &module.health_monitor), (HmLevel::System, &self.health_monitor)] {
+        self.resolve(module, Some(partition), kind, at_exit)
+    }
+
+    /// The same for an error of `module` as a whole (power_fail): its table, then the system's, then the
+    /// defaults (power_fail: stop_module at system level; any other kind: ignore at module level).
+    pub fn hm_resolve_module(&self, module: &Module, kind: ErrorKind) -> HmResolution {
+        self.resolve(module, None, kind, false)
+    }
+
+    fn resolve(&self, module: &Module, partition: Option<&Partition>, kind: ErrorKind, at_exit: bool) -> HmResolution {
+        let own = partition.map(|p| (HmLevel::Partition, &p.health_monitor));
+        for (level, table) in own.into_iter().chain([(HmLevel::Module, &module.health_monitor), (HmLevel::System, &self.health_monitor)]) {
             if let Some(entry) = table.get(kind) {
                 return HmResolution::Table { level, entry: entry.clone() };
             }
         }
-        if kind.ends_process(at_exit) {
-            HmResolution::Health(partition.tree.health)
-        } else if kind == ErrorKind::PowerFail {
-            HmResolution::Default { level: HmLevel::System, action: HmAction::StopModule }
-        } else {
-            HmResolution::Default { level: HmLevel::Partition, action: HmAction::Ignore }
+        match partition {
+            Some(p) if kind.ends_process(at_exit) => HmResolution::Health(p.tree.health),
+            _ if kind == ErrorKind::PowerFail => HmResolution::Default { level: HmLevel::System, action: HmAction::StopModule },
+            Some(_) => HmResolution::Default { level: HmLevel::Partition, action: HmAction::Ignore },
+            None => HmResolution::Default { level: HmLevel::Module, action: HmAction::Ignore },
         }
     }
 }
