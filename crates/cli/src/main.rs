@@ -9,6 +9,7 @@ mod bench;
 mod check;
 mod dbe;
 mod paper;
+mod partition;
 mod plan;
 mod soak;
 mod studies;
@@ -42,6 +43,8 @@ enum Command {
     Down(supervise::DownArgs),
     /// Show the systems that are up (state under /run/partita) and partita's leftovers.
     Status(supervise::StatusArgs),
+    /// Restart or stop one partition of a running system (the operator's admin actions).
+    Partition(partition::PartitionArgs),
     /// The applications that run inside partitions: recorder, monitor, udp-echo, probe, and vm (the runner of
     /// a VM partition).
     App(app::AppArgs),
@@ -68,6 +71,7 @@ fn main() -> ExitCode {
         Command::Up(a) => supervise::up(a),
         Command::Down(a) => supervise::down(a),
         Command::Status(a) => supervise::status(a),
+        Command::Partition(a) => partition::run(a),
         Command::App(a) => app::run(a),
         Command::Vm(a) => vm::run(a),
         Command::IsolationBench(a) => supervise::isolation_bench(a),

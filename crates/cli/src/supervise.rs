@@ -50,10 +50,19 @@ pub fn down(a: DownArgs) -> ExitCode {
 }
 
 #[derive(Args)]
-pub struct StatusArgs {}
+pub struct StatusArgs {
+    /// Print each system's state file as one JSON array (what `partita web`'s API serves), nothing else.
+    #[arg(long)]
+    pub json: bool,
+}
 
-pub fn status(_: StatusArgs) -> ExitCode {
+pub fn status(a: StatusArgs) -> ExitCode {
     let states = read_states(Path::new(STATE_DIR));
+    if a.json {
+        let all: Vec<&serde_json::Value> = states.iter().map(|(_, s)| s).collect();
+        println!("{}", serde_json::to_string_pretty(&all).unwrap_or_else(|_| "[]".into()));
+        return ExitCode::SUCCESS;
+    }
     if states.is_empty() {
         println!("no system is up (no state under {STATE_DIR})");
     }

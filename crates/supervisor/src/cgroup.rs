@@ -385,6 +385,13 @@ impl PartitionCgroup {
         }
     }
 
+    /// Memory charged to the partition now, bytes (`memory.current`, or v1's `memory.usage_in_bytes`).
+    pub fn memory_usage(&self) -> Result<u64> {
+        let d = self.controller_dir(Role::Memory).expect("memory directory exists");
+        let file = if self.dir(Role::UnifiedAll).is_some() { "memory.current" } else { "memory.usage_in_bytes" };
+        Ok(read(&d.join(file))?.trim().parse().unwrap_or(0))
+    }
+
     /// How many forks the pids limit refused (`pids.events` `max`).
     pub fn pids_limit_hits(&self) -> Result<u64> {
         let d = self.controller_dir(Role::Pids).expect("pids directory exists");

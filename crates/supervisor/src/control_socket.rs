@@ -1,5 +1,5 @@
-//! The supervisor's control socket, `<state dir>/control.sock`: how `partita plan switch` reaches a running
-//! supervisor. The socket is mode 0600 and every connection's peer is checked by the kernel's record
+//! The supervisor's control socket, `<state dir>/control.sock`: how `partita plan switch`, `partita partition
+//! restart|stop` and `partita web`'s admin actions reach a running supervisor. The socket is mode 0600 and every connection's peer is checked by the kernel's record
 //! (`SO_PEERCRED`): only the supervisor's own uid (root) is served. Partitions see neither the socket nor the
 //! state directory (their view of the file system holds neither).
 //!
@@ -20,6 +20,10 @@ pub enum Request {
     /// Switch `module`'s plan (the only module with several plans when `None`) to `plan`, at the end of the
     /// current major frame or at once.
     SwitchPlan { module: Option<String>, plan: String, now: bool },
+    /// Restart a partition or node (cold: its state directory emptied first), also one kept stopped.
+    RestartPartition { partition: String, cold: bool },
+    /// Stop a partition or node and keep it stopped (its windows go on, unused) until restarted.
+    StopPartition { partition: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -463,6 +463,8 @@ pub struct Executor {
     pub overruns: Arc<OverrunRing>,
     /// The plans: switch requests, the current plan, held partitions.
     pub plans: Arc<PlanCell>,
+    /// Every window start and end, for the live timeline and the trace ([`crate::window_ring`]).
+    pub windows: Arc<crate::window_ring::WindowRing>,
     /// CLOCK_MONOTONIC ns of the start of frame 0 of the plan running now (0 until the executor has chosen
     /// it): the executor's origin until the first switch, then the first frame of each new plan.
     origin_ns: Arc<AtomicU64>,
@@ -516,8 +518,9 @@ impl Executor {
         stall.set_wake_lead(schedules[initial].wake_ahead.as_nanos() as u64);
         let overruns = Arc::new(OverrunRing::default());
         let plans = Arc::new(PlanCell::new(initial, freezers.len()));
-        let (stop2, progress2, origin2, lateness2, stall2, overruns2, plans2) =
-            (stop.clone(), progress.clone(), origin_ns.clone(), lateness.clone(), stall.clone(), overruns.clone(), plans.clone());
+        let windows = Arc::new(crate::window_ring::WindowRing::default());
+        let (stop2, progress2, origin2, lateness2, stall2, overruns2, plans2, windows2) =
+            (stop.clone(), progress.clone(), origin_ns.clone(), lateness.clone(), stall.clone(), overruns.clone(), plans.clone(), windows.clone());
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let handle = std::thread::Builder::new()
             .name("partita-plan".into())
@@ -527,13 +530,13 @@ impl Executor {
                 let failed = setup.as_ref().err().map(|e| e.to_string());
                 let _ = ready_tx.send(failed);
                 setup?;
-                let shared = Shared { stop: &stop2, progress: &progress2, origin: &origin2, lateness: &lateness2, stall: &stall2, overruns: &overruns2, plans: &plans2 };
+                let shared = Shared { stop: &stop2, progress: &progress2, origin: &origin2, lateness: &lateness2, stall: &stall2, overruns: &overruns2, plans: &plans2, windows: &windows2 };
                 run(&schedules, initial, &freezers, &mut guards, &idle, &config, &shared, &mut log);
                 Ok(log)
             })
             .map_err(|e| SupervisorError::Sys { call: "pthread_create", context: "plan executor".into(), source: e })?;
         match ready_rx.recv() {
-            Ok(None) => Ok(Executor { handle: Some(handle), stop, progress, lateness, stall, overruns, plans, origin_ns }),
+            Ok(None) => Ok(Executor { handle: Some(handle), stop, progress, lateness, stall, overruns, plans, windows, origin_ns }),
             _ => match handle.join() {
                 Ok(Err(e)) => Err(e),
                 _ => Err(PlanError::DidNotStart.into()),
@@ -616,6 +619,7 @@ struct Shared<'a> {
     stall: &'a crate::stalls::StallRing,
     overruns: &'a OverrunRing,
     plans: &'a PlanCell,
+    windows: &'a crate::window_ring::WindowRing,
 }
 
 /// A window start later than this is noted for the stall tracer ([`crate::stalls`]).
@@ -646,7 +650,7 @@ fn run(
     shared: &Shared,
     log: &mut ExecutorLog,
 ) {
-    let Shared { stop, progress, origin: origin_cell, lateness: histogram, stall, overruns, plans: cell } = *shared;
+    let Shared { stop, progress, origin: origin_cell, lateness: histogram, stall, overruns, plans: cell, windows: ring } = *shared;
     let boundaries: Vec<Vec<Boundary>> = schedules.iter().map(|s| s.boundaries()).collect();
     let frames_ns: Vec<u64> = schedules.iter().map(|s| s.major_frame.as_nanos() as u64).collect();
     // What the executor last asked of each partition: a switch freezes what the old plan left running.
@@ -862,6 +866,8 @@ fn run(
         }
         let lateness = woke.saturating_sub(planned);
         let cost = switched - woke;
+        let partition = window.map(|w| schedules[plan].windows[w].partition);
+        ring.record(&crate::window_ring::WindowRecord { frame, plan, window, partition, planned_ns: planned, woke_ns: woke, switched_ns: switched });
         match window {
             Some(window) => {
                 if log.starts.len() == log.capacity {

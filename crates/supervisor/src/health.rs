@@ -204,6 +204,10 @@ pub struct Watched {
     state_dir: Option<std::path::PathBuf>,
     /// Kept stopped ([`HealthMonitor::keep_stopped`]): no restart, whoever asks.
     kept_stopped: bool,
+    /// How often its process tree was started (the first start included).
+    starts: u64,
+    /// The action its system file gave it: what it gets back when the operator releases it from being kept stopped.
+    own_action: Action,
 }
 
 /// Since when a partition's program runs, as its launch pipe tells: the time before that is its launch's
@@ -257,6 +261,7 @@ impl Watched {
         self.program.launched(started.exec_report, started.program_deadline);
         self.seccomp = SeccompWatch::new(started.notifications);
         self.pid = Some(started.pid);
+        self.starts += 1;
         started.pid
     }
 }
@@ -352,6 +357,8 @@ impl HealthMonitor {
             restart_kind: RestartKind::Warm,
             state_dir: None,
             kept_stopped: false,
+            starts: 0,
+            own_action: action,
         };
         let pid = w.launched(started);
         self.log.record(name, "start", Some(pid), None, None);
@@ -367,6 +374,11 @@ impl HealthMonitor {
     /// The current root pid of each partition (`None` when stopped).
     pub fn pids(&self) -> Vec<(String, Option<i32>)> {
         self.partitions.iter().map(|w| (w.name.clone(), w.pid)).collect()
+    }
+
+    /// How often each partition was restarted (its starts after the first).
+    pub fn restarts(&self) -> Vec<(String, u64)> {
+        self.partitions.iter().map(|w| (w.name.clone(), w.starts.saturating_sub(1))).collect()
     }
 
     /// Reaps and acts once; returns how many partitions ended in this call.
@@ -467,6 +479,19 @@ impl HealthMonitor {
                 self.log.record(&w.name, "stopped", None, None, Some("restart cancelled".into()));
             }
         }
+    }
+
+    /// Lets a partition kept stopped be started again, with its own health action back (the operator's restart).
+    pub fn release(&mut self, name: &str) {
+        if let Some(w) = self.partitions.iter_mut().find(|w| w.name == name) {
+            w.kept_stopped = false;
+            w.action = w.own_action;
+        }
+    }
+
+    /// Whether `name` is kept stopped.
+    pub fn is_kept_stopped(&self, name: &str) -> bool {
+        self.partitions.iter().any(|w| w.name == name && w.kept_stopped)
     }
 
     /// Kills `name`'s processes (the health monitor then reaps its root and applies its action).

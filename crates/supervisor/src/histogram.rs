@@ -98,6 +98,11 @@ impl Snapshot {
         None
     }
 
+    /// Each non-empty bucket as `(upper edge µs, count)`, lowest first.
+    pub fn nonzero(&self) -> Vec<(f64, u64)> {
+        self.counts.iter().enumerate().filter(|(_, c)| **c > 0).map(|(b, c)| (upper_us(b), *c)).collect()
+    }
+
     /// The upper edge of the highest non-empty bucket, µs.
     pub fn max_us(&self) -> Option<f64> {
         self.counts.iter().rposition(|c| *c > 0).map(upper_us)

@@ -31,5 +31,7 @@ pub mod stalls;
 pub mod uplink;
 pub mod supervisor;
 pub mod window_watch;
+pub mod window_ring;
+pub mod status;
 
 pub use supervisor::{Supervisor, UpOptions};

@@ -31,6 +31,9 @@ use partita_system::UPLINK_NIC;
 use partita_dds::fastdds::FastDdsProfile;
 use partita_env::PartitionEnv;
 use serde::Serialize;
+
+/// What the operator asked through the control socket (restart or stop of a partition), as the event log says it.
+pub const EVENT_OPERATOR: &str = "operator";
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -59,6 +62,11 @@ pub struct PartitionState {
     /// Its operating mode (planned process partitions): idle, cold_start, warm_start or normal.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mode: Option<&'static str>,
+    /// CPU time its cgroup has used since the system came up, µs; memory charged to it now, bytes.
+    pub cpu_us: Option<u64>,
+    pub memory_bytes: Option<u64>,
+    /// How often it was restarted.
+    pub restarts: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -73,6 +81,8 @@ pub struct State {
     pub max_lateness_ns: Vec<u64>,
     /// Each planned module's plans: the one running, the one asked for, how many switches.
     pub plans: Vec<PlanState>,
+    /// Each CPU's plan as it runs: planned windows, the last window starts, lateness ([`crate::status`]).
+    pub cpus: Vec<crate::status::CpuStatus>,
 }
 
 /// How to bring a system up, beside the system itself.
@@ -139,6 +149,8 @@ pub struct Supervisor {
     /// `partita plan switch` reaches the supervisor here; requests waiting for their switch to happen.
     control_socket: Option<ControlSocket>,
     waiting: Vec<WaitingSwitch>,
+    /// Reads the executors' window rings and histograms for the state file.
+    status: crate::status::StatusReader,
     /// Partitions' illegal requests logged in the last second (the rest are counted, not logged).
     illegal_logged: std::collections::HashMap<String, (Instant, u64)>,
     /// The system's record in the registry: the system is up until it goes, last.
@@ -251,6 +263,7 @@ impl Supervisor {
                 frames: Vec::new(),
                 max_lateness_ns: Vec::new(),
                 plans: Vec::new(),
+                cpus: Vec::new(),
             },
             state_images: Vec::new(),
             _state_dirs: EmptyDirs(Vec::new()),
@@ -264,6 +277,7 @@ impl Supervisor {
             control_socket: None,
             waiting: Vec::new(),
             illegal_logged: Default::default(),
+            status: Default::default(),
             _registration: registration,
         };
         if let Some(bound) = system.cpu_dma_latency {
@@ -413,7 +427,17 @@ impl Supervisor {
                 st.mode = Some(crate::modes::mode_name(c.mode));
             }
         }
+        for (name, restarts) in self.monitor.restarts() {
+            if let Some(st) = self.state.partitions.iter_mut().find(|p| p.partition == name) {
+                st.restarts = restarts;
+            }
+        }
+        for (st, cgroup) in self.state.partitions.iter_mut().zip(&self.cgroups) {
+            st.cpu_us = cgroup.cpu_usage().ok().map(|d| d.as_micros() as u64);
+            st.memory_bytes = cgroup.memory_usage().ok();
+        }
         self.state.plans = self.module_plans.iter().map(|m| m.state()).collect();
+        self.state.cpus = self.status.cpus(&self.executors, &self.module_plans);
         self.state.updated_unix_ms = unix_ms();
         self.state.frames = self.executors.iter().map(|e| e.progress.lock().map(|p| p.frames).unwrap_or(0)).collect();
         self.state.max_lateness_ns =
@@ -749,8 +773,51 @@ impl Supervisor {
                         Err(why) => control_socket::answer(stream, &control_socket::Response { ok: false, detail: why }),
                     }
                 }
+                Ok(control_socket::Request::RestartPartition { partition, cold }) => {
+                    let answer = self.operator_restart(&partition, cold);
+                    control_socket::answer(stream, &answer);
+                }
+                Ok(control_socket::Request::StopPartition { partition }) => {
+                    let answer = match self.known_member(&partition) {
+                        Err(why) => control_socket::Response { ok: false, detail: why },
+                        Ok(()) => {
+                            self.monitor.log().record(&partition, EVENT_OPERATOR, None, None, Some("stop".into()));
+                            self.stop_partition(&partition, "stopped by the operator");
+                            control_socket::Response { ok: true, detail: format!("{partition} stopped; it stays stopped until restarted") }
+                        }
+                    };
+                    control_socket::answer(stream, &answer);
+                }
             }
         }
+    }
+
+    /// Whether `name` is a partition or node of this system, or the answer that says it is not.
+    fn known_member(&self, name: &str) -> std::result::Result<(), String> {
+        if self.state.partitions.iter().any(|p| p.partition == name) {
+            return Ok(());
+        }
+        let names: Vec<&str> = self.state.partitions.iter().map(|p| p.partition.as_str()).collect();
+        Err(format!("{} has no partition or node named {name:?} (it has {})", self.state.system, names.join(", ")))
+    }
+
+    /// The operator's restart: also of a partition kept stopped, which gets its own health action back.
+    fn operator_restart(&mut self, name: &str, cold: bool) -> control_socket::Response {
+        if let Err(why) = self.known_member(name) {
+            return control_socket::Response { ok: false, detail: why };
+        }
+        let (kind, mode) = if cold { (crate::health::RestartKind::Cold, Mode::ColdStart) } else { (crate::health::RestartKind::Warm, Mode::WarmStart) };
+        let was_stopped = self.monitor.is_kept_stopped(name);
+        self.monitor.log().record(name, EVENT_OPERATOR, None, None, Some(format!("restart ({})", kind.as_str())));
+        self.monitor.release(name);
+        self.hold(name, false);
+        self.monitor.restart(name, kind);
+        if let Some(c) = self.controls.iter().find(|c| c.name == name) {
+            c.set_start_condition(StartCondition::NormalStart);
+        }
+        self.set_mode(name, mode, "restarted by the operator");
+        let from = if was_stopped { " (it was kept stopped)" } else { "" };
+        control_socket::Response { ok: true, detail: format!("{name} restarting ({}){from}", kind.as_str()) }
     }
 
     /// The requests partitions posted on their control pages, each judged and answered.
@@ -1119,6 +1186,9 @@ impl Build<'_> {
             address: address(|id| matches!(id, NetworkId::Module(_))),
             external_address: address(|id| *id == NetworkId::InterModule),
             mode: None,
+            cpu_us: None,
+            memory_bytes: None,
+            restarts: 0,
         });
         let action = health_action(&tree.health);
         let starter: crate::health::Starter = match vm {
