@@ -2,7 +2,7 @@
 //! exchange-client and vm: crates/programs, the same code as their small binaries), and the lab's own: probe,
 //! the hidden fault programs of `bench isolation` and the DBE agents.
 use clap::{Args, Subcommand};
-use partita_programs::{exchange, fail, monitor, partition, port, recorder, udp_echo, vm_runner};
+use partita_programs::{exchange, fail, monitor, partition, port, recorder, status_node, udp_echo, vm_runner};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -25,6 +25,9 @@ enum App {
     /// The partition's control page from the shell: status, and requests to the supervisor (mode, error, plan);
     /// exit code 0 done, 3 refused, 4 invalid or no such plan.
     Partition(partition::PartitionArgs),
+    /// A native node that publishes its system's state on the DDS topic `partita/status` and collects the routing
+    /// partitions' statistics for it (docs/observability.md).
+    StatusNode(status_node::StatusNodeArgs),
     /// The raw-UDP answerer of `monitor --udp` (the NETWORK baseline).
     UdpEcho(udp_echo::UdpEchoArgs),
     /// Paper 003's server: answers exchange requests after busy work of the length each asks for (DDS on the
@@ -104,6 +107,7 @@ pub fn run(a: AppArgs) -> ExitCode {
         App::Recorder(r) => recorder::run(r),
         App::Monitor(m) => monitor::run(m),
         App::UdpEcho(u) => udp_echo::run(u),
+        App::StatusNode(s) => status_node::run_args(s),
         App::Port(p) => port::run(p),
         App::Partition(p) => partition::run(p),
         App::Vm(v) => vm_runner::run(v),

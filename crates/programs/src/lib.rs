@@ -13,6 +13,7 @@ pub mod partition;
 pub mod port;
 pub mod recorder;
 pub mod route;
+pub mod status_node;
 pub mod udp_echo;
 pub mod vm_runner;
 

@@ -164,10 +164,60 @@ impl StatusReader {
     }
 }
 
+/// The file a status node writes the routing partitions' statistics to, beside the state file.
+pub const ROUTERS_FILE: &str = "routers.json";
+/// The largest such file read, and the most rows kept.
+const MAX_ROUTERS_BYTES: u64 = 1 << 20;
+const MAX_ROUTES: usize = 256;
+
+/// The routing partitions' statistics (one row per route and topic: received, forwarded, dropped, …, as
+/// `partita/router/stats` carries them) and when the status node last wrote them.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Routers {
+    pub updated_unix_ms: u64,
+    pub routes: Vec<serde_json::Value>,
+}
+
+impl Routers {
+    /// What the status node wrote in `dir`, if anything: a JSON array of objects, at most 1 MiB; the first
+    /// 256 rows kept. Anything else is ignored (the node is a program on the network, not the supervisor).
+    pub fn read(dir: &std::path::Path) -> Option<Routers> {
+        use std::io::Read;
+        let path = dir.join(ROUTERS_FILE);
+        let file = std::fs::File::open(&path).ok()?;
+        let modified = file.metadata().ok()?.modified().ok()?;
+        let mut text = String::new();
+        file.take(MAX_ROUTERS_BYTES).read_to_string(&mut text).ok()?;
+        let rows: Vec<serde_json::Value> = serde_json::from_str(&text).ok()?;
+        let routes: Vec<serde_json::Value> = rows.into_iter().filter(|r| r.is_object()).take(MAX_ROUTES).collect();
+        let updated_unix_ms = modified.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+        Some(Routers { updated_unix_ms, routes })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::histogram::LatencyHistogram;
+
+    #[test]
+    fn routers_file_is_read_only_when_it_is_an_array_of_rows_and_is_bounded() {
+        let dir = std::env::temp_dir().join(format!("partita-status-routers-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert_eq!(Routers::read(&dir), None, "no file");
+        std::fs::write(dir.join(ROUTERS_FILE), r#"[{"topic":"a","received":3}, 7, {"topic":"b"}]"#).unwrap();
+        let r = Routers::read(&dir).unwrap();
+        assert_eq!(r.routes.len(), 2, "the number is not a row");
+        assert_eq!(r.routes[0]["received"], 3);
+        std::fs::write(dir.join(ROUTERS_FILE), "{not json").unwrap();
+        assert_eq!(Routers::read(&dir), None);
+        let many: Vec<serde_json::Value> = (0..1000).map(|i| serde_json::json!({ "topic": i })).collect();
+        std::fs::write(dir.join(ROUTERS_FILE), serde_json::to_string(&many).unwrap()).unwrap();
+        assert_eq!(Routers::read(&dir).unwrap().routes.len(), MAX_ROUTES);
+        std::fs::write(dir.join(ROUTERS_FILE), format!("[{}]", "{\"x\":1},".repeat(200_000))).unwrap();
+        assert_eq!(Routers::read(&dir), None, "past 1 MiB the text is cut, and no longer an array");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn lateness_reports_percentiles_and_only_the_buckets_that_hold_values() {

@@ -83,6 +83,9 @@ pub struct State {
     pub plans: Vec<PlanState>,
     /// Each CPU's plan as it runs: planned windows, the last window starts, lateness ([`crate::status`]).
     pub cpus: Vec<crate::status::CpuStatus>,
+    /// The routing partitions' statistics, as the system's status node last heard them (empty without one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub routers: Option<crate::status::Routers>,
 }
 
 /// How to bring a system up, beside the system itself.
@@ -264,6 +267,7 @@ impl Supervisor {
                 max_lateness_ns: Vec::new(),
                 plans: Vec::new(),
                 cpus: Vec::new(),
+                routers: None,
             },
             state_images: Vec::new(),
             _state_dirs: EmptyDirs(Vec::new()),
@@ -438,6 +442,7 @@ impl Supervisor {
         }
         self.state.plans = self.module_plans.iter().map(|m| m.state()).collect();
         self.state.cpus = self.status.cpus(&self.executors, &self.module_plans);
+        self.state.routers = crate::status::Routers::read(&self.state_dir.path);
         self.state.updated_unix_ms = unix_ms();
         self.state.frames = self.executors.iter().map(|e| e.progress.lock().map(|p| p.frames).unwrap_or(0)).collect();
         self.state.max_lateness_ns =
