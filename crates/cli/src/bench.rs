@@ -64,6 +64,10 @@ enum BenchCommand {
     /// Plan switches (at frame ends and at once) and a partition setting itself idle, under load, checked from
     /// the executor's record and a kernel trace of the plan's CPU.
     Modes(crate::studies::ModesArgs),
+    /// What watching costs: the executor's lateness with `partita web`'s page open in Chromium and reloaded
+    /// every second, against the page closed, interleaved in one run; the supervisor's and the web server's CPU
+    /// time and memory per hour (issue 36).
+    Web(crate::studies::WebArgs),
     /// The program of `bench modes`' partitions (started by the supervisor for `bench modes`).
     #[command(name = "modes-peer", hide = true)]
     ModesPeer,
@@ -288,6 +292,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
         BenchCommand::Rt(a) => crate::studies::rt(a),
         BenchCommand::Isolation(a) => crate::studies::isolation(a),
         BenchCommand::Modes(a) => crate::studies::modes(a),
+        BenchCommand::Web(a) => crate::studies::web(a),
         BenchCommand::ModesPeer => crate::studies::modes_peer(),
         BenchCommand::RouterFlood(a) => match run_flood(a) {
             Ok(()) => ExitCode::SUCCESS,

@@ -469,3 +469,53 @@ pub fn modes_peer() -> ExitCode {
         }
     }
 }
+
+#[derive(Args)]
+pub struct WebArgs {
+    /// Phases of each kind (page closed, page open), interleaved.
+    #[arg(long, default_value_t = 6)]
+    phases: u32,
+    /// Seconds per phase.
+    #[arg(long, default_value_t = 20.0)]
+    seconds: f64,
+    /// The loopback port `partita web` listens on.
+    #[arg(long, default_value_t = 18080)]
+    port: u16,
+    /// Output folder: web.md, web.json.
+    #[arg(long, default_value = "results/web")]
+    out: PathBuf,
+}
+
+pub fn web(a: WebArgs) -> ExitCode {
+    use partita_studies::web::{self, WebBenchConfig};
+    if a.phases == 0 || !(a.seconds >= 3.0) {
+        eprintln!("partita bench web: --phases must be at least 1 and --seconds at least 3");
+        return ExitCode::from(2);
+    }
+    let partita = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("partita bench web: this program's path: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let work = std::env::temp_dir().join(format!("partita-bench-web-{}", std::process::id()));
+    let cfg = WebBenchConfig { phases: a.phases, phase: std::time::Duration::from_secs_f64(a.seconds), partita, python: std::env::var_os("PARTITA_PYTHON").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/pyenv/bin/python")), port: a.port, work: work.clone() };
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let res = web::run(&cfg, |l| eprintln!("{l}"));
+    let _ = std::fs::remove_dir_all(&work);
+    let res = match res {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("partita bench web: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(e) = web::write_all(&res, &a.out, &command) {
+        eprintln!("partita bench web: writing {}: {e}", a.out.display());
+        return ExitCode::FAILURE;
+    }
+    print!("{}", web::markdown(&res, &command));
+    eprintln!("partita bench web: wrote {}, {}", a.out.join("web.md").display(), a.out.join("web.json").display());
+    ExitCode::SUCCESS
+}

@@ -65,8 +65,15 @@ pub const STATUS_TOPIC: &str = "partita/status";
 pub const ROUTER_STATS_TOPIC: &str = "partita/router/stats";
 /// The file the node writes beside the state file.
 pub const ROUTERS_FILE: &str = "routers.json";
-/// The most statistics rows kept (routes of every routing partition of the system).
+/// The most statistics rows kept (routes of every routing partition of the system), and the longest name a row
+/// may carry: any partition on the network can publish on the statistics topic, and a row past these is dropped.
 pub const MAX_ROUTES: usize = 256;
+pub const MAX_NAME: usize = 256;
+
+/// Whether a statistics row is one to keep: its names of a plausible length.
+pub fn plausible(row: &RouteStats) -> bool {
+    [&row.router, &row.route, &row.topic, &row.type_name].iter().all(|s| s.len() <= MAX_NAME)
+}
 
 /// One partition's (or node's) status, as published on `partita/status`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -174,7 +181,7 @@ pub fn run(state_file: &Path, dds: &DomainConfig, stop: impl Fn() -> bool) -> Re
     let mut last_routes_write = Instant::now();
     while !stop() {
         for s in stats.take_wait(Duration::from_millis(200))? {
-            if let Some(row) = s.value {
+            if let Some(row) = s.value.filter(plausible) {
                 let key = (row.router.clone(), row.route.clone(), row.topic.clone());
                 if routes.len() < MAX_ROUTES || routes.contains_key(&key) {
                     routes.insert(key, row);
@@ -230,6 +237,31 @@ fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), StatusNodeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn statistics_rows_with_names_past_the_limit_are_dropped() {
+        let row = |topic: String| RouteStats {
+            active: true,
+            router: "routing".into(),
+            route: "module->network".into(),
+            topic,
+            type_name: "T".into(),
+            received: 1,
+            forwarded: 1,
+            dropped_rate: 0,
+            dropped_queue: 0,
+            suppressed_loop: 0,
+            errors: 0,
+            batches: 1,
+            callback_panics: 0,
+            latency_p50_us: 0.0,
+            latency_p99_us: 0.0,
+            latency_max_us: 0.0,
+        };
+        assert!(plausible(&row("surveillance/request".into())));
+        assert!(plausible(&row("x".repeat(MAX_NAME))));
+        assert!(!plausible(&row("x".repeat(MAX_NAME + 1))));
+    }
 
     #[test]
     fn a_state_file_becomes_one_status_per_partition_with_its_modules_plan_and_cpus_lateness() {

@@ -20,3 +20,4 @@ pub mod isolation;
 pub mod modes;
 pub mod rt;
 pub mod virt;
+pub mod web;
