@@ -48,11 +48,19 @@ phase_start=$SECONDS
 scripts/setup.sh
 phase "setup (scripts/setup.sh)"
 export PARTITA_PYTHON="$PWD/target/pyenv/bin/python"
-cargo build --release --workspace --bins
-phase "build: the binaries"
-cargo test --release "${selection[@]}" --no-run
-[[ -n $quick ]] && cargo test --release "${quick_args[@]}" --no-run
-phase "build: the tests"
+if [[ -n $quick ]]; then
+  cargo build --release --workspace --bins
+  phase "build: the binaries"
+  cargo test --release "${selection[@]}" --no-run
+  cargo test --release "${quick_args[@]}" --no-run
+  phase "build: the tests"
+else
+  # The binaries and every test target in one cargo run, so that test crates compile while the last binaries
+  # link (two runs in a row leave the cores idle between them); `cargo test --no-run` then finds them built.
+  cargo build --release --workspace --bins --tests
+  cargo test --release "${selection[@]}" --no-run
+  phase "build: the binaries and the tests"
+fi
 
 # What a crashed earlier run left (namespaces, links, cgroups, state of systems whose supervisor is gone) is
 # removed first: tests that build systems of fixed names, and tests that check nothing was left, must start clean.
