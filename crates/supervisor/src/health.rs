@@ -93,6 +93,13 @@ impl EventLog {
     pub fn events(&self) -> Vec<Event> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner()).1.clone()
     }
+
+    /// The events kept from index `from` on (the first 100 000 of the run are kept): what a reader that has
+    /// seen `from` of them has not.
+    pub fn events_since(&self, from: usize) -> Vec<Event> {
+        let g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        g.1.get(from..).map(<[Event]>::to_vec).unwrap_or_default()
+    }
 }
 
 /// A partition whose process tree ended, left to the supervisor's health-monitor tables ([`crate::hm`]) to act

@@ -33,5 +33,6 @@ pub mod supervisor;
 pub mod window_watch;
 pub mod window_ring;
 pub mod status;
+pub mod trace;
 
 pub use supervisor::{Supervisor, UpOptions};
