@@ -304,6 +304,13 @@ pub struct UpArgs {
     /// frames beside it (same name, .svg).
     #[arg(long)]
     pub timeline: Option<PathBuf>,
+    /// Write the run as a trace that Perfetto (ui.perfetto.dev) and chrome://tracing open (Chrome trace-event
+    /// JSON, streamed while the system runs): per CPU its executed windows (one slice per window, named by its
+    /// partition, from its switch to the next) and its planned ones, window-start lateness as a counter, plan
+    /// switches and the event log's events as instants. Times are CLOCK_MONOTONIC µs. About 0.4 MB per second
+    /// per CPU of a 1500 µs two-window plan (docs/observability.md, "Traces").
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
     /// After the system is down, run cyclictest (SCHED_FIFO at the executors' priority, 1 ms interval) on each
     /// plan's CPU for as long as the run lasted (at most 60 s, at least 5 s), and print its wake-up latency
     /// beside the executor's window-start lateness: how far the executor is from the machine's own floor.
@@ -345,14 +352,31 @@ pub fn up(a: UpArgs) -> ExitCode {
         eprintln!("partita up: {}: {} (nothing was created)", system.source, held.join("; "));
         return ExitCode::from(2);
     }
+    // The trace file is created before anything of the system is: a path that cannot be written builds nothing.
+    let trace = match a.trace.as_deref().map(partita_supervisor::trace::TraceWriter::create).transpose() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("partita up: --trace: {e}; give a file in an existing directory this user can write (nothing was created)");
+            return ExitCode::from(2);
+        }
+    };
     partita_supervisor::supervisor::install_stop_signals();
-    let sup = match partita_supervisor::supervisor::Supervisor::up(&system, &UpOptions::new(STATE_DIR)) {
+    let mut sup = match partita_supervisor::supervisor::Supervisor::up(&system, &UpOptions::new(STATE_DIR)) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("partita up: {e} (nothing was left behind)");
+            if let (Some(t), Some(path)) = (trace, &a.trace) {
+                drop(t);
+                let _ = std::fs::remove_file(path);
+            }
             return ExitCode::FAILURE;
         }
     };
+    let trace = trace.map(|t| {
+        let outcome = t.outcome();
+        sup.trace_to(t);
+        outcome
+    });
     eprintln!(
         "partita up: system {} is up ({} modules, {} native nodes); Ctrl-C stops it",
         system.name,
@@ -360,7 +384,29 @@ pub fn up(a: UpArgs) -> ExitCode {
         system.nodes.len()
     );
     let ran = std::time::Instant::now();
-    let logs = match sup.run(a.duration.map(std::time::Duration::from_secs_f64), None) {
+    let logs = sup.run(a.duration.map(std::time::Duration::from_secs_f64), None);
+    // The trace was closed as the system went down, whether or not the teardown then failed.
+    let mut trace_failed = false;
+    if let Some(summary) = trace.and_then(|o| o.lock().ok().and_then(|s| s.clone())) {
+        let seconds = summary.end_ns.saturating_sub(summary.start_ns) as f64 / 1e9;
+        match &summary.error {
+            Some(e) => {
+                eprintln!("partita up: --trace: {e} (the trace is incomplete)");
+                trace_failed = true;
+            }
+            None => eprintln!(
+                "wrote {}: {} events, {} window slices, {} health events, {} window records lost, {} bytes ({:.0} bytes/s)",
+                summary.path.display(),
+                summary.events,
+                summary.windows,
+                summary.health_events,
+                summary.lost_records,
+                summary.bytes,
+                summary.bytes as f64 / seconds.max(1e-9)
+            ),
+        }
+    }
+    let logs = match logs {
         Ok(l) => l,
         Err(e) => {
             eprintln!("partita up: {e}");
@@ -428,6 +474,9 @@ pub fn up(a: UpArgs) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         }
+    }
+    if trace_failed {
+        return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
 }

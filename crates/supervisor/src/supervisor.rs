@@ -154,6 +154,8 @@ pub struct Supervisor {
     waiting: Vec<WaitingSwitch>,
     /// Reads the executors' window rings and histograms for the state file.
     status: crate::status::StatusReader,
+    /// `partita up --trace`: where the run goes as a trace, when asked ([`crate::trace`]).
+    trace: Option<crate::trace::TraceWriter>,
     /// Partitions' illegal requests logged in the last second (the rest are counted, not logged).
     illegal_logged: std::collections::HashMap<String, (Instant, u64)>,
     /// The system's record in the registry: the system is up until it goes, last.
@@ -282,6 +284,7 @@ impl Supervisor {
             waiting: Vec::new(),
             illegal_logged: Default::default(),
             status: Default::default(),
+            trace: None,
             _registration: registration,
         };
         if let Some(bound) = system.cpu_dma_latency {
@@ -393,6 +396,13 @@ impl Supervisor {
         Ok(s)
     }
 
+    /// Writes the run from here on (and the window records the executors still hold from before) to `trace`,
+    /// until the system goes down.
+    pub fn trace_to(&mut self, mut trace: crate::trace::TraceWriter) {
+        trace.begin(&self.state.system, crate::trace::CpuPlan::of(&self.module_plans));
+        self.trace = Some(trace);
+    }
+
     pub fn events(&self) -> &EventLog {
         self.monitor.log()
     }
@@ -472,11 +482,17 @@ impl Supervisor {
             self.read_controls();
             self.read_plan_switches();
             self.serve_control_socket();
+            if let Some(t) = self.trace.as_mut() {
+                t.drain(&self.executors, self.monitor.log());
+            }
             if stop_requested() || stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst)) || duration.is_some_and(|d| t0.elapsed() >= d) {
                 break;
             }
             if last_state.elapsed() >= Duration::from_secs(1) {
                 let _ = self.write_state();
+                if let (Some(t), Ok(state)) = (self.trace.as_mut(), serde_json::to_value(&self.state)) {
+                    t.state(&state, crate::clock::monotonic_ns());
+                }
                 last_state = Instant::now();
             }
             std::thread::sleep(Duration::from_millis(10));
@@ -721,6 +737,9 @@ impl Supervisor {
             if reports.is_empty() {
                 continue;
             }
+            if let Some(t) = self.trace.as_mut() {
+                t.plan_switches(&m.module, &reports);
+            }
             for r in &reports {
                 log.record(&m.module, crate::modes::EVENT_PLAN_SWITCH, None, None, Some(r.detail.clone()));
                 for w in self.waiting.iter_mut().filter(|w| w.module == mi) {
@@ -908,6 +927,10 @@ impl Supervisor {
     /// Stops the plans and removes everything, in reverse order of the build.
     pub fn down(mut self) -> Result<Vec<ExecutorLog>> {
         self.read_overruns();
+        if let Some(mut t) = self.trace.take() {
+            t.drain(&self.executors, self.monitor.log());
+            t.finish();
+        }
         let mut logs = Vec::new();
         for (e, members) in self.executors.drain(..).zip(std::mem::take(&mut self.plan_partitions)) {
             let mut log = e.stop()?;
