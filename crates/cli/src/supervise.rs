@@ -307,7 +307,7 @@ pub struct UpArgs {
     /// Write the run as a trace that Perfetto (ui.perfetto.dev) and chrome://tracing open (Chrome trace-event
     /// JSON, streamed while the system runs): per CPU its executed windows (one slice per window, named by its
     /// partition, from its switch to the next) and its planned ones, window-start lateness as a counter, plan
-    /// switches and the event log's events as instants. Times are CLOCK_MONOTONIC µs. About 0.4 MB per second
+    /// switches and the event log's events as instants. Times are CLOCK_MONOTONIC µs. About 0.7 MB per second
     /// per CPU of a 1500 µs two-window plan (docs/observability.md, "Traces").
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,

@@ -1,0 +1,156 @@
+//! `partita up --trace FILE` end to end (root): the paper's system runs ten seconds with `--trace` and
+//! `--timeline`; the trace passes a schema check of the Chrome trace-event format (what Perfetto's and
+//! chrome://tracing's importers need: fields per phase, named tracks, slices of no negative length, each track's
+//! events in time order), and its executed-window slices are the executor's own record of window starts: the
+//! same starts, partitions in the same order, at the same instants. An unwritable trace path builds nothing.
+//!
+//! (Perfetto's trace_processor would be the better judge, but its Python package downloads its binary on first
+//! use, which this machine cannot: the schema check stands in for it.)
+mod common;
+use common::*;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+
+/// The checks the importers make of a trace-event file, as far as this writer uses the format; what it holds
+/// as `(tid → thread name, events)`.
+fn schema_check(v: &Value) -> Result<(BTreeMap<u64, String>, Vec<Value>), String> {
+    if v["displayTimeUnit"] != "ns" || !v["metadata"].is_object() {
+        return Err("displayTimeUnit \"ns\" and a metadata object".into());
+    }
+    let events = v["traceEvents"].as_array().ok_or("no traceEvents array")?;
+    let mut names = BTreeMap::new();
+    let mut last_ts: BTreeMap<String, f64> = BTreeMap::new();
+    let mut used = BTreeSet::new();
+    for (i, e) in events.iter().enumerate() {
+        let bad = |what: &str| format!("event {i} ({e}): {what}");
+        let ph = e["ph"].as_str().ok_or_else(|| bad("no ph"))?;
+        e["name"].as_str().ok_or_else(|| bad("no name"))?;
+        e["pid"].as_u64().ok_or_else(|| bad("no numeric pid"))?;
+        if ph == "M" {
+            match e["name"].as_str() {
+                Some("process_name") => {
+                    e["args"]["name"].as_str().ok_or_else(|| bad("a process without a name"))?;
+                }
+                Some("thread_name") => {
+                    let tid = e["tid"].as_u64().ok_or_else(|| bad("a thread name without tid"))?;
+                    names.insert(tid, e["args"]["name"].as_str().ok_or_else(|| bad("a thread without a name"))?.to_string());
+                }
+                Some("thread_sort_index") => {
+                    e["args"]["sort_index"].as_u64().ok_or_else(|| bad("a sort index that is no number"))?;
+                }
+                _ => return Err(bad("an unknown metadata event")),
+            }
+            continue;
+        }
+        let ts = e["ts"].as_f64().ok_or_else(|| bad("no numeric ts"))?;
+        let track = match ph {
+            "X" => {
+                let dur = e["dur"].as_f64().ok_or_else(|| bad("a slice without dur"))?;
+                if dur < 0.0 {
+                    return Err(bad("a slice of negative length"));
+                }
+                let tid = e["tid"].as_u64().ok_or_else(|| bad("a slice without tid"))?;
+                used.insert(tid);
+                format!("thread {tid}")
+            }
+            "i" => {
+                if e["s"] != "t" && e["s"] != "p" && e["s"] != "g" {
+                    return Err(bad("an instant without scope t, p or g"));
+                }
+                let tid = e["tid"].as_u64().ok_or_else(|| bad("an instant without tid"))?;
+                used.insert(tid);
+                format!("thread {tid}")
+            }
+            "C" => {
+                let args = e["args"].as_object().ok_or_else(|| bad("a counter without args"))?;
+                if args.is_empty() || !args.values().all(Value::is_number) {
+                    return Err(bad("a counter whose args are not all numbers"));
+                }
+                format!("counter {}", e["name"])
+            }
+            _ => return Err(bad("a phase this writer does not use")),
+        };
+        let last = last_ts.entry(track.clone()).or_insert(f64::MIN);
+        if ts < *last {
+            return Err(bad(&format!("{track}: ts {ts} before the one before it, {last}")));
+        }
+        *last = ts;
+    }
+    if let Some(t) = used.iter().find(|t| !names.contains_key(t)) {
+        return Err(format!("track {t} has events and no thread_name"));
+    }
+    Ok((names, events.clone()))
+}
+
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn the_trace_of_the_paper_system_opens_as_trace_events_and_its_windows_are_the_executors_record() {
+    let dir = TempDir::new("trace", "paper");
+    let name = format!("trc{}", std::process::id() % 100_000);
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/video-surveillance.toml")).unwrap();
+    let text = text.replace("name = \"video-surveillance\"", &format!("name = \"{name}\""));
+    assert!(text.contains(&name));
+    // The module's partitions in file order: the timeline numbers them so.
+    let doc: toml::Value = toml::from_str(&text).unwrap();
+    let partitions: Vec<String> = doc["module"][0]["partition"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap().to_string()).collect();
+    let file = dir.0.join("system.toml");
+    std::fs::write(&file, &text).unwrap();
+    let (trace, timeline) = (dir.0.join("run.trace.json"), dir.0.join("timeline.jsonl"));
+    let out = Command::new(env!("CARGO_BIN_EXE_partita"))
+        .args(["up", file.to_str().unwrap(), "--duration", "10", "--trace", trace.to_str().unwrap(), "--timeline", timeline.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "partita up failed: {stderr}");
+    let bytes = std::fs::metadata(&trace).unwrap().len();
+    eprintln!("trace: {bytes} bytes for a 10 s run ({:.0} bytes/s); {}", bytes as f64 / 10.0, stderr.lines().find(|l| l.contains("window slices")).unwrap_or("-"));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).expect("the trace is one JSON object");
+    let (threads, events) = schema_check(&v).unwrap_or_else(|e| panic!("schema: {e}"));
+    assert_eq!(v["metadata"]["lost_window_records"], 0, "a 10 ms drain of an 8192-record ring loses nothing");
+    let actual_tid = *threads.iter().find(|(_, n)| *n == "CPU 0 plan (actual)").expect("a CPU 0 actual track").0;
+    assert!(threads.values().any(|n| n == "CPU 0 plan (planned)"), "{threads:?}");
+    assert!(threads.values().any(|n| n == "health"), "{threads:?}");
+    let slices: Vec<(String, u64)> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["tid"] == actual_tid)
+        .map(|e| (e["name"].as_str().unwrap().to_string(), (e["ts"].as_f64().unwrap() * 1e3).round() as u64))
+        .collect();
+    let starts: Vec<(String, u64)> = std::fs::read_to_string(&timeline)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|s| (partitions[s["partition"].as_u64().unwrap() as usize].clone(), s["switched_ns"].as_u64().unwrap()))
+        .collect();
+    assert!(starts.len() > 5_000, "ten seconds of a 1500 µs frame with two windows: {} starts", starts.len());
+    // The span both cover: the trace ends as the system starts going down, the timeline when the executor stops.
+    let (from, to) = (slices[0].1.max(starts[0].1), slices.last().unwrap().1.min(starts.last().unwrap().1));
+    let within = |s: &[(String, u64)]| s.iter().filter(|(_, t)| *t + 1_000 >= from && *t <= to + 1_000).cloned().collect::<Vec<_>>();
+    let (slices, starts) = (within(&slices), within(&starts));
+    assert!(slices.len() > 5_000, "{} slices in the common span", slices.len());
+    assert_eq!(slices.len(), starts.len(), "window starts in the common span");
+    for (i, (s, t)) in slices.iter().zip(&starts).enumerate() {
+        assert_eq!(s.0, t.0, "window start {i}: partition");
+        assert!(s.1.abs_diff(t.1) <= 1_000, "window start {i}: trace {} ns, executor {} ns", s.1, t.1);
+    }
+    // The event log's events are on the health track, at their own instants.
+    let health = events.iter().filter(|e| e["ph"] == "i" && threads.get(&e["tid"].as_u64().unwrap_or(0)).is_some_and(|n| n == "health")).count();
+    assert!(health > 0, "no health events");
+    assert_eq!(v["metadata"]["health_events"], health);
+}
+
+#[test]
+fn an_unwritable_trace_path_is_refused_before_anything_is_built() {
+    let dir = TempDir::new("trace", "refused");
+    let name = format!("trr{}", std::process::id() % 100_000);
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/video-surveillance.toml")).unwrap();
+    let file = dir.0.join("system.toml");
+    std::fs::write(&file, text.replace("name = \"video-surveillance\"", &format!("name = \"{name}\""))).unwrap();
+    let bad = dir.0.join("no-such-dir").join("t.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_partita")).args(["up", file.to_str().unwrap(), "--trace", bad.to_str().unwrap()]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(bad.to_str().unwrap()) && stderr.contains("nothing was created"), "{stderr}");
+    assert!(!Path::new("/run/partita").join(&name).exists(), "a state directory was made");
+}
