@@ -12,6 +12,14 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
+
+/// The systems of this file's tests run on the same CPU: one at a time.
+static CPU0: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    CPU0.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// The checks the importers make of a trace-event file, as far as this writer uses the format; what it holds
 /// as `(tid → thread name, events)`.
@@ -87,6 +95,7 @@ fn schema_check(v: &Value) -> Result<(BTreeMap<u64, String>, Vec<Value>), String
 #[test]
 #[cfg_attr(partita_not_root, ignore = "needs root")]
 fn the_trace_of_the_paper_system_opens_as_trace_events_and_its_windows_are_the_executors_record() {
+    let _cpu = one_at_a_time();
     let dir = TempDir::new("trace", "paper");
     let name = format!("trc{}", std::process::id() % 100_000);
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/video-surveillance.toml")).unwrap();
@@ -153,4 +162,28 @@ fn an_unwritable_trace_path_is_refused_before_anything_is_built() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains(bad.to_str().unwrap()) && stderr.contains("nothing was created"), "{stderr}");
     assert!(!Path::new("/run/partita").join(&name).exists(), "a state directory was made");
+}
+
+#[test]
+#[cfg_attr(partita_not_root, ignore = "needs root")]
+fn sigterm_closes_the_trace() {
+    let _cpu = one_at_a_time();
+    let dir = TempDir::new("trace", "sigterm");
+    let name = format!("trs{}", std::process::id() % 100_000);
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/video-surveillance.toml")).unwrap();
+    let file = dir.0.join("system.toml");
+    std::fs::write(&file, text.replace("name = \"video-surveillance\"", &format!("name = \"{name}\""))).unwrap();
+    let (trace, err) = (dir.0.join("t.json"), dir.0.join("up.err"));
+    let up = Command::new(env!("CARGO_BIN_EXE_partita"))
+        .args(["up", file.to_str().unwrap(), "--duration", "60", "--trace", trace.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    // Stopped (SIGTERM to this test's own child) once the trace holds a second or so of windows.
+    let (status, stderr) = stop_up_when(up, &err, std::time::Duration::from_secs(30), || std::fs::metadata(&trace).is_ok_and(|m| m.len() > 500_000));
+    assert!(status.success(), "{stderr}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap_or_else(|e| panic!("the trace is not closed JSON after SIGTERM: {e}; {stderr}"));
+    schema_check(&v).unwrap_or_else(|e| panic!("schema: {e}"));
+    assert!(v["metadata"]["window_slices"].as_u64().unwrap() > 500, "{}", v["metadata"]);
 }
