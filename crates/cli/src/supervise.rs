@@ -311,6 +311,11 @@ pub struct UpArgs {
     /// per CPU of a 1500 µs two-window plan (docs/observability.md, "Traces").
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// Trace each plan's CPU in the kernel (ftrace: scheduler, interrupts, wake-ups) and explain every window
+    /// start later than 1 ms: a `stall` event in the event log, and with --trace the kernel's events around it
+    /// on the CPU's kernel track.
+    #[arg(long)]
+    pub trace_stalls: bool,
     /// After the system is down, run cyclictest (SCHED_FIFO at the executors' priority, 1 ms interval) on each
     /// plan's CPU for as long as the run lasted (at most 60 s, at least 5 s), and print its wake-up latency
     /// beside the executor's window-start lateness: how far the executor is from the machine's own floor.
@@ -377,6 +382,13 @@ pub fn up(a: UpArgs) -> ExitCode {
         sup.trace_to(t);
         outcome
     });
+    if a.trace_stalls {
+        if let Err(e) = sup.trace_stalls() {
+            eprintln!("partita up: --trace-stalls: {e} (the system goes down again)");
+            let _ = sup.run(Some(std::time::Duration::ZERO), None);
+            return ExitCode::FAILURE;
+        }
+    }
     eprintln!(
         "partita up: system {} is up ({} modules, {} native nodes); Ctrl-C stops it",
         system.name,

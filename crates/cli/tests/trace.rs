@@ -164,9 +164,31 @@ fn an_unwritable_trace_path_is_refused_before_anything_is_built() {
     assert!(!Path::new("/run/partita").join(&name).exists(), "a state directory was made");
 }
 
+/// Takes CPU 0 from everything below SCHED_FIFO 99 (the plan executor runs at 90) for `ms`, spinning on this
+/// thread, then gives the thread its CPUs and policy back: a window start late by that much.
+fn steal_cpu0(ms: u64) {
+    // SAFETY: plain system calls on this thread with a CPU set and a scheduling parameter on the stack.
+    unsafe {
+        let mut before: libc::cpu_set_t = std::mem::zeroed();
+        libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut before);
+        let mut only0: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(0, &mut only0);
+        assert_eq!(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &only0), 0);
+        let fifo = libc::sched_param { sched_priority: 99 };
+        assert_eq!(libc::sched_setscheduler(0, libc::SCHED_FIFO, &fifo), 0);
+        let t = std::time::Instant::now();
+        while t.elapsed() < std::time::Duration::from_millis(ms) {
+            std::hint::spin_loop();
+        }
+        let normal = libc::sched_param { sched_priority: 0 };
+        libc::sched_setscheduler(0, libc::SCHED_OTHER, &normal);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &before);
+    }
+}
+
 #[test]
 #[cfg_attr(partita_not_root, ignore = "needs root")]
-fn sigterm_closes_the_trace() {
+fn sigterm_closes_the_trace_and_a_stall_shows_with_the_kernels_events_around_it() {
     let _cpu = one_at_a_time();
     let dir = TempDir::new("trace", "sigterm");
     let name = format!("trs{}", std::process::id() % 100_000);
@@ -175,15 +197,35 @@ fn sigterm_closes_the_trace() {
     std::fs::write(&file, text.replace("name = \"video-surveillance\"", &format!("name = \"{name}\""))).unwrap();
     let (trace, err) = (dir.0.join("t.json"), dir.0.join("up.err"));
     let up = Command::new(env!("CARGO_BIN_EXE_partita"))
-        .args(["up", file.to_str().unwrap(), "--duration", "60", "--trace", trace.to_str().unwrap()])
+        .args(["up", file.to_str().unwrap(), "--duration", "60", "--trace", trace.to_str().unwrap(), "--trace-stalls"])
         .stdout(std::process::Stdio::null())
         .stderr(std::fs::File::create(&err).unwrap())
         .spawn()
         .unwrap();
-    // Stopped (SIGTERM to this test's own child) once the trace holds a second or so of windows.
-    let (status, stderr) = stop_up_when(up, &err, std::time::Duration::from_secs(30), || std::fs::metadata(&trace).is_ok_and(|m| m.len() > 500_000));
+    // Once the trace holds a second or so of windows, a 5 ms stall on the plan's CPU; then SIGTERM to this
+    // test's own child.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::time::Instant::now() < deadline && !std::fs::metadata(&trace).is_ok_and(|m| m.len() > 500_000) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    steal_cpu0(5);
+    let events = Path::new("/run/partita").join(&name).join("events.jsonl");
+    let stall_logged = || std::fs::read_to_string(&events).unwrap_or_default().lines().any(|l| l.contains("\"stall\""));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while std::time::Instant::now() < deadline && !stall_logged() {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let logged = stall_logged();
+    let (status, stderr) = stop_up_when(up, &err, std::time::Duration::ZERO, || true);
     assert!(status.success(), "{stderr}");
+    assert!(logged, "no stall event after 5 ms taken from the plan's CPU: {stderr}");
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap_or_else(|e| panic!("the trace is not closed JSON after SIGTERM: {e}; {stderr}"));
-    schema_check(&v).unwrap_or_else(|e| panic!("schema: {e}"));
+    let (threads, events) = schema_check(&v).unwrap_or_else(|e| panic!("schema: {e}"));
     assert!(v["metadata"]["window_slices"].as_u64().unwrap() > 500, "{}", v["metadata"]);
+    // The stall is on CPU 0's kernel track: a slice of at least 1 ms, with the kernel's events around it (the
+    // test's own spinning thread among them).
+    let kernel = *threads.iter().find(|(_, n)| *n == "CPU 0 kernel (stalls)").unwrap_or_else(|| panic!("no kernel track: {threads:?}")).0;
+    let stalls: Vec<&Value> = events.iter().filter(|e| e["tid"] == kernel && e["ph"] == "X").collect();
+    assert!(stalls.iter().any(|s| s["dur"].as_f64().unwrap_or(0.0) >= 1_000.0 && s["name"].as_str().unwrap_or("").starts_with("stall: ")), "{stalls:?}");
+    assert!(events.iter().filter(|e| e["tid"] == kernel && e["ph"] == "i").count() > 2, "no kernel events around the stall");
 }

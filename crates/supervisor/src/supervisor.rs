@@ -156,6 +156,9 @@ pub struct Supervisor {
     status: crate::status::StatusReader,
     /// `partita up --trace`: where the run goes as a trace, when asked ([`crate::trace`]).
     trace: Option<crate::trace::TraceWriter>,
+    /// `partita up --trace-stalls`: a kernel trace of each plan's CPU, explaining every window start later than
+    /// 1 ms (a `stall` event, and the kernel's events on the trace's CPU track).
+    stall_watchers: Vec<crate::stalls::Watcher>,
     /// Partitions' illegal requests logged in the last second (the rest are counted, not logged).
     illegal_logged: std::collections::HashMap<String, (Instant, u64)>,
     /// The system's record in the registry: the system is up until it goes, last.
@@ -285,6 +288,7 @@ impl Supervisor {
             illegal_logged: Default::default(),
             status: Default::default(),
             trace: None,
+            stall_watchers: Vec::new(),
             _registration: registration,
         };
         if let Some(bound) = system.cpu_dma_latency {
@@ -403,6 +407,37 @@ impl Supervisor {
         self.trace = Some(trace);
     }
 
+    /// Traces each plan's CPU in the kernel (every `sched_switch`, interrupt and wake-up, as `partita soak
+    /// --trace-stalls` does) and explains each window start later than 1 ms: a `stall` event in the event log,
+    /// and the kernel's events around it in the trace when there is one.
+    pub fn trace_stalls(&mut self) -> Result<()> {
+        let cpus: Vec<usize> = self.module_plans.iter().flat_map(|m| m.executors.iter().map(|e| e.cpu)).collect();
+        for (cpu, e) in cpus.into_iter().zip(&self.executors) {
+            self.stall_watchers.push(crate::stalls::Watcher::start(cpu, e.stall.clone())?);
+        }
+        Ok(())
+    }
+
+    fn read_stalls(&mut self) {
+        let log = self.monitor.log().clone();
+        for w in &mut self.stall_watchers {
+            let explained = match w.poll() {
+                Ok(x) => x,
+                Err(e) => {
+                    log.record(&format!("cpu{}", w.cpu), "error", None, None, Some(format!("the stall tracer: {e}")));
+                    continue;
+                }
+            };
+            for x in &explained {
+                let detail = format!("window start {:.0} µs late: {}: {}", x.explanation.lateness_us, x.explanation.cause, x.explanation.detail);
+                log.record(&format!("cpu{}", w.cpu), "stall", None, None, Some(detail));
+            }
+            if let Some(t) = self.trace.as_mut() {
+                t.stalls(w.cpu, &explained);
+            }
+        }
+    }
+
     pub fn events(&self) -> &EventLog {
         self.monitor.log()
     }
@@ -482,6 +517,7 @@ impl Supervisor {
             self.read_controls();
             self.read_plan_switches();
             self.serve_control_socket();
+            self.read_stalls();
             if let Some(t) = self.trace.as_mut() {
                 t.drain(&self.executors, self.monitor.log());
             }

@@ -98,6 +98,9 @@ struct CpuTrack {
     windows: u64,
     lost: u64,
     switches_named: bool,
+    /// The kernel track (`--trace-stalls`): named once used, and the last instant written on it.
+    kernel_named: bool,
+    kernel_last_ns: u64,
 }
 
 /// Thread ids of the tracks: the health track, then four per CPU plan.
@@ -108,6 +111,7 @@ fn tid(k: usize, track: u64) -> u64 {
 const ACTUAL: u64 = 0;
 const PLANNED: u64 = 1;
 const SWITCHES: u64 = 2;
+const KERNEL: u64 = 3;
 
 fn us(ns: u64) -> f64 {
     ns as f64 / 1e3
@@ -166,7 +170,7 @@ impl TraceWriter {
                 self.meta("thread_sort_index", Some(tid(k, track)), json!({ "sort_index": tid(k, track) }));
             }
         }
-        self.cpus = cpus.into_iter().map(|plan| CpuTrack { plan, next: 0, pending: None, windows: 0, lost: 0, switches_named: false }).collect();
+        self.cpus = cpus.into_iter().map(|plan| CpuTrack { plan, next: 0, pending: None, windows: 0, lost: 0, switches_named: false, kernel_named: false, kernel_last_ns: 0 }).collect();
     }
 
     /// Reads what is new in every executor's ring and the event log, and writes it.
@@ -231,6 +235,44 @@ impl TraceWriter {
                 }
             });
             self.emit(e);
+        }
+    }
+
+    /// Window starts the stall tracer explained on CPU `cpu` (`partita up --trace-stalls`): on the CPU's kernel
+    /// track, each stall as a slice from its planned start to the executor's wake-up, named by its cause, and
+    /// the kernel's events around it (its `sched_switch`es, interrupts, …, on the same CLOCK_MONOTONIC) as
+    /// instants. Events already written for an earlier stall are not written again.
+    pub fn stalls(&mut self, cpu: usize, explained: &[crate::stalls::Explained]) {
+        let Some(k) = self.cpus.iter().position(|c| c.plan.cpu == cpu) else { return };
+        if explained.is_empty() {
+            return;
+        }
+        if !self.cpus[k].kernel_named {
+            self.cpus[k].kernel_named = true;
+            self.meta("thread_name", Some(tid(k, KERNEL)), json!({ "name": format!("CPU {cpu} kernel (stalls)") }));
+            self.meta("thread_sort_index", Some(tid(k, KERNEL)), json!({ "sort_index": tid(k, KERNEL) }));
+        }
+        for x in explained {
+            let mut out: Vec<(u64, Value)> = crate::stalls::parse_trace(&x.excerpt)
+                .into_iter()
+                .map(|e| (e.ns, json!({ "ph": "i", "s": "t", "pid": self.pid, "tid": tid(k, KERNEL), "ts": us(e.ns), "name": e.event, "args": { "task": e.task, "fields": e.fields } })))
+                .collect();
+            out.push((
+                x.planned_ns,
+                json!({
+                    "ph": "X", "pid": self.pid, "tid": tid(k, KERNEL), "ts": us(x.planned_ns), "dur": us(x.woke_ns.saturating_sub(x.planned_ns)),
+                    "name": format!("stall: {}", x.explanation.cause),
+                    "args": { "lateness_us": x.explanation.lateness_us, "cause": x.explanation.cause, "detail": x.explanation.detail },
+                }),
+            ));
+            out.sort_by_key(|(ns, _)| *ns);
+            for (ns, v) in out {
+                if ns < self.cpus[k].kernel_last_ns {
+                    continue;
+                }
+                self.cpus[k].kernel_last_ns = ns;
+                self.emit(v);
+            }
         }
     }
 
