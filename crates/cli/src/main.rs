@@ -15,6 +15,7 @@ mod soak;
 mod studies;
 mod supervise;
 mod vm;
+mod web;
 
 #[derive(Parser)]
 #[command(name = "partita", version, about = "Time-and-space partitioned DDS for mixed-criticality Linux machines")]
@@ -50,6 +51,9 @@ enum Command {
     App(app::AppArgs),
     /// VM partitions: build the guest image, probe the acceleration, boot a guest by hand.
     Vm(vm::VmArgs),
+    /// Serve a browser view of the systems up on this machine: plans, lateness, partitions, health events, and
+    /// admin actions with a token.
+    Web(web::WebArgs),
     /// Run a system for a long time and report, per interval, its temporal isolation against cyclictest's floor.
     Soak(soak::SoakArgs),
     /// Measure freezing backends and the reference frame (supervisor benchmarks).
@@ -76,5 +80,6 @@ fn main() -> ExitCode {
         Command::Vm(a) => vm::run(a),
         Command::IsolationBench(a) => supervise::isolation_bench(a),
         Command::Soak(a) => soak::run(a),
+        Command::Web(a) => web::run(a),
     }
 }
