@@ -66,10 +66,13 @@ pub struct WebBenchResults {
     pub open: Summary,
     /// open p99 / closed p99.
     pub p99_ratio: Option<f64>,
+    /// The supervisor's threads but its plan executors (those run the plan whether anyone watches or not;
+    /// `executors_cpu_s_per_hour` is theirs over the whole run).
     pub supervisor_closed: ProcessCost,
     pub supervisor_open: ProcessCost,
     pub web_closed: ProcessCost,
     pub web_open: ProcessCost,
+    pub executors_cpu_s_per_hour: f64,
     pub console_errors: Vec<String>,
     pub browser_cpus: Vec<usize>,
 }
@@ -136,16 +139,34 @@ fn summary(h: &BTreeMap<u64, u64>) -> Summary {
     Summary { windows: h.values().sum(), p50_us: quantile(h, 0.5), p99_us: quantile(h, 0.99), max_us: h.keys().next_back().map(|e| *e as f64 / 1000.0) }
 }
 
-/// (user + system CPU seconds, resident KiB) of a process.
+/// The name of the plan executors' threads (crates/supervisor/src/executor.rs).
+const EXECUTOR_THREAD: &str = "partita-plan";
+
+/// (user + system CPU seconds of its threads other than the plan executors', resident KiB) of a process.
 fn cost(pid: u32) -> (f64, u64) {
-    let ticks = 100.0; // USER_HZ on Linux
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-    let f: Vec<&str> = after.split_whitespace().collect();
-    let cpu = f.get(11).and_then(|u| u.parse::<f64>().ok()).unwrap_or(0.0) + f.get(12).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
+    let (cpu, _) = thread_cpu(pid);
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let rss = status.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()).unwrap_or(0);
-    (cpu / ticks, rss)
+    (cpu, rss)
+}
+
+/// CPU seconds (user + system) of a process's threads: (all but the plan executors, the plan executors).
+fn thread_cpu(pid: u32) -> (f64, f64) {
+    let ticks = 100.0; // USER_HZ on Linux
+    let (mut others, mut executors) = (0.0, 0.0);
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+        let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+        let Some((head, after)) = stat.rsplit_once(')') else { continue };
+        let comm = head.split_once('(').map(|(_, c)| c).unwrap_or("");
+        let f: Vec<&str> = after.split_whitespace().collect();
+        let cpu = f.get(11).and_then(|u| u.parse::<f64>().ok()).unwrap_or(0.0) + f.get(12).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
+        if comm == EXECUTOR_THREAD {
+            executors += cpu / ticks;
+        } else {
+            others += cpu / ticks;
+        }
+    }
+    (others, executors)
 }
 
 /// Ends a child this benchmark started (SIGTERM, then SIGKILL after 20 s) and reaps it.
@@ -245,6 +266,7 @@ fn measure(
     let mut costs = [[(0.0f64, 0.0f64, 0u64); 2]; 2]; // [supervisor, web][closed, open]: cpu s, wall s, max rss
     let mut console_errors = Vec::new();
     let mut state = next_state(state_path);
+    let (run0, executors0) = (Instant::now(), thread_cpu(supervisor).1);
     for k in 0..cfg.phases * 2 {
         let open = k % 2 == 1;
         let t0 = Instant::now();
@@ -298,6 +320,7 @@ fn measure(
         ));
         phases.push(Phase { open, seconds: wall, windows: s.windows, p50_us: s.p50_us, p99_us: s.p99_us, max_us: s.max_us, page_loads: loads });
     }
+    let executors_cpu_s_per_hour = (thread_cpu(supervisor).1 - executors0) / run0.elapsed().as_secs_f64() * 3600.0;
     let per_hour = |c: (f64, f64, u64)| ProcessCost { cpu_s_per_hour: if c.1 > 0.0 { c.0 / c.1 * 3600.0 } else { 0.0 }, max_rss_kib: c.2 };
     let (closed, open) = (summary(&closed_h), summary(&open_h));
     let p99_ratio = match (open.p99_us, closed.p99_us) {
@@ -314,6 +337,7 @@ fn measure(
         supervisor_open: per_hour(costs[0][1]),
         web_closed: per_hour(costs[1][0]),
         web_open: per_hour(costs[1][1]),
+        executors_cpu_s_per_hour,
         console_errors,
         browser_cpus: others.to_vec(),
     })
@@ -331,9 +355,10 @@ pub fn markdown(r: &WebBenchResults, command: &str) -> String {
     }
     let _ = writeln!(s, "\np99 open / closed: {}\n", r.p99_ratio.map_or("-".into(), |v| format!("{v:.3}")));
     let _ = writeln!(s, "| process | page | CPU s per hour | max RSS MiB |\n|---|---|---:|---:|");
-    for (who, label, c) in [("supervisor", "closed", &r.supervisor_closed), ("supervisor", "open", &r.supervisor_open), ("partita web", "closed", &r.web_closed), ("partita web", "open", &r.web_open)] {
+    for (who, label, c) in [("supervisor (its executors apart)", "closed", &r.supervisor_closed), ("supervisor (its executors apart)", "open", &r.supervisor_open), ("partita web", "closed", &r.web_closed), ("partita web", "open", &r.web_open)] {
         let _ = writeln!(s, "| {who} | {label} | {:.1} | {:.1} |", c.cpu_s_per_hour, c.max_rss_kib as f64 / 1024.0);
     }
+    let _ = writeln!(s, "\nThe plan executors (the supervisor's `partita-plan` threads, on the plan's CPU, the same with or without the page): {:.1} CPU s per hour.", r.executors_cpu_s_per_hour);
     let _ = writeln!(s, "\n| phase | page | s | window starts | p50 µs | p99 µs | max µs | loads |\n|---:|---|---:|---:|---:|---:|---:|---:|");
     for (i, p) in r.phases.iter().enumerate() {
         let _ = writeln!(s, "| {} | {} | {:.1} | {} | {} | {} | {} | {} |", i + 1, if p.open { "open" } else { "closed" }, p.seconds, p.windows, f(p.p50_us), f(p.p99_us), f(p.max_us), p.page_loads);
