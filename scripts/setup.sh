@@ -17,9 +17,11 @@ cd "$(dirname "$0")/.."
 # mold: a faster linker for the build (scripts/link-gcc uses it when installed).
 # libfastrtps-dev, fastddsgen: eProsima Fast DDS 2.9 and its type generator, for the Fast DDS probe of the
 # interoperability tests (crates/interop builds it).
+# chromium: Debian's browser, which the web view's browser test (crates/cli/tests/web_browser.rs) drives with
+# Playwright; Playwright's own browser downloads are never used.
 PACKAGES=(cmake libclang-dev build-essential pkg-config iproute2 cyclonedds-tools rt-tests stress-ng
           python3-venv tcpdump qemu-system-x86 busybox-static kmod lz4 libfastrtps-dev fastddsgen librsvg2-bin mold
-          libssl-dev openssl e2fsprogs util-linux bsdutils)
+          libssl-dev openssl e2fsprogs util-linux bsdutils chromium)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -88,4 +90,9 @@ if [[ ! -x $VENV/bin/python ]] || ! $VENV/bin/python -c 'import cyclonedds' 2>/d
   echo "setup: creating $VENV with cyclonedds" >&2
   python3 -m venv "$VENV"
   $VENV/bin/pip install -q 'cyclonedds==11.0.1'
+fi
+# Playwright (PyPI 'playwright'), the driver of the web view's browser test; it drives /usr/bin/chromium.
+if ! $VENV/bin/python -c 'import playwright' 2>/dev/null; then
+  echo "setup: adding playwright to $VENV" >&2
+  $VENV/bin/pip install -q 'playwright==1.65.2'
 fi

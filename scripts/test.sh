@@ -33,7 +33,7 @@ QUICK_TESTS=(
   partita-ports-c:c_program
   partita-system:modes partita-ports:control partita-apex:control partita-programs:partition
   partita-cli:check partita-cli:check_is_what_up_builds partita-cli:supervisor_cli partita-cli:up
-  partita-cli:recorder_ring partita-cli:status_topic partita-cli:trace
+  partita-cli:recorder_ring partita-cli:status_topic partita-cli:trace partita-cli:web
 )
 selection=(--workspace)
 if [[ -n $quick ]]; then
