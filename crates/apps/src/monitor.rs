@@ -191,6 +191,10 @@ pub struct MonitorConfig {
     pub connect_timeout: Duration,
     /// Write the last frame received here (PNG).
     pub save_frame: Option<PathBuf>,
+    /// Also save the last frame once a second while measuring (a live view of the camera: `partita web`).
+    /// The copy is taken in the loop (a memcpy of the reply's image, once a second) and written between
+    /// requests, in the progress callback: no request's time includes the write.
+    pub save_frame_live: bool,
 }
 
 impl MonitorConfig {
@@ -202,6 +206,7 @@ impl MonitorConfig {
             measure: LoopConfig::default(),
             connect_timeout: Duration::from_secs(30),
             save_frame: None,
+            save_frame_live: false,
         }
     }
 }
@@ -345,15 +350,31 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// Connects, measures, checks and saves the last frame.
-pub fn run(config: &MonitorConfig, dds: &DomainConfig, progress: impl FnMut(&Progress)) -> Result<Report, MonitorError> {
+pub fn run(config: &MonitorConfig, dds: &DomainConfig, mut progress: impl FnMut(&Progress)) -> Result<Report, MonitorError> {
     let mut client = MonitorClient::new(&config.name, dds)?;
     let first = client.connect(config.camera, config.connect_timeout)?;
     client.last = Some(first);
     let (camera, at_ns) = (config.camera, config.at_ns);
     let mut dds_error = None;
+    // The live frame: asked for by the progress callback, copied by the next answered request, written by the
+    // callback after it.
+    let live = config.save_frame.as_ref().filter(|_| config.save_frame_live);
+    let wanted = std::cell::Cell::new(live.is_some());
+    let taken: std::cell::RefCell<Option<Vec<u8>>> = std::cell::RefCell::new(None);
+    let progress = |p: &Progress| {
+        progress(p);
+        if let (Some(path), Some(image)) = (live, taken.borrow_mut().take()) {
+            let _ = write_atomically(path, &image);
+        }
+        wanted.set(live.is_some());
+    };
     let mut report = measure(&config.measure, progress, |_, timeout| {
         match client.request(camera, at_ns, timeout) {
             Ok(Some(r)) if r.status == ReplyStatus::Ok => {
+                if wanted.get() && r.encoding == ImageEncoding::Png {
+                    wanted.set(false);
+                    *taken.borrow_mut() = Some(r.image.clone());
+                }
                 client.last = Some(r);
                 Ok(Outcome::Answered)
             }

@@ -37,7 +37,7 @@ fn the_status_node_publishes_every_partition_on_dds_and_brings_the_routers_stati
     let dir = TempDir::new("status", "topic");
     let name = format!("vst{}", std::process::id() % 100_000);
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/video-surveillance-status.toml")).unwrap();
-    let text = text.replace("name = \"video-surveillance\"", &format!("name = \"{name}\"")).replace("\"--system\", \"video-surveillance\"", &format!("\"--system\", \"{name}\""));
+    let text = text.replace("name = \"video-surveillance\"", &format!("name = \"{name}\"")).replace("\"--system\", \"video-surveillance\"", &format!("\"--system\", \"{name}\"")).replace("/run/partita/video-surveillance/", &format!("/run/partita/{name}/"));
     // A second node reads the topic, as an operator's tool on the network would.
     let text = format!("{text}\n[[node]]\nname = \"watcher\"\ncommand = [\"partita\", \"app\", \"status-node\", \"--system\", \"{name}\", \"--watch\"]\n");
     let file = dir.0.join("status.toml");

@@ -39,8 +39,9 @@ fn the_page_shows_the_system_live_and_a_crash_and_restart_of_routing() {
     let python = python();
     let dir = TempDir::new("web", "browser");
     let name = format!("vb{}", std::process::id() % 100_000);
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/video-surveillance.toml")).unwrap();
-    let text = text.replace("name = \"video-surveillance\"", &format!("name = \"{name}\""));
+    // The paper's system with its status node, so that the routing partition's statistics are on the page too.
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/video-surveillance-status.toml")).unwrap();
+    let text = text.replace("name = \"video-surveillance\"", &format!("name = \"{name}\"")).replace("\"--system\", \"video-surveillance\"", &format!("\"--system\", \"{name}\"")).replace("/run/partita/video-surveillance/", &format!("/run/partita/{name}/"));
     assert!(text.contains(&name));
     let file = dir.0.join("vs.toml");
     std::fs::write(&file, text).unwrap();

@@ -44,6 +44,10 @@ pub struct MonitorArgs {
     /// Save the last frame received as a PNG file.
     #[arg(long)]
     save_frame: Option<PathBuf>,
+    /// With --save-frame: save it once a second while measuring too, not only at the end (a live camera view
+    /// for `partita web`; the file is written between requests).
+    #[arg(long)]
+    live_frame: bool,
     /// Write the report (summary and raw samples) as JSON.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -156,6 +160,7 @@ pub fn run(a: MonitorArgs) -> ExitCode {
             config.measure = measure;
             config.connect_timeout = Duration::from_secs_f64(a.connect_timeout);
             config.save_frame = a.save_frame.clone();
+            config.save_frame_live = a.live_frame;
             monitor::run(&config, &dds, progress).map_err(|e| e.to_string())
         }
     };

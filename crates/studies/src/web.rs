@@ -203,7 +203,7 @@ fn next_state(path: &Path) -> serde_json::Value {
 pub fn run(cfg: &WebBenchConfig, say: impl Fn(&str)) -> Result<WebBenchResults, WebBenchError> {
     let name = format!("webbench{}", std::process::id() % 100_000);
     std::fs::create_dir_all(&cfg.work).map_err(io(format!("mkdir {}", cfg.work.display())))?;
-    let text = SYSTEM.replace("name = \"video-surveillance\"", &format!("name = \"{name}\"")).replace("\"--system\", \"video-surveillance\"", &format!("\"--system\", \"{name}\""));
+    let text = SYSTEM.replace("name = \"video-surveillance\"", &format!("name = \"{name}\"")).replace("\"--system\", \"video-surveillance\"", &format!("\"--system\", \"{name}\"")).replace("/run/partita/video-surveillance/", &format!("/run/partita/{name}/"));
     let file = cfg.work.join("system.toml");
     std::fs::write(&file, text).map_err(io(format!("write {}", file.display())))?;
     let script = cfg.work.join("web_load.py");

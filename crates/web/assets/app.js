@@ -128,6 +128,37 @@ function render(s) {
   renderCpus(s);
   renderPartitions(s);
   renderRouters(s);
+  renderMonitors(s.system);
+}
+
+// Monitoring nodes (the paper's monitor): their last second's response times, from their logs, and the last
+// frame each saved.
+let monitorsBusy = false;
+async function renderMonitors(system) {
+  if (monitorsBusy) return;
+  monitorsBusy = true;
+  try {
+    const r = await fetch(`/api/systems/${encodeURIComponent(system)}/monitors`);
+    const list = r.ok ? await r.json() : [];
+    const section = $("#monitors-section");
+    section.hidden = !Array.isArray(list) || list.length === 0;
+    if (section.hidden || current !== system) return;
+    $("#monitors").replaceChildren(...list.map((m) => {
+      const l = m.last_second || {};
+      const figures = el("table", { class: "monitor" },
+        el("thead", {}, el("tr", {}, ...["node", "running for", "answered", "timed out", "p50", "p99", "max"].map((c) => el("th", {}, c)))),
+        el("tbody", {}, el("tr", { "data-node": m.node },
+          el("td", {}, m.node), el("td", { class: "num" }, `${(l.seconds || 0).toFixed(0)} s`),
+          el("td", { class: "num" }, String(l.answered ?? "")), el("td", { class: "num" }, String(l.timed_out ?? "")),
+          el("td", { class: "num p50" }, fmtUs(l.p50_us)), el("td", { class: "num p99" }, fmtUs(l.p99_us)), el("td", { class: "num" }, fmtUs(l.max_us)))));
+      const frame = m.frame ? el("img", { class: "frame", alt: `the last frame ${m.node} received`, src: `/api/systems/${encodeURIComponent(system)}/frames/${encodeURIComponent(m.node)}?t=${Date.now()}` }) : null;
+      return el("div", { class: "monitor-node" }, figures, frame);
+    }));
+  } catch (e) {
+    // The next state tries again.
+  } finally {
+    monitorsBusy = false;
+  }
 }
 
 function renderPlans(s) {
@@ -256,25 +287,36 @@ function renderPartitions(s) {
   }));
 }
 
-// Routing partitions' statistics, when the state has them: any shape of per-route numbers, shown as tables.
+// Routing partitions' statistics (the status node's `routers.routes`: one row per router, route and topic), with
+// the rates since the previous state.
+const lastRoutes = new Map();
 function renderRouters(s) {
   const section = $("#routers-section");
-  if (!s.routers) { section.hidden = true; return; }
+  const rows = s.routers && Array.isArray(s.routers.routes) ? s.routers.routes : null;
+  if (!rows) { section.hidden = true; return; }
   section.hidden = false;
-  const list = Array.isArray(s.routers) ? s.routers : Object.entries(s.routers).map(([k, v]) => Object.assign({ partition: k }, v));
-  $("#routers").replaceChildren(...list.map((r) => {
-    const routes = r.routes || r.topics || [];
-    const rows = Array.isArray(routes) ? routes : Object.entries(routes).map(([k, v]) => Object.assign({ topic: k }, v));
-    const cols = [...new Set(rows.flatMap((x) => Object.keys(x)))];
-    const cell = (x, c) => {
-      const v = x[c];
-      const text = v !== null && typeof v === "object" ? JSON.stringify(v) : (v ?? "");
-      return el("td", { class: typeof v === "number" ? "num" : "" }, text);
-    };
-    const head = el("thead", {}, el("tr", {}, ...cols.map((c) => el("th", {}, c))));
-    const body = el("tbody", {}, ...rows.map((x) => el("tr", {}, ...cols.map((c) => cell(x, c)))));
-    return el("div", {}, el("b", {}, r.partition || r.name || "router"), el("table", {}, head, body));
+  const now = s.routers.updated_unix_ms || s.updated_unix_ms || 0;
+  const num = (v) => (typeof v === "number" ? v : 0);
+  const rate = (key, field, v) => {
+    const before = lastRoutes.get(key + "|" + field);
+    lastRoutes.set(key + "|" + field, { v, t: now });
+    if (!before || now <= before.t) return "";
+    return ((v - before.v) * 1000 / (now - before.t)).toFixed(0);
+  };
+  const cols = ["router", "route", "topic", "received", "in /s", "forwarded", "out /s", "dropped (rate)", "dropped (queue)", "errors", "p50 µs", "p99 µs"];
+  const head = el("thead", {}, el("tr", {}, ...cols.map((c) => el("th", {}, c))));
+  const body = el("tbody", {}, ...rows.map((r) => {
+    const key = `${r.router}|${r.route}|${r.topic}`;
+    const cells = [
+      [r.router, ""], [r.route, ""], [r.topic, ""],
+      [num(r.received), "num"], [rate(key, "in", num(r.received)), "num"],
+      [num(r.forwarded), "num"], [rate(key, "out", num(r.forwarded)), "num"],
+      [num(r.dropped_rate), "num"], [num(r.dropped_queue), "num"], [num(r.errors), "num"],
+      [num(r.latency_p50_us).toFixed(0), "num"], [num(r.latency_p99_us).toFixed(0), "num"],
+    ];
+    return el("tr", { class: r.active === false ? "ended" : "" }, ...cells.map(([v, c]) => el("td", { class: c }, String(v ?? ""))));
   }));
+  $("#routers").replaceChildren(el("table", { class: "routes" }, head, body));
 }
 
 function token(ask) {

@@ -5,6 +5,7 @@
 //! requests through the supervisor's control socket, as `partita partition` and `partita plan switch` do.
 //! One blocking HTTP/1.1 server (tiny_http), a thread per request, bounded.
 pub mod auth;
+pub mod monitors;
 pub mod routes;
 mod server;
 

@@ -22,6 +22,10 @@ pub enum Route {
     Restart { system: String, partition: String },
     Stop { system: String, partition: String },
     Plan(String),
+    /// The monitoring nodes' live figures, from their logs.
+    Monitors(String),
+    /// A node's last saved frame (`<node>.frame.png` in the system's state directory).
+    Frame { system: String, node: String },
 }
 
 /// Why a request has no route: the status (404, 405) and what to tell the client.
@@ -106,6 +110,8 @@ pub fn route(method: &str, path: &str) -> Result<Route, NoRoute> {
         ["events"] => get(Route::Events(system)),
         ["stream"] => get(Route::Stream(system)),
         ["plan"] => post(Route::Plan(system)),
+        ["monitors"] => get(Route::Monitors(system)),
+        ["frames", node] => get(Route::Frame { system, node: node.to_string() }),
         ["partitions", p, "restart"] => post(Route::Restart { system, partition: p.to_string() }),
         ["partitions", p, "stop"] => post(Route::Stop { system, partition: p.to_string() }),
         _ => Err(not_found(format!("no page {path:?}"))),

@@ -165,6 +165,17 @@ fn handle(shared: &Shared, mut request: tiny_http::Request) {
             let cold = matches!(routes::query_value(query, "cold"), Some("1" | "true" | ""));
             admin(shared, &request, &system, || Ok(Request::RestartPartition { partition, cold }))
         }
+        Route::Monitors(s) => match system_dir(&shared.state_dir, &s) {
+            Ok(dir) => Reply::json(200, &crate::monitors::monitors(&dir)),
+            Err(r) => r,
+        },
+        Route::Frame { system, node } => match system_dir(&shared.state_dir, &system) {
+            Ok(dir) => match crate::monitors::frame(&dir, &node) {
+                Some(png) => Reply { status: 200, content_type: "image/png", body: png, extra: Vec::new() },
+                None => Reply::error(404, format!("no frame of {node:?} (a monitor saves one with --save-frame <state dir>/{node}.frame.png --live-frame)")),
+            },
+            Err(r) => r,
+        },
         Route::Stop { system, partition } => admin(shared, &request, &system, || Ok(Request::StopPartition { partition })),
         Route::Plan(system) => {
             let mut body = String::new();

@@ -44,6 +44,25 @@ with sync_playwright() as p:
     second = page.inner_text(".cpu .frames")
     if first == second:
         fail(f"the timeline does not advance: {first!r} then {second!r}")
+    # The routing partition's statistics, with rates once two states have come.
+    try:
+        page.wait_for_function(
+            """() => [...document.querySelectorAll('#routers tbody tr')].some(
+                   (r) => r.cells[2].textContent === 'surveillance/request' && Number(r.cells[5].textContent) > 0
+                          && r.cells[6].textContent !== '')""",
+            timeout=15_000,
+        )
+    except Exception:
+        fail("no forwarded surveillance/request samples with a rate in the routes table: " + page.inner_text("#routers-section"))
+    # The monitor's response times of the last second, and the last frame it received.
+    try:
+        page.wait_for_selector('#monitors tr[data-node="monitor"] td.p99', timeout=15_000)
+        page.wait_for_function(
+            """() => { const i = document.querySelector('#monitors img.frame'); return i && i.complete && i.naturalWidth > 0; }""",
+            timeout=15_000,
+        )
+    except Exception:
+        fail("no monitor figures or frame on the page: " + page.inner_text("#monitors-section"))
     restarts = page.inner_text('#partitions tr[data-partition="routing"] td.restarts')
     print("READY", flush=True)
     if not sys.stdin.readline():
