@@ -161,6 +161,17 @@ fn the_api_serves_the_state_and_admin_actions_need_the_token() {
         if code != 405 {
             failures.push(format!("DELETE: {code}, expected 405"));
         }
+        // From inside a partition (its network namespace: every process of it is there), the web view is out of
+        // reach: its loopback is its own, and no address it can reach is the host's.
+        let ns = format!("partita-{name}-recorder");
+        let probe = format!("exec 3<>/dev/tcp/127.0.0.1/{admin_port} && printf 'GET /api/systems HTTP/1.0\\r\\n\\r\\n' >&3 && head -c 200 <&3");
+        let tried = Command::new("ip").args(["netns", "exec", &ns, "timeout", "5", "bash", "-c", &probe]).output().unwrap();
+        if tried.status.success() || String::from_utf8_lossy(&tried.stdout).contains("HTTP/") {
+            failures.push(format!("a partition's namespace reached the web view: {tried:?}"));
+        }
+        if !Command::new("ip").args(["netns", "exec", &ns, "true"]).status().unwrap().success() {
+            failures.push(format!("no namespace {ns} to attack from"));
+        }
         // Admin actions: none without a token configured, none without the right one.
         let stop = format!("/api/systems/{name}/partitions/routing/stop");
         let (code, body) = http(open_port, "POST", &stop, &[("Authorization", &format!("Bearer {token}"))], "");

@@ -3,7 +3,9 @@
 //! The paper's system with its status node (examples/video-surveillance-status.toml, under a name of the
 //! benchmark's own) comes up with `partita up`, `partita web` serves it on loopback, and the run alternates
 //! phases of equal length: the page closed, then open in headless Chromium (Playwright driving the system's
-//! browser) and reloaded every second, and so on. At each phase boundary the benchmark reads the executor's
+//! browser) and reloaded every second, then Chromium on a blank page (the browser's own load on the machine,
+//! without partita web's part), then `stress-ng` loading the same CPUs as much as the open page did (any
+//! program's load there, without a browser), and so on. At each phase boundary the benchmark reads the executor's
 //! lateness histogram from the state file (cumulative counts per bucket, so a phase's histogram is the
 //! difference of two reads) and the CPU time and resident memory of the supervisor and of `partita web`
 //! (`/proc/<pid>/stat`, `/proc/<pid>/status`). It reports the window-start lateness p50/p99 over all closed
@@ -26,7 +28,7 @@ pub const LOAD_SCRIPT: &str = include_str!("web_load.py");
 
 #[derive(Debug, Clone)]
 pub struct WebBenchConfig {
-    /// Phases of each kind (closed, open), interleaved.
+    /// Phases of each kind (closed, open, blank), interleaved.
     pub phases: u32,
     pub phase: Duration,
     /// The `partita` binary (its `up` and `web`).
@@ -49,7 +51,11 @@ pub struct ProcessCost {
 #[derive(Debug, Clone, Serialize)]
 pub struct Phase {
     pub open: bool,
+    /// closed, open, blank (Chromium on about:blank) or load (stress-ng on the browser's CPUs).
+    pub kind: &'static str,
     pub seconds: f64,
+    /// How busy the CPUs beside the plan's were (browser, web server, supervisor, everything), 0..1.
+    pub others_busy: f64,
     pub windows: u64,
     pub p50_us: Option<f64>,
     pub p99_us: Option<f64>,
@@ -64,8 +70,14 @@ pub struct WebBenchResults {
     /// Over all phases of a kind.
     pub closed: Summary,
     pub open: Summary,
-    /// open p99 / closed p99.
+    pub blank: Summary,
+    pub load: Summary,
+    /// open p99 / closed p99, blank p99 / closed p99, load p99 / closed p99.
     pub p99_ratio: Option<f64>,
+    pub p99_blank_ratio: Option<f64>,
+    pub p99_load_ratio: Option<f64>,
+    /// The load stress-ng put on the browser's CPUs, % of one CPU (the open phases' measured load, rounded).
+    pub load_percent: u32,
     /// The supervisor's threads but its plan executors (those run the plan whether anyone watches or not;
     /// `executors_cpu_s_per_hour` is theirs over the whole run).
     pub supervisor_closed: ProcessCost,
@@ -137,6 +149,25 @@ fn quantile(h: &BTreeMap<u64, u64>, q: f64) -> Option<f64> {
 
 fn summary(h: &BTreeMap<u64, u64>) -> Summary {
     Summary { windows: h.values().sum(), p50_us: quantile(h, 0.5), p99_us: quantile(h, 0.99), max_us: h.keys().next_back().map(|e| *e as f64 / 1000.0) }
+}
+
+/// (busy, total) jiffies of the CPUs in `cpus`, from /proc/stat.
+fn cpu_jiffies(cpus: &[usize]) -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let (mut busy, mut total) = (0, 0);
+    for line in stat.lines() {
+        let mut f = line.split_whitespace();
+        let Some(cpu) = f.next().and_then(|n| n.strip_prefix("cpu")).and_then(|n| n.parse::<usize>().ok()) else { continue };
+        if !cpus.contains(&cpu) {
+            continue;
+        }
+        let v: Vec<u64> = f.filter_map(|x| x.parse().ok()).collect();
+        let all: u64 = v.iter().take(8).sum();
+        let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
+        busy += all - idle;
+        total += all;
+    }
+    (busy, total)
 }
 
 /// The name of the plan executors' threads (crates/supervisor/src/executor.rs).
@@ -262,23 +293,30 @@ fn measure(
     // Let the system settle (discovery, the monitor's warm-up) before the first phase.
     std::thread::sleep(Duration::from_secs(5));
     let mut phases = Vec::new();
-    let (mut closed_h, mut open_h) = (BTreeMap::new(), BTreeMap::new());
+    let (mut closed_h, mut open_h, mut blank_h, mut load_h) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+    // The load phases copy the open phases' load on the other CPUs (measured in the phases before them).
+    let mut open_busy: Vec<f64> = Vec::new();
+    let mut load_percent = 0u32;
     let mut costs = [[(0.0f64, 0.0f64, 0u64); 2]; 2]; // [supervisor, web][closed, open]: cpu s, wall s, max rss
     let mut console_errors = Vec::new();
     let mut state = next_state(state_path);
     let (run0, executors0) = (Instant::now(), thread_cpu(supervisor).1);
-    for k in 0..cfg.phases * 2 {
-        let open = k % 2 == 1;
+    for k in 0..cfg.phases * 4 {
+        let kind = ["closed", "open", "blank", "load"][(k % 4) as usize];
+        let open = kind == "open";
+        let browser = kind == "open" || kind == "blank";
+        let target = if open { url.to_string() } else { "about:blank".to_string() };
         let t0 = Instant::now();
         let (s0, w0) = (cost(supervisor), cost(web.id()));
+        let j0 = cpu_jiffies(others);
         let h0 = buckets(&state);
         let mut loads = 0;
-        if open {
+        if browser {
             let out = Command::new("taskset")
                 .args(["-c", pin])
                 .arg(&cfg.python)
                 .arg(script)
-                .arg(url)
+                .arg(&target)
                 .arg(format!("{}", cfg.phase.as_secs_f64()))
                 .output()
                 .map_err(io(format!("{} {}", cfg.python.display(), script.display())))?;
@@ -288,6 +326,19 @@ fn measure(
             }
             loads = report["loads"].as_u64().unwrap_or(0);
             console_errors.extend(report["console_errors"].as_array().into_iter().flatten().filter_map(|e| e.as_str().map(String::from)));
+        } else if kind == "load" {
+            let busy = open_busy.iter().sum::<f64>() / open_busy.len().max(1) as f64;
+            load_percent = ((busy * others.len() as f64 * 100.0).round() as u32).clamp(1, 100);
+            let mut stress = Command::new("stress-ng");
+            stress
+                .args(["--cpu", "1", "--cpu-load", &load_percent.to_string(), "--taskset", pin, "--timeout", &format!("{}s", cfg.phase.as_secs().max(1)), "--quiet"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            partita_os::process::end_with_parent(&mut stress, libc::SIGKILL);
+            let ran = stress.status().map_err(io("stress-ng (apt-get install stress-ng)"))?;
+            if !ran.success() {
+                return Err(WebBenchError::Failed(format!("stress-ng ended with {ran}")));
+            }
         } else {
             std::thread::sleep(cfg.phase);
         }
@@ -298,10 +349,24 @@ fn measure(
         let h1 = buckets(&state);
         let mut h = BTreeMap::new();
         add_since(&mut h, &h1, &h0);
-        add_since(if open { &mut open_h } else { &mut closed_h }, &h1, &h0);
+        add_since(
+            match kind {
+                "open" => &mut open_h,
+                "blank" => &mut blank_h,
+                "load" => &mut load_h,
+                _ => &mut closed_h,
+            },
+            &h1,
+            &h0,
+        );
         let wall = t0.elapsed().as_secs_f64();
+        let j1 = cpu_jiffies(others);
+        let others_busy = if j1.1 > j0.1 { (j1.0 - j0.0) as f64 / (j1.1 - j0.1) as f64 } else { 0.0 };
         let (s1, w1) = (cost(supervisor), cost(web.id()));
-        for (i, (a, b)) in [(s0, s1), (w0, w1)].into_iter().enumerate() {
+        if open {
+            open_busy.push(others_busy);
+        }
+        for (i, (a, b)) in [(s0, s1), (w0, w1)].into_iter().enumerate().filter(|_| kind == "open" || kind == "closed") {
             let c = &mut costs[i][open as usize];
             c.0 += b.0 - a.0;
             c.1 += wall;
@@ -311,28 +376,39 @@ fn measure(
         say(&format!(
             "phase {}/{} ({}): {} windows, lateness p50 {:?} p99 {:?} µs, {} page loads",
             k + 1,
-            cfg.phases * 2,
-            if open { "page open" } else { "page closed" },
+            cfg.phases * 4,
+            match kind {
+                "open" => "page open",
+                "blank" => "Chromium on a blank page",
+                "load" => "stress-ng on the other CPUs",
+                _ => "page closed",
+            },
             s.windows,
             s.p50_us,
             s.p99_us,
             loads
         ));
-        phases.push(Phase { open, seconds: wall, windows: s.windows, p50_us: s.p50_us, p99_us: s.p99_us, max_us: s.max_us, page_loads: loads });
+        phases.push(Phase { open, kind, seconds: wall, others_busy, windows: s.windows, p50_us: s.p50_us, p99_us: s.p99_us, max_us: s.max_us, page_loads: loads });
     }
     let executors_cpu_s_per_hour = (thread_cpu(supervisor).1 - executors0) / run0.elapsed().as_secs_f64() * 3600.0;
     let per_hour = |c: (f64, f64, u64)| ProcessCost { cpu_s_per_hour: if c.1 > 0.0 { c.0 / c.1 * 3600.0 } else { 0.0 }, max_rss_kib: c.2 };
-    let (closed, open) = (summary(&closed_h), summary(&open_h));
-    let p99_ratio = match (open.p99_us, closed.p99_us) {
+    let (closed, open, blank, load) = (summary(&closed_h), summary(&open_h), summary(&blank_h), summary(&load_h));
+    let ratio = |a: &Summary| match (a.p99_us, closed.p99_us) {
         (Some(o), Some(c)) if c > 0.0 => Some(o / c),
         _ => None,
     };
+    let (p99_ratio, p99_blank_ratio, p99_load_ratio) = (ratio(&open), ratio(&blank), ratio(&load));
     Ok(WebBenchResults {
         system: name.to_string(),
         phases,
         closed,
         open,
+        blank,
+        load,
         p99_ratio,
+        p99_blank_ratio,
+        p99_load_ratio,
+        load_percent,
         supervisor_closed: per_hour(costs[0][0]),
         supervisor_open: per_hour(costs[0][1]),
         web_closed: per_hour(costs[1][0]),
@@ -349,19 +425,26 @@ pub fn markdown(r: &WebBenchResults, command: &str) -> String {
     let _ = writeln!(s, "# The web view's cost to the plan\n\n`{command}`\n");
     let _ = writeln!(s, "Paper system with its status node; `partita web` and headless Chromium on CPUs {:?}; phases interleaved, page closed first.\n", r.browser_cpus);
     let _ = writeln!(s, "| page | phases | window starts | lateness p50 µs | p99 µs | max µs |\n|---|---:|---:|---:|---:|---:|");
-    for (label, open, sum) in [("closed", false, &r.closed), ("open, reloaded every second", true, &r.open)] {
-        let n = r.phases.iter().filter(|p| p.open == open).count();
+    for (label, kind, sum) in [("closed", "closed", &r.closed), ("open, reloaded every second", "open", &r.open), ("closed, Chromium on a blank page", "blank", &r.blank), ("closed, stress-ng on the other CPUs", "load", &r.load)] {
+        let n = r.phases.iter().filter(|p| p.kind == kind).count();
         let _ = writeln!(s, "| {label} | {n} | {} | {} | {} | {} |", sum.windows, f(sum.p50_us), f(sum.p99_us), f(sum.max_us));
     }
-    let _ = writeln!(s, "\np99 open / closed: {}\n", r.p99_ratio.map_or("-".into(), |v| format!("{v:.3}")));
+    let _ = writeln!(
+        s,
+        "\np99 open / closed: {}; Chromium on a blank page / closed: {}; stress-ng at {} % of a CPU / closed: {}\n",
+        r.p99_ratio.map_or("-".into(), |v| format!("{v:.3}")),
+        r.p99_blank_ratio.map_or("-".into(), |v| format!("{v:.3}")),
+        r.load_percent,
+        r.p99_load_ratio.map_or("-".into(), |v| format!("{v:.3}"))
+    );
     let _ = writeln!(s, "| process | page | CPU s per hour | max RSS MiB |\n|---|---|---:|---:|");
     for (who, label, c) in [("supervisor (its executors apart)", "closed", &r.supervisor_closed), ("supervisor (its executors apart)", "open", &r.supervisor_open), ("partita web", "closed", &r.web_closed), ("partita web", "open", &r.web_open)] {
         let _ = writeln!(s, "| {who} | {label} | {:.1} | {:.1} |", c.cpu_s_per_hour, c.max_rss_kib as f64 / 1024.0);
     }
     let _ = writeln!(s, "\nThe plan executors (the supervisor's `partita-plan` threads, on the plan's CPU, the same with or without the page): {:.1} CPU s per hour.", r.executors_cpu_s_per_hour);
-    let _ = writeln!(s, "\n| phase | page | s | window starts | p50 µs | p99 µs | max µs | loads |\n|---:|---|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(s, "\n| phase | page | s | other CPUs busy | window starts | p50 µs | p99 µs | max µs | loads |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|");
     for (i, p) in r.phases.iter().enumerate() {
-        let _ = writeln!(s, "| {} | {} | {:.1} | {} | {} | {} | {} | {} |", i + 1, if p.open { "open" } else { "closed" }, p.seconds, p.windows, f(p.p50_us), f(p.p99_us), f(p.max_us), p.page_loads);
+        let _ = writeln!(s, "| {} | {} | {:.1} | {} | {} | {} | {} | {} | {} |", i + 1, p.kind, p.seconds, format!("{:.0} %", p.others_busy * 100.0), p.windows, f(p.p50_us), f(p.p99_us), f(p.max_us), p.page_loads);
     }
     if !r.console_errors.is_empty() {
         let _ = writeln!(s, "\nConsole errors in the page: {}", r.console_errors.len());
