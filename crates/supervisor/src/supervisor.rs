@@ -31,14 +31,14 @@ use partita_system::UPLINK_NIC;
 use partita_dds::fastdds::FastDdsProfile;
 use partita_env::PartitionEnv;
 use serde::Serialize;
-
-/// What the operator asked through the control socket (restart or stop of a partition), as the event log says it.
-pub const EVENT_OPERATOR: &str = "operator";
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// What the operator asked through the control socket (restart or stop of a partition), as the event log says it.
+pub const EVENT_OPERATOR: &str = "operator";
 
 /// Where running supervisors write their state (`<dir>/<system>/state.json`, `events.jsonl`, DDS files).
 pub const STATE_DIR: &str = "/run/partita";
