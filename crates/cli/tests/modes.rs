@@ -7,26 +7,13 @@ mod common;
 use common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn events(name: &str) -> String {
     std::fs::read_to_string(Path::new("/run/partita").join(name).join("events.jsonl")).unwrap_or_default()
 }
 
-fn state(name: &str) -> serde_json::Value {
-    std::fs::read_to_string(Path::new("/run/partita").join(name).join("state.json")).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default()
-}
 
-fn wait_for(limit: Duration, what: impl Fn() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if what() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    what()
-}
 
 /// The pids in a partition's cgroup (v2 hierarchy, or the v1 cpuset one).
 fn pids_of(system: &str, partition: &str) -> Vec<i32> {

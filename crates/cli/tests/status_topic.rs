@@ -6,22 +6,9 @@ mod common;
 use common::*;
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-fn state(name: &str) -> serde_json::Value {
-    std::fs::read_to_string(Path::new("/run/partita").join(name).join("state.json")).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default()
-}
 
-fn wait_for(limit: Duration, what: impl Fn() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if what() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    what()
-}
 
 fn partition<'a>(state: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
     state["partitions"].as_array().and_then(|ps| ps.iter().find(|p| p["partition"] == name)).unwrap_or(&serde_json::Value::Null)

@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn python() -> PathBuf {
     let p = std::env::var_os("PARTITA_PYTHON")
@@ -18,20 +18,7 @@ fn python() -> PathBuf {
     p
 }
 
-fn state(name: &str) -> serde_json::Value {
-    std::fs::read_to_string(Path::new("/run/partita").join(name).join("state.json")).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default()
-}
 
-fn wait_for(limit: Duration, what: impl Fn() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if what() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    what()
-}
 
 #[test]
 #[cfg_attr(partita_not_root, ignore = "needs root")]

@@ -48,3 +48,20 @@ pub fn stop_up_when(mut up: Child, err: &Path, limit: Duration, seen: impl Fn() 
     let status = up.wait().unwrap();
     (status, std::fs::read_to_string(err).unwrap_or_default())
 }
+
+/// A running system's state file (`/run/partita/<name>/state.json`), or null while there is none.
+pub fn state(name: &str) -> serde_json::Value {
+    std::fs::read_to_string(Path::new("/run/partita").join(name).join("state.json")).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default()
+}
+
+/// Whether `what` holds within `limit`, looking every 100 ms.
+pub fn wait_for(limit: Duration, what: impl Fn() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if what() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    what()
+}
