@@ -526,8 +526,8 @@ impl Supervisor {
             }
             if last_state.elapsed() >= Duration::from_secs(1) {
                 let _ = self.write_state();
-                if let (Some(t), Ok(state)) = (self.trace.as_mut(), serde_json::to_value(&self.state)) {
-                    t.state(&state, crate::clock::monotonic_ns());
+                if let (Some(t), Some(routers)) = (self.trace.as_mut(), &self.state.routers) {
+                    t.routers(routers, crate::clock::monotonic_ns());
                 }
                 last_state = Instant::now();
             }

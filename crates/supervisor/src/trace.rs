@@ -297,30 +297,14 @@ impl TraceWriter {
         }
     }
 
-    /// The state file's router counters, if it has a `routers` field (rows of statistics, as an array, as an
-    /// object's `routes` array, or as an object of rows): each row's numbers (to two levels deep) as one counter
-    /// event at `now_ns`, named by the row's router, route and topic.
-    pub fn state(&mut self, state: &Value, now_ns: u64) {
-        let label = |i: usize, r: &Value| {
-            let words: Vec<&str> = ["router", "route", "topic", "partition", "name"].iter().filter_map(|k| r.get(*k).and_then(Value::as_str)).collect();
-            if words.is_empty() {
-                i.to_string()
-            } else {
-                words.join(" ")
-            }
-        };
-        let rows = |a: &'_ Vec<Value>| a.iter().enumerate().map(|(i, r)| (label(i, r), r.clone())).collect::<Vec<_>>();
-        let routers: Vec<(String, Value)> = match state.get("routers") {
-            Some(Value::Array(a)) => rows(a),
-            Some(Value::Object(o)) => match o.get("routes") {
-                Some(Value::Array(a)) => rows(a),
-                _ => o.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-            },
-            _ => return,
-        };
-        for (label, r) in routers {
+    /// The routers' statistics rows of the state ([`crate::status::Routers`]): each row's numbers (to two levels
+    /// deep) as one counter event at `now_ns`, named by the row's router, route and topic.
+    pub fn routers(&mut self, routers: &crate::status::Routers, now_ns: u64) {
+        for (i, r) in routers.routes.iter().enumerate() {
+            let words: Vec<&str> = ["router", "route", "topic"].iter().filter_map(|k| r.get(*k).and_then(Value::as_str)).collect();
+            let label = if words.is_empty() { i.to_string() } else { words.join(" ") };
             let mut args = Map::new();
-            numbers(&r, "", 0, &mut args);
+            numbers(r, "", 0, &mut args);
             if !args.is_empty() {
                 let v = json!({ "ph": "C", "name": format!("router {label}"), "pid": self.pid, "ts": us(now_ns), "args": args });
                 self.emit(v);
@@ -504,9 +488,9 @@ mod tests {
         w.plan_switches("other module", &[SwitchReport { cpu: 3, record: switch, detail: String::new() }]);
         let ev = |ns: u64, event: &'static str| Event { unix_ms: 1, monotonic_ns: ns, partition: "routing".into(), event, pid: Some(42), exit: None, detail: Some("why \"quoted\"".into()) };
         w.health(&[ev(T0 + 2_000, "restart"), ev(T0 + 1_000, "exit")]);
-        w.state(&json!({ "system": "sys", "routers": [{ "partition": "routing", "forwarded": 12, "dropped": { "queue": 1 }, "name2": "x" }] }), T0 + 7_000_000);
-        w.state(&json!({ "system": "sys" }), T0 + 7_000_000);
-        w.state(&json!({ "routers": { "updated_unix_ms": 5, "routes": [{ "router": "routing", "route": "requests", "topic": "surveillance/request", "received": 3 }] } }), T0 + 7_000_001);
+        let routers = |routes: Vec<Value>| crate::status::Routers { updated_unix_ms: 5, routes };
+        w.routers(&routers(vec![json!({ "router": "routing", "forwarded": 12, "dropped": { "queue": 1 }, "name2": "x" })]), T0 + 7_000_000);
+        w.routers(&routers(vec![json!({ "router": "routing", "route": "requests", "topic": "surveillance/request", "received": 3 })]), T0 + 7_000_001);
         let summary = w.finish();
         assert_eq!(*outcome.lock().unwrap(), Some(summary.clone()));
         let text = std::fs::read_to_string(&path).unwrap();
@@ -551,7 +535,7 @@ mod tests {
         assert_eq!(router.len(), 1);
         assert_eq!(router[0]["args"], json!({ "forwarded": 12, "dropped.queue": 1 }));
         let routes: Vec<&Value> = events.iter().filter(|e| e["ph"] == "C" && e["name"] == "router routing requests surveillance/request").collect();
-        assert_eq!(routes.len(), 1, "the status node's rows, under routers.routes");
+        assert_eq!(routes.len(), 1, "the status node's rows, named by router, route and topic");
         assert_eq!(routes[0]["args"], json!({ "received": 3 }));
         let thread_names: Vec<&str> = events.iter().filter(|e| e["ph"] == "M" && e["name"] == "thread_name").map(|e| e["args"]["name"].as_str().unwrap()).collect();
         assert_eq!(thread_names, ["health", "CPU 3 plan (actual)", "CPU 3 plan (planned)", "CPU 3 plan switches"]);
