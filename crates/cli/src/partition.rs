@@ -30,33 +30,31 @@ enum PartitionCommand {
 
 pub fn run(a: PartitionArgs) -> ExitCode {
     let (system, request) = match a.command {
-        PartitionCommand::Restart { system, name, cold } => (
-            system,
-            Request::RestartPartition {
-                partition: name,
-                cold,
-            },
-        ),
-        PartitionCommand::Stop { system, name } => {
-            (system, Request::StopPartition { partition: name })
-        }
+        PartitionCommand::Restart { system, name, cold } => (system, Request::RestartPartition { partition: name, cold }),
+        PartitionCommand::Stop { system, name } => (system, Request::StopPartition { partition: name }),
     };
-    let dir = Path::new(STATE_DIR).join(&system);
+    ask("partita partition", &system, &request)
+}
+
+/// Sends `request` to the running system's supervisor and prints its answer, as command `command`: exit 0
+/// when done, 2 when refused or the system is not up, 1 when the supervisor could not be asked.
+pub fn ask(command: &str, system: &str, request: &Request) -> ExitCode {
+    let dir = Path::new(STATE_DIR).join(system);
     if !dir.join(SOCKET).exists() {
-        eprintln!("partita partition: system {system:?} is not up on this machine (no {}); `partita status` lists the systems that are", dir.join(SOCKET).display());
+        eprintln!("{command}: system {system:?} is not up on this machine (no {}); `partita status` lists the systems that are", dir.join(SOCKET).display());
         return ExitCode::from(2);
     }
-    match send(&dir, &request, std::time::Duration::from_secs(15)) {
+    match send(&dir, request, std::time::Duration::from_secs(15)) {
         Ok(r) if r.ok => {
             println!("{}", r.detail);
             ExitCode::SUCCESS
         }
         Ok(r) => {
-            eprintln!("partita partition: {}", r.detail);
+            eprintln!("{command}: {}", r.detail);
             ExitCode::from(2)
         }
         Err(e) => {
-            eprintln!("partita partition: {e}");
+            eprintln!("{command}: {e}");
             ExitCode::FAILURE
         }
     }

@@ -45,27 +45,8 @@ struct SwitchArgs {
 }
 
 fn switch_cmd(a: SwitchArgs) -> ExitCode {
-    use partita_supervisor::control_socket::{send, Request};
-    let dir = std::path::Path::new(partita_supervisor::supervisor::STATE_DIR).join(&a.system);
-    if !dir.join(partita_supervisor::control_socket::SOCKET).exists() {
-        eprintln!("partita plan switch: system {:?} is not up on this machine (no {}); `partita status` lists the systems that are", a.system, dir.join(partita_supervisor::control_socket::SOCKET).display());
-        return ExitCode::from(2);
-    }
-    let request = Request::SwitchPlan { module: a.module, plan: a.plan, now: a.now };
-    match send(&dir, &request, std::time::Duration::from_secs(15)) {
-        Ok(r) if r.ok => {
-            println!("{}", r.detail);
-            ExitCode::SUCCESS
-        }
-        Ok(r) => {
-            eprintln!("partita plan switch: {}", r.detail);
-            ExitCode::from(2)
-        }
-        Err(e) => {
-            eprintln!("partita plan switch: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    let request = partita_supervisor::control_socket::Request::SwitchPlan { module: a.module, plan: a.plan, now: a.now };
+    crate::partition::ask("partita plan switch", &a.system, &request)
 }
 
 #[derive(Clone, Copy, ValueEnum)]
