@@ -256,13 +256,11 @@ fn read_state(root: &Path, name: &str) -> Result<Vec<u8>, Reply> {
 
 /// Every system with a state file: name, supervisor pid, whether the supervisor lives, when the state was written.
 pub fn systems(root: &Path) -> Value {
+    let mut states = partita_supervisor::supervisor::read_states(root);
+    states.sort_by(|a, b| a.0.cmp(&b.0));
     let mut out = Vec::new();
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(root).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
-    entries.sort();
-    for dir in entries {
-        let Some(name) = dir.file_name().and_then(|n| n.to_str()).filter(|n| routes::valid_name(n)) else { continue };
-        let Ok(text) = std::fs::read_to_string(dir.join("state.json")) else { continue };
-        let Ok(state) = serde_json::from_str::<Value>(&text) else { continue };
+    for (path, state) in states {
+        let Some(name) = path.parent().and_then(Path::file_name).and_then(|n| n.to_str()).filter(|n| routes::valid_name(n)) else { continue };
         let pid = state["supervisor_pid"].as_i64().unwrap_or(0);
         out.push(json!({
             "name": name,
