@@ -151,6 +151,11 @@ impl EndpointWatcher {
         self.waitset.wait(timeout)
     }
 
+    /// From now on `wakeup` also ends [`EndpointWatcher::wait`].
+    pub fn attach(&self, wakeup: &crate::Wakeup) -> Result<()> {
+        self.waitset.attach(wakeup)
+    }
+
     /// Takes every endpoint that appeared or went away since the last call.
     pub fn take(&self) -> Result<Vec<DiscoveredEndpoint>> {
         let mut out = Vec::new();

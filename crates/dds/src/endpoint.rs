@@ -495,6 +495,14 @@ impl ReaderWaitset {
         Ok(ws)
     }
 
+    /// Attaches `wakeup`: from then on [`Wakeup::wake`] ends a wait on this waitset at once.
+    pub(crate) fn attach(&self, wakeup: &Wakeup) -> Result<()> {
+        // SAFETY: handle-only call; the attach argument is a plain value Cyclone never dereferences. The guard
+        // condition stays attached until either is deleted.
+        let r = unsafe { dds_waitset_attach(self.waitset, wakeup.entity.handle, 1) };
+        check(r, "dds_waitset_attach", || self.what.clone()).map(drop)
+    }
+
     /// Blocks until the reader has data or the timeout passes; true if it has data.
     pub(crate) fn wait(&self, timeout: Duration) -> Result<bool> {
         let t = i64::try_from(timeout.as_nanos()).unwrap_or(i64::MAX);
@@ -511,6 +519,39 @@ impl Drop for ReaderWaitset {
         unsafe {
             dds_delete(self.waitset);
         }
+    }
+}
+
+/// A DDS guard condition: another thread's [`Wakeup::wake`] ends a wait on the waitsets it is attached to
+/// (`EndpointWatcher::attach`), so that one thread can wait for discovery news and for a wake-up of its own
+/// at once.
+pub struct Wakeup {
+    entity: Entity,
+}
+
+impl Wakeup {
+    pub fn new(participant: &Participant) -> Result<Wakeup> {
+        let what = "guard condition".to_string();
+        // SAFETY: handle-only call.
+        let h = unsafe { dds_create_guardcondition(participant.handle()) };
+        check(h, "dds_create_guardcondition", || what.clone())?;
+        Ok(Wakeup { entity: Entity { handle: h, what, _parent: participant.inner.clone() } })
+    }
+
+    /// Triggers the condition: a waiter returns at once, or its next wait does.
+    pub fn wake(&self) {
+        // SAFETY: handle-only call; Cyclone locks the condition, so any thread may call it.
+        unsafe {
+            dds_set_guardcondition(self.entity.handle, true);
+        }
+    }
+
+    /// Resets the condition; true if it had been triggered.
+    pub fn take(&self) -> bool {
+        let mut triggered = false;
+        // SAFETY: handle-only call with one out-parameter, a valid local.
+        let r = unsafe { dds_take_guardcondition(self.entity.handle, &mut triggered) };
+        r == 0 && triggered
     }
 }
 

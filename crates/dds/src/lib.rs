@@ -32,7 +32,7 @@ pub use discovery::{DiscoveredEndpoint, DiscoveredParticipant, EndpointKind, End
 pub use guid::{Guid, GuidPrefix};
 pub use config::{DomainConfig, Interface, NetworkSettings, SecurityFiles};
 pub use endpoint::{
-    forward_kind, CallbackPanics, InstanceState, ListeningReader, MatchedPublications, RawReader, RawSample, RawTopic, RawWriter, Reader, Sample, SampleInfo, Topic, WriteKind, Writer,
+    forward_kind, CallbackPanics, InstanceState, ListeningReader, MatchedPublications, RawReader, RawSample, RawTopic, RawWriter, Reader, Sample, SampleInfo, Topic, Wakeup, WriteKind, Writer,
 };
 pub use error::{DdsError, Result};
 pub use participant::Participant;

@@ -3,8 +3,7 @@ use clap::Args;
 use partita_router::{stats, Router, RouterConfig};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[derive(Args)]
 pub struct RouteArgs {
@@ -68,20 +67,17 @@ pub fn run(args: RouteArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let router = match Router::start_with_ports(config, &mut ports) {
-        Ok(r) => Arc::new(r),
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(1);
-        }
-    };
+    // The router's manager runs on this thread (`Router::serve`): a routing partition's threads all run at every
+    // thaw, so the program adds none of its own (docs/router.md, "Threads").
     let start = Instant::now();
     let mut next = start + period;
-    while !partita_os::signal::stop_requested() {
-        if args.duration.is_some_and(|d| start.elapsed().as_secs_f64() >= d) {
-            break;
+    let mut last_rows = Vec::new();
+    let served = Router::serve(config, &mut ports, |router| {
+        let stop = partita_os::signal::stop_requested() || args.duration.is_some_and(|d| start.elapsed().as_secs_f64() >= d);
+        if stop {
+            last_rows = router.stats();
+            return false;
         }
-        std::thread::sleep(Duration::from_millis(20));
         if args.stats && Instant::now() >= next {
             next += period;
             print!("{}", stats::table(&router.stats()));
@@ -93,11 +89,14 @@ pub fn run(args: RouteArgs) -> ExitCode {
                 println!("side {side}: {present} application participants, {gone} gone (left or lost), {silent} without endpoints (refused by DDS Security, or idle)");
             }
         }
+        true
+    });
+    if let Err(e) = served {
+        eprintln!("error: {e}");
+        return ExitCode::from(1);
     }
-    let rows = router.stats();
-    drop(router);
     if args.stats {
-        print!("{}", stats::table(&rows));
+        print!("{}", stats::table(&last_rows));
     }
     ExitCode::SUCCESS
 }

@@ -8,7 +8,7 @@
 //! arrive closer together than [`Batching::burst_gap`] on average (a mean over about the last eight gaps, so
 //! that the router's own preemption does not end a flood's batching), a forwarded sample is left in the
 //! writer's message; the message is sent when it holds [`Batching::max_samples`], when a sample arrives after
-//! the first waiting one's [`Batching::max_delay`] is up, or by the router's flusher thread at that time. A sample
+//! the first waiting one's [`Batching::max_delay`] is up, or by the router's flusher at that time (on the manager's thread). A sample
 //! after a pause of `max_delay` or more, or while samples arrive further apart, is sent at once with anything
 //! still waiting. The first sample after a pause is never delayed; a sample waits at most `max_delay`.
 //! (Cyclone also sends a batching writer's message itself when it is full, before the writer blocks for
@@ -18,8 +18,7 @@
 use crate::stats::ForwardStats;
 use partita_dds::RawWriter;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, Weak};
-use std::thread::JoinHandle;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 /// When a forwarder sends.
@@ -136,6 +135,10 @@ impl<W: Flush> Batch<W> {
             self.out.due_ns.store(self.flusher.ns(now + settings.max_delay), Ordering::SeqCst);
             self.flusher.arm();
         }
+        if self.flusher.busy.load(Ordering::SeqCst) {
+            // The flusher's thread may not come back in time: send now.
+            return self.out.send();
+        }
         Ok(())
     }
 }
@@ -143,9 +146,11 @@ impl<W: Flush> Batch<W> {
 struct FlusherShared {
     writers: Mutex<Vec<Weak<dyn Due>>>,
     armed: AtomicBool,
-    wake: Mutex<()>,
-    cv: Condvar,
-    stop: AtomicBool,
+    /// Set while the thread that sends the due batches does work that may block (making routes: a type look-up
+    /// waits up to seconds): meanwhile forwarders send at once instead of leaving samples for it.
+    busy: AtomicBool,
+    /// Wakes the thread that sends the due batches.
+    wake: Box<dyn Fn() + Send + Sync>,
     epoch: Instant,
 }
 
@@ -157,15 +162,13 @@ impl FlusherShared {
 
     fn arm(&self) {
         if !self.armed.swap(true, Ordering::SeqCst) {
-            // Taking the lock orders this notification after the flusher's check of `armed` (no lost wake-up).
-            let _g = self.wake.lock().unwrap_or_else(|p| p.into_inner());
-            self.cv.notify_one();
+            (self.wake)();
         }
     }
 
-    /// Sends every batch that is due; returns the earliest deadline still ahead, if any.
-    fn send_due(&self) -> Option<u64> {
-        let now = self.ns(Instant::now());
+    /// Sends every batch that is due (every waiting one with `all`); returns the earliest deadline still ahead.
+    fn send_due(&self, all: bool) -> Option<u64> {
+        let now = if all { u64::MAX } else { self.ns(Instant::now()) };
         let mut next: Option<u64> = None;
         let mut writers = self.writers.lock().unwrap_or_else(|p| p.into_inner());
         writers.retain(|w| {
@@ -183,54 +186,54 @@ impl FlusherShared {
         });
         next
     }
+}
 
-    fn run(&self) {
-        // The flusher sleeps for tens of µs at a time; Linux's default timer slack of 50 µs would double that.
-        let _ = partita_os::timer_slack::set_current_thread_timer_slack_ns(1_000);
-        let mut g = self.wake.lock().unwrap_or_else(|p| p.into_inner());
-        loop {
-            if self.stop.load(Ordering::SeqCst) {
-                return;
-            }
-            // A batch deferred from here on arms the flusher again and wakes it.
-            self.armed.store(false, Ordering::SeqCst);
-            drop(g);
-            let next = self.send_due();
-            g = self.wake.lock().unwrap_or_else(|p| p.into_inner());
-            if self.armed.load(Ordering::SeqCst) || self.stop.load(Ordering::SeqCst) {
-                continue;
-            }
-            g = match next {
-                None => self.cv.wait(g).unwrap_or_else(|p| p.into_inner()),
-                Some(due) => {
-                    let wait = Duration::from_nanos(due.saturating_sub(self.ns(Instant::now())));
-                    self.cv.wait_timeout(g, wait).unwrap_or_else(|p| p.into_inner()).0
-                }
-            };
-        }
+/// The router's flusher: sends the batches left waiting by forwarders whose burst ended, each when its delay is
+/// up. It has no thread of its own (every thread of a partition runs at each thaw, docs/router.md, "Threads"):
+/// the router's manager calls [`Flusher::send_due`] on every turn and waits no longer than the deadline it
+/// returns; a forwarder that leaves the first sample of a batch waiting calls the `wake` the flusher was made
+/// with, which ends the manager's wait.
+pub struct Flusher {
+    shared: Arc<FlusherShared>,
+}
+
+/// While it lives, forwarders send every sample at once ([`Flusher::busy`]).
+pub struct Busy<'a>(&'a FlusherShared);
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.busy.store(false, Ordering::SeqCst);
     }
 }
 
-/// The router's flusher: one thread that sends the batches left waiting by forwarders whose burst ended, each
-/// when its delay is up.
-pub struct Flusher {
-    shared: Arc<FlusherShared>,
-    thread: Option<JoinHandle<()>>,
-}
-
 impl Flusher {
-    pub fn start() -> Flusher {
-        let shared = Arc::new(FlusherShared {
-            writers: Mutex::new(Vec::new()),
-            armed: AtomicBool::new(false),
-            wake: Mutex::new(()),
-            cv: Condvar::new(),
-            stop: AtomicBool::new(false),
-            epoch: Instant::now(),
-        });
-        let s = shared.clone();
-        let thread = std::thread::Builder::new().name("router-flush".into()).spawn(move || s.run()).expect("spawn flusher thread");
-        Flusher { shared, thread: Some(thread) }
+    /// A flusher whose forwarders call `wake` when a batch starts waiting.
+    pub fn new(wake: impl Fn() + Send + Sync + 'static) -> Flusher {
+        Flusher {
+            shared: Arc::new(FlusherShared {
+                writers: Mutex::new(Vec::new()),
+                armed: AtomicBool::new(false),
+                busy: AtomicBool::new(false),
+                wake: Box::new(wake),
+                epoch: Instant::now(),
+            }),
+        }
+    }
+
+    /// Sends what is due; returns when the next waiting batch is due, if any. A batch that starts waiting after
+    /// this call wakes the caller again.
+    pub fn send_due(&self) -> Option<Instant> {
+        self.shared.armed.store(false, Ordering::SeqCst);
+        self.shared.send_due(false).map(|ns| self.shared.epoch + Duration::from_nanos(ns))
+    }
+
+    /// For work of the flusher's thread that may block: sends every waiting batch now, and until the guard is
+    /// dropped forwarders send each sample at once. (A forwarder stores its waiting batch's deadline before it
+    /// reads `busy`, the flusher sets `busy` before it reads the deadlines: one of the two sends it.)
+    pub fn busy(&self) -> Busy<'_> {
+        self.shared.busy.store(true, Ordering::SeqCst);
+        self.shared.send_due(true);
+        Busy(&self.shared)
     }
 
     /// The sending side of a new forwarder. Its writer must batch ([`partita_dds::Qos::writer_batching`]) when
@@ -242,19 +245,6 @@ impl Flusher {
             self.shared.writers.lock().unwrap_or_else(|p| p.into_inner()).push(Arc::downgrade(&due));
         }
         Batch { out, flusher: self.shared.clone(), settings, last_sample: None, mean_gap: None }
-    }
-}
-
-impl Drop for Flusher {
-    fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::SeqCst);
-        {
-            let _g = self.shared.wake.lock().unwrap_or_else(|p| p.into_inner());
-            self.shared.cv.notify_one();
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 
@@ -283,12 +273,52 @@ mod tests {
         rec.0.lock().unwrap().clone()
     }
 
+    /// A flusher with a thread standing in for the router's manager: it sends what is due, and sleeps until the
+    /// next deadline or a wake-up. Stopped and joined when dropped.
+    struct Driven {
+        flusher: Arc<Flusher>,
+        stop: Arc<(Mutex<bool>, std::sync::Condvar)>,
+        thread: Option<std::thread::JoinHandle<()>>,
+    }
+
+    impl std::ops::Deref for Driven {
+        type Target = Flusher;
+        fn deref(&self) -> &Flusher {
+            &self.flusher
+        }
+    }
+
+    impl Drop for Driven {
+        fn drop(&mut self) {
+            *self.stop.0.lock().unwrap() = true;
+            self.stop.1.notify_all();
+            let _ = self.thread.take().map(|t| t.join());
+        }
+    }
+
+    fn driven() -> Driven {
+        let stop = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+        let s = stop.clone();
+        let flusher = Arc::new(Flusher::new(move || s.1.notify_all()));
+        let (f, s) = (flusher.clone(), stop.clone());
+        let thread = std::thread::spawn(move || loop {
+            let next = f.send_due();
+            let g = s.0.lock().unwrap();
+            if *g {
+                return;
+            }
+            let wait = next.map_or(Duration::from_millis(20), |n| n.saturating_duration_since(Instant::now())).min(Duration::from_millis(20));
+            drop(s.1.wait_timeout(g, wait).unwrap());
+        });
+        Driven { flusher, stop, thread: Some(thread) }
+    }
+
     const SLOW: Batching =
         Batching { burst_gap: Duration::from_millis(10), max_delay: Duration::from_millis(50), max_samples: 8 };
 
     #[test]
     fn a_sample_after_a_pause_is_sent_at_once_and_a_burst_waits_for_its_delay() {
-        let flusher = Flusher::start();
+        let flusher = driven();
         let (mut b, rec, stats) = batch(&flusher, Some(SLOW));
         let t = Instant::now();
         b.written_at(t).unwrap();
@@ -314,7 +344,7 @@ mod tests {
 
     #[test]
     fn a_full_batch_or_a_sample_after_a_pause_sends_what_waits() {
-        let flusher = Flusher::start();
+        let flusher = driven();
         let (mut b, rec, _) = batch(&flusher, Some(SLOW));
         let t = Instant::now();
         // One at once, then a burst of max_samples: the last one fills the batch.
@@ -330,7 +360,7 @@ mod tests {
 
     #[test]
     fn a_sample_arriving_after_the_first_waiting_ones_delay_sends_the_batch() {
-        let flusher = Flusher::start();
+        let flusher = driven();
         let (mut b, rec, _) = batch(&flusher, Some(SLOW));
         let t = Instant::now();
         b.written_at(t).unwrap();
@@ -345,7 +375,7 @@ mod tests {
 
     #[test]
     fn samples_further_apart_than_the_burst_gap_on_average_never_wait() {
-        let flusher = Flusher::start();
+        let flusher = driven();
         let (mut b, rec, _) = batch(&flusher, Some(Batching { burst_gap: Duration::from_micros(20), ..SLOW }));
         let t = Instant::now();
         // A request/response exchange: one sample every 40 µs on this route, with one close pair.
@@ -359,7 +389,7 @@ mod tests {
 
     #[test]
     fn without_batching_nothing_waits_and_every_sample_is_its_own_batch() {
-        let flusher = Flusher::start();
+        let flusher = driven();
         let (mut b, rec, stats) = batch(&flusher, None);
         let t = Instant::now();
         for i in 0..10 {
@@ -371,7 +401,7 @@ mod tests {
 
     #[test]
     fn a_forwarder_that_ends_sends_what_waits() {
-        let flusher = Flusher::start();
+        let flusher = driven();
         let (mut b, rec, _) = batch(&flusher, Some(Batching { max_delay: Duration::from_secs(60), ..SLOW }));
         let t = Instant::now();
         b.written_at(t).unwrap();
@@ -379,5 +409,41 @@ mod tests {
         assert_eq!(flushes(&rec).len(), 1);
         drop(b);
         assert_eq!(flushes(&rec).len(), 2);
+    }
+
+    #[test]
+    fn a_batch_that_starts_waiting_wakes_the_flushers_thread_once() {
+        let wakes = Arc::new(AtomicU64::new(0));
+        let w = wakes.clone();
+        let flusher = Flusher::new(move || {
+            w.fetch_add(1, Ordering::SeqCst);
+        });
+        let (mut b, rec, _) = batch(&flusher, Some(SLOW));
+        let t = Instant::now();
+        for i in 0..4 {
+            b.written_at(t + Duration::from_micros(i)).unwrap();
+        }
+        assert_eq!((flushes(&rec).len(), wakes.load(Ordering::SeqCst)), (1, 1), "the first sent, three waiting, one wake-up");
+        let due = flusher.send_due().expect("a batch waits");
+        assert!(due > t + Duration::from_millis(49) && due <= t + Duration::from_millis(51), "{:?}", due - t);
+        assert_eq!(flushes(&rec).len(), 1, "not due yet");
+    }
+
+    #[test]
+    fn while_the_flushers_thread_is_busy_nothing_waits() {
+        let flusher = Flusher::new(|| {});
+        let (mut b, rec, _) = batch(&flusher, Some(Batching { max_delay: Duration::from_secs(60), ..SLOW }));
+        let t = Instant::now();
+        b.written_at(t).unwrap();
+        b.written_at(t + Duration::from_micros(1)).unwrap();
+        assert_eq!(flushes(&rec).len(), 1, "the second waits");
+        let busy = flusher.busy();
+        assert_eq!(flushes(&rec).len(), 2, "becoming busy sends what waits");
+        b.written_at(t + Duration::from_micros(2)).unwrap();
+        b.written_at(t + Duration::from_micros(3)).unwrap();
+        assert_eq!(flushes(&rec).len(), 4, "in a burst, yet each sent at once while busy");
+        drop(busy);
+        b.written_at(t + Duration::from_micros(4)).unwrap();
+        assert_eq!(flushes(&rec).len(), 4, "batching again");
     }
 }

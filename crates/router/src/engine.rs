@@ -1,7 +1,7 @@
 //! The routing engine: one participant per side (`side.rs`), a discovery manager that keeps the set of routed
 //! topics in step with the writers and readers it sees (`manager.rs`), one forwarder (a listening reader and a
-//! writer) per routed topic and direction (`forwarder.rs`), the flusher thread that sends what the forwarders'
-//! batches leave waiting (`batch.rs`), and the statistics topic, which the manager's thread publishes. This
+//! writer) per routed topic and direction (`forwarder.rs`), the flusher that sends what the forwarders' batches
+//! leave waiting (`batch.rs`), and the statistics topic; the manager's thread does all but the forwarding. This
 //! module starts and stops them.
 use crate::batch::Flusher;
 use crate::config::RouterConfig;
@@ -82,8 +82,8 @@ pub(crate) const RETIRED_KEPT: usize = 256;
 pub struct Router {
     shared: Arc<Shared>,
     stop: Arc<AtomicBool>,
-    /// Discovery, route changes and the statistics topic: one thread, since every thread of a partition under
-    /// a plan is woken at each freeze and thaw (docs/soak.md, "The thaw herd in the bound").
+    /// Discovery, route changes, the statistics topic and the forwarders' due batches: one thread, since every
+    /// thread of a partition under a plan is woken at each freeze and thaw (docs/router.md, "Threads").
     manager: Option<JoinHandle<()>>,
     /// Topics carried through the partition's ports; dropped first when the router stops.
     port_routes: Option<crate::ports::PortRoutes>,
@@ -100,7 +100,29 @@ impl Router {
     /// [`Router::start`] with the ARINC 653 ports of the router's partition, which its port routes (`[[port]]`)
     /// open by name.
     pub fn start_with_ports(config: impl Into<RouterConfig>, ports: &mut partita_ports::Ports) -> Result<Router, RouterError> {
-        let config = config.into();
+        let (mut router, manager) = Router::prepare(config.into(), ports)?;
+        let thread = std::thread::Builder::new()
+            .name("router-manager".into())
+            .spawn(move || manager.run(&mut || true))
+            .expect("spawn the router's manager thread");
+        router.manager = Some(thread);
+        Ok(router)
+    }
+
+    /// Runs the router with its manager on the calling thread, so that the router has no thread of its own
+    /// beside the caller's and Cyclone's (a routing partition's threads all run at every thaw: docs/router.md,
+    /// "Threads"). `turn` runs on every turn of the manager (at least every 20 ms) with the running router, for
+    /// its statistics; the router stops and this returns once `turn` returns false.
+    pub fn serve(config: impl Into<RouterConfig>, ports: &mut partita_ports::Ports, mut turn: impl FnMut(&Router) -> bool) -> Result<(), RouterError> {
+        let (router, manager) = Router::prepare(config.into(), ports)?;
+        manager.run(&mut || turn(&router));
+        drop(router);
+        Ok(())
+    }
+
+    /// Opens every side and the statistics topic; the manager, which discovery and forwarding start from, is
+    /// returned to run on a thread of the caller's choice.
+    fn prepare(config: RouterConfig, ports: &mut partita_ports::Ports) -> Result<(Router, Manager), RouterError> {
         let configs: Vec<_> = config.sides.iter().map(|c| config.domain_of(c)).collect();
         let domains: Vec<u32> = configs.iter().map(|dc| dc.domain_id).collect();
         let tag = router_tag(&domains);
@@ -126,7 +148,15 @@ impl Router {
             port_stats: port_routes.routes.iter().map(|r| (r.label.clone(), r.topic.clone(), r.type_name.clone(), r.stats.clone())).collect(),
         });
         let stop = Arc::new(AtomicBool::new(false));
-        let flusher = Arc::new(Flusher::start());
+        // The manager waits on the first side's publications and on this wake-up, which a forwarder's first
+        // waiting sample triggers: it also sends the forwarders' due batches (no flusher thread).
+        let side_err = |source| RouterError::Side { side: sides[0].name.clone(), source };
+        let wakeup = Arc::new(partita_dds::Wakeup::new(&sides[0].participant).map_err(side_err)?);
+        sides[0].publications.attach(&wakeup).map_err(side_err)?;
+        let flusher = {
+            let w = wakeup.clone();
+            Arc::new(Flusher::new(move || w.wake()))
+        };
         let stats_idx = config
             .stats_side
             .as_ref()
@@ -139,14 +169,8 @@ impl Router {
             Writer::new(&t, &q).map_err(RouterError::Stats)?
         };
         let stats = StatsOut { writer: stats_writer, period: config.stats_period() };
-        let manager = {
-            let (shared, stop, flusher) = (shared.clone(), stop.clone(), flusher.clone());
-            std::thread::Builder::new()
-                .name("router-discovery".into())
-                .spawn(move || manage(config, sides, shared, stop, &flusher, stats))
-                .expect("spawn discovery thread")
-        };
-        Ok(Router { shared, stop, manager: Some(manager), _flusher: flusher, port_routes: Some(port_routes) })
+        let manager = Manager { config, sides, shared: shared.clone(), stop: stop.clone(), flusher: flusher.clone(), wakeup, stats };
+        Ok((Router { shared, stop, manager: None, _flusher: flusher, port_routes: Some(port_routes) }, manager))
     }
 
     /// Current statistics of every routed topic, then the final figures of routes that have ended.
@@ -194,6 +218,24 @@ impl Router {
 impl Drop for Router {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+/// What the manager's loop runs with, until the router's stop flag is set or its caller's turn says to stop.
+pub(crate) struct Manager {
+    config: RouterConfig,
+    sides: Vec<Side>,
+    shared: Arc<Shared>,
+    stop: Arc<AtomicBool>,
+    flusher: Arc<Flusher>,
+    wakeup: Arc<partita_dds::Wakeup>,
+    stats: StatsOut,
+}
+
+impl Manager {
+    fn run(self, turn: &mut dyn FnMut() -> bool) {
+        let Manager { config, sides, shared, stop, flusher, wakeup, stats } = self;
+        manage(config, sides, shared, stop, &flusher, &wakeup, stats, turn);
     }
 }
 

@@ -1,4 +1,4 @@
-//! The manager loop, on the router's discovery thread: it polls every side's discovery, works out the wanted
+//! The manager loop, on the router's one thread of its own: it polls every side's discovery, works out the wanted
 //! routes (for each route direction, the topics whose trigger holds, by [`ForwardKey`]), ends the forwarders
 //! no longer wanted (keeping their last figures), and starts the new ones within `max_topics`, each placed on
 //! the main participant or on a proxy (`proxies.rs`). A forwarder that fails to start is tried again a second
@@ -11,7 +11,7 @@ use crate::owners::{Groups, Sources};
 use crate::pattern::matches;
 use crate::proxies::Proxies;
 use crate::side::Side;
-use partita_dds::{DiscoveredEndpoint, GuidPrefix};
+use partita_dds::{DiscoveredEndpoint, GuidPrefix, Wakeup};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -63,7 +63,21 @@ fn route_name(shared: &Shared, key: &ForwardKey) -> String {
     format!("{}->{}", shared.side_names[key.from], shared.side_names[key.to])
 }
 
-pub(crate) fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Shared>, stop: Arc<AtomicBool>, flusher: &Flusher, stats: StatsOut) {
+/// Runs until `stop` is set or `turn`, called at the start of every turn, returns false.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn manage(
+    config: RouterConfig,
+    mut sides: Vec<Side>,
+    shared: Arc<Shared>,
+    stop: Arc<AtomicBool>,
+    flusher: &Flusher,
+    wakeup: &Wakeup,
+    stats: StatsOut,
+    turn: &mut dyn FnMut() -> bool,
+) {
+    // This thread sends the batches that are due and sleeps until the next one is: tens of µs at a time, which
+    // Linux's default timer slack of 50 µs would double.
+    let _ = partita_os::timer_slack::set_current_thread_timer_slack_ns(1_000);
     let dirs = directions(&config.routes, &sides);
     let mut failed: HashMap<ForwardKey, Instant> = HashMap::new();
     let mut proxies = Proxies::default();
@@ -73,7 +87,8 @@ pub(crate) fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Sha
     // New forwarders whose readers wait for their writers to match (forwarder::Pending).
     let mut pending: HashMap<ForwardKey, Pending> = HashMap::new();
     let mut next_stats = Instant::now() + stats.period;
-    while !stop.load(Ordering::Relaxed) {
+    while !stop.load(Ordering::Relaxed) && turn() {
+        let next_flush = flusher.send_due();
         let now = Instant::now();
         if now >= next_stats {
             stats.publish(&shared);
@@ -82,14 +97,22 @@ pub(crate) fn manage(config: RouterConfig, mut sides: Vec<Side>, shared: Arc<Sha
         for s in sides.iter_mut() {
             dirty |= s.poll();
         }
-        finish_pending(&mut pending, &shared, &mut failed, &mut dirty);
+        if !pending.is_empty() {
+            // Making a reader may wait for Cyclone: meanwhile the forwarders do not leave samples to this thread.
+            let _busy = flusher.busy();
+            finish_pending(&mut pending, &shared, &mut failed, &mut dirty);
+        }
         if !dirty {
-            // Wait on the first side's publications for news, briefly (and not past the next statistics); the
-            // other sides are polled next round.
-            let _ = sides[0].publications.wait(Duration::from_millis(20).min(next_stats.saturating_duration_since(Instant::now())));
+            // Wait on the first side's publications for news, briefly (and not past the next statistics or the
+            // next due batch, and no longer once a batch starts waiting); the other sides are polled next round.
+            let until = next_flush.map_or(next_stats, |f| f.min(next_stats));
+            let _ = sides[0].publications.wait(Duration::from_millis(20).min(until.saturating_duration_since(Instant::now())));
+            wakeup.take();
             continue;
         }
         dirty = false;
+        // Making routes may block (a type look-up waits up to seconds): no forwarder leaves samples waiting.
+        let _busy = flusher.busy();
         // The wanted set: every (route, direction, topic, type, partitions) with an application writer on the
         // source side and, unless the trigger says otherwise, an application reader on the destination side.
         // Each wanted route keeps the endpoint that asked for it and the side it was discovered on (where its
