@@ -108,7 +108,13 @@ impl RouterConfig {
             return dc.clone();
         }
         let iface = if side.interface == "lo" { Interface::Loopback } else { Interface::Named(side.interface.clone()) };
-        DomainConfig::on_interface(side.domain, iface, side.peers.clone()).with(|s| s.multicast = side.multicast)
+        // One receive thread per side (docs/router.md, "Threads"); applications in the router's process create
+        // their domains as DomainConfig does by default, and a domain has one configuration per process.
+        let own_process = !self.local_applications;
+        DomainConfig::on_interface(side.domain, iface, side.peers.clone()).with(|s| {
+            s.multicast = side.multicast;
+            s.multiple_receive_threads = !own_process;
+        })
     }
 
     /// The batching of forwarded samples of a topic with override `ov`; `None` when its `batch_delay` is zero.
@@ -146,6 +152,11 @@ mod tests {
         assert_eq!(settings.interface, Interface::Named("veth0".into()));
         assert_eq!(settings.peers, vec!["198.18.0.2".to_string()]);
         assert!(!settings.multicast);
-        assert_eq!(c.domain_of(&c.sides[0]), DomainConfig::loopback(1));
+        assert!(!settings.multiple_receive_threads, "one receive thread per side");
+        assert_eq!(c.domain_of(&c.sides[0]), DomainConfig::loopback(1).with(|s| s.multiple_receive_threads = false));
+        // With applications in the router's process, its domains are configured as theirs.
+        let mut local = c.clone();
+        local.local_applications = true;
+        assert_eq!(local.domain_of(&local.sides[0]), DomainConfig::loopback(1));
     }
 }

@@ -17,11 +17,14 @@ pub struct CycloneConfig {
     pub any_peers: bool,
     /// DDS Security on this domain (an uplink's), with the paths the member reads the files at.
     pub security: Option<partita_dds::SecurityFiles>,
+    /// One receive thread for every socket of the domain instead of one more for its data (an I/O partition's:
+    /// every thread of a partition runs at each thaw, docs/router.md, "Threads").
+    pub one_receive_thread: bool,
 }
 
 impl CycloneConfig {
     pub fn new(interface: &str, domain_id: u32, peers: Vec<Ipv4Addr>) -> Self {
-        CycloneConfig { interface: interface.into(), domain_id, peers, multicast: false, max_participant_index: 20, any_peers: false, security: None }
+        CycloneConfig { interface: interface.into(), domain_id, peers, multicast: false, max_participant_index: 20, any_peers: false, security: None, one_receive_thread: false }
     }
 
     /// The domain an uplink carries, on its interface inside the namespace, with its peers and, where the file
@@ -56,6 +59,7 @@ impl CycloneConfig {
             s.multicast = self.multicast;
             s.max_participant_index = self.max_participant_index;
             s.security = self.security.clone();
+            s.multiple_receive_threads = !self.one_receive_thread;
         }))
     }
 
@@ -90,6 +94,14 @@ mod tests {
         assert!(x.contains("<Domain id=\"1\">") && x.contains("<Domain id=\"0\">"));
         assert!(x.find("vnic0").unwrap() < x.find("<Domain id=\"0\">").unwrap());
         assert_eq!(x.matches("</CycloneDDS>").count(), 1);
+    }
+
+    #[test]
+    fn an_io_partitions_domains_have_one_receive_thread() {
+        let c = CycloneConfig::new("vnic0", 1, vec![Ipv4Addr::new(198, 18, 1, 2)]);
+        assert!(c.to_xml().unwrap().contains("<MultipleReceiveThreads>true</MultipleReceiveThreads>"));
+        let io = CycloneConfig { one_receive_thread: true, ..c };
+        assert!(io.to_xml().unwrap().contains("<MultipleReceiveThreads>false</MultipleReceiveThreads>"));
     }
 
     #[test]

@@ -1068,6 +1068,10 @@ impl Build<'_> {
             fastdds.peers.extend(&u.peers);
         }
         crate::vnet::strong_host(&ns, &sides)?;
+        // The routing service of an I/O partition: one receive thread per domain (docs/router.md, "Threads").
+        if member.partition.is_some_and(|p| p.io) {
+            domains.iter_mut().for_each(|d| d.one_receive_thread = true);
+        }
         let xml_path = state_path.join(format!("{}.xml", member.name));
         // A partition without a network (`network = false`) gets no DDS configuration: its namespace holds only
         // the loopback interface, and it talks through its ports.
