@@ -16,6 +16,7 @@ pub mod flood;
 pub mod hop;
 pub mod ports;
 pub mod report;
+pub mod router_throughput;
 pub mod rr;
 pub use partita_apps::size;
 pub mod udp;

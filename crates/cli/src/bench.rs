@@ -55,6 +55,9 @@ enum BenchCommand {
     /// Forwarding throughput and memory of `partita route` under a flood of one topic.
     #[command(name = "router-flood")]
     RouterFlood(RouterFloodArgs),
+    /// Routed throughput against direct with Cyclone's ddsperf (reliable, keep-all), per sample size, interleaved
+    /// in one run, with each process's CPU per sample, the router's threads and memory (issue 37).
+    Router(RouterArgs),
     /// A minimal raw-UDP relay (started by `bench rr --transport udp-relay`).
     #[command(name = "udp-relay", hide = true)]
     UdpRelay(UdpRelayArgs),
@@ -146,6 +149,22 @@ struct RouterFloodArgs {
     json: Option<PathBuf>,
     #[command(flatten)]
     measure: MeasureArgs,
+}
+
+#[derive(Args)]
+struct RouterArgs {
+    /// Sample sizes, comma-separated.
+    #[arg(long, default_value = "1KiB,64KiB", value_delimiter = ',')]
+    size: Vec<String>,
+    /// How long each flood lasts, in seconds (at least 4; the first and last second are left out).
+    #[arg(long, default_value_t = 8)]
+    seconds: u32,
+    /// Floods of every cell, direct and routed interleaved.
+    #[arg(long, default_value_t = 3)]
+    repeat: u32,
+    /// Write the report (report.md) and every run (runs.json) into this folder.
+    #[arg(long, default_value = "results/router")]
+    out: PathBuf,
 }
 
 #[derive(Args)]
@@ -295,6 +314,10 @@ pub fn run(args: BenchArgs) -> ExitCode {
         BenchCommand::Web(a) => crate::studies::web(a),
         BenchCommand::ModesPeer => crate::studies::modes_peer(),
         BenchCommand::RouterFlood(a) => match run_flood(a) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(e),
+        },
+        BenchCommand::Router(a) => match run_router(a) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(e),
         },
@@ -493,6 +516,52 @@ fn ports_under_plan(out: &std::path::Path, count: u64) -> Result<(), BenchError>
     let text = serde_json::to_string_pretty(&row).expect("plain figures");
     std::fs::write(&path, text).map_err(|e| BenchError::Write { path: path.clone(), source: e })?;
     eprintln!("wrote {}", path.display());
+    Ok(())
+}
+
+fn run_router(a: RouterArgs) -> Result<(), BenchError> {
+    let sizes = a.size.iter().map(|s| parse_size(s)).collect::<Result<Vec<_>, _>>()?;
+    if a.seconds < 4 {
+        return Err(BenchError::BadSeconds(a.seconds as f64));
+    }
+    if a.repeat == 0 {
+        return Err(BenchError::BadRepeat);
+    }
+    let program = std::env::current_exe()
+        .map_err(|e| BenchError::Server { transport: "router".into(), reason: format!("finding this executable: {e}") })?;
+    std::fs::create_dir_all(&a.out).map_err(|e| BenchError::Write { path: a.out.clone(), source: e })?;
+    partita_os::sandbox::enter_private_network().map_err(|e| BenchError::Sandbox(e.to_string()))?;
+    install_stop_signals();
+    let mut runs = Vec::new();
+    let domain = partita_bench::ddsperf::domain_id();
+    for (k, cell) in partita_lab::repeat::interleaved(sizes.len() * 2, a.repeat) {
+        if stop_flag().load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
+        let (size, routed) = (sizes[cell / 2], cell % 2 == 1);
+        let r = partita_bench::router_throughput::flood(size, a.seconds, k, routed.then_some(program.as_path()), domain)?;
+        eprintln!(
+            "{} {} B, run {k} of {}: {:.0} samples/s ({:.0} Mb/s), {} received, {} lost; CPU per sample µs: pub {:.2}, sub {:.2}{}",
+            r.mode,
+            size,
+            a.repeat,
+            r.samples_per_s,
+            r.megabits_per_s,
+            r.received,
+            r.lost,
+            r.pub_cpu_us,
+            r.sub_cpu_us,
+            r.router_cpu_us.map_or(String::new(), |c| format!(", router {c:.2} ({} threads)", r.router_threads.unwrap_or(0)))
+        );
+        runs.push(r);
+    }
+    let report = partita_bench::router_throughput::markdown(&runs, a.seconds);
+    print!("{report}");
+    let md = a.out.join("report.md");
+    std::fs::write(&md, &report).map_err(|e| BenchError::Write { path: md.clone(), source: e })?;
+    let js = a.out.join("runs.json");
+    std::fs::write(&js, serde_json::to_string_pretty(&runs).expect("plain data serializes")).map_err(|e| BenchError::Write { path: js.clone(), source: e })?;
+    eprintln!("wrote {} and {}", md.display(), js.display());
     Ok(())
 }
 
