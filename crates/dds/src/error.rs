@@ -26,6 +26,10 @@ pub enum DdsError {
 
 pub type Result<T> = std::result::Result<T, DdsError>;
 
+/// The return code of a call that ran out of time (Cyclone's `DDS_RETCODE_TIMEOUT`): a reliable writer whose
+/// history stayed full for its max blocking time.
+pub const RETCODE_TIMEOUT: i32 = cyclors::DDS_RETCODE_TIMEOUT as i32;
+
 /// Cyclone's text for a return code.
 pub(crate) fn retcode_text(code: i32) -> String {
     // SAFETY: dds_strretcode returns a pointer to a static, NUL-terminated string for every code.

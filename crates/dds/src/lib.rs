@@ -34,7 +34,7 @@ pub use config::{DomainConfig, Interface, NetworkSettings, SecurityFiles};
 pub use endpoint::{
     forward_kind, CallbackPanics, InstanceState, ListeningReader, MatchedPublications, RawReader, RawSample, RawTopic, RawWriter, Reader, Sample, SampleInfo, Topic, Wakeup, WriteKind, Writer,
 };
-pub use error::{DdsError, Result};
+pub use error::{DdsError, Result, RETCODE_TIMEOUT};
 pub use participant::Participant;
 pub use qos::Qos;
 pub use types::{TopicType, TypeShape};

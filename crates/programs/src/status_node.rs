@@ -249,6 +249,8 @@ mod tests {
             received: 1,
             forwarded: 1,
             dropped_rate: 0,
+            dropped_downsample: 0,
+            dropped_backpressure: 0,
             dropped_queue: 0,
             suppressed_loop: 0,
             errors: 0,

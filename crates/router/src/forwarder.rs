@@ -5,7 +5,7 @@
 //! from the endpoint that asked for the route.
 use crate::batch::{Batch, Batching, Flusher};
 use crate::config::{DurabilityOverride, ReliabilityOverride, TopicOverride};
-use crate::limit::Limiter;
+use crate::limit::{Limiter, Verdict};
 use crate::owners::Sources;
 use crate::stats::ForwardStats;
 use partita_dds::qos::{DataRepresentation, Durability, IgnoreLocal, Reliability};
@@ -14,10 +14,13 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
-use tracing::{debug, error};
+use tracing::{debug, error, warn};
 
 /// Target of the forwarders' events.
 const LOG: &str = "partita::router::forwarder";
+
+/// How often a forwarder says that the far side does not keep up, at most.
+const BACKPRESSURE_WARNING_EVERY: Duration = Duration::from_secs(5);
 
 /// The longest a new route's writer waits for the readers it is for before its reader is made.
 pub(crate) const MATCH_WAIT: Duration = Duration::from_secs(2);
@@ -221,6 +224,7 @@ impl Pending {
             debug!(target: LOG, route = %label, "the writer matched fewer than {far_readers} reader(s) within {MATCH_WAIT:?}; routing anyway");
         }
         let st = stats.clone();
+        let mut last_backpressure_warning: Option<Instant> = None;
         // Each sample is re-published straight from Cyclone's buffer on the delivery thread, without a copy.
         let reader = partita_dds::ListeningReader::with_publications(&src_topic, &reader_qos, move |bytes, info, matched| {
             let h = info.publication_handle;
@@ -234,9 +238,18 @@ impl Pending {
                 st.suppressed_loop.fetch_add(1, Ordering::Relaxed);
                 return;
             }
-            if info.valid_data && !limiter.admit(info.instance_handle) {
-                st.dropped_rate.fetch_add(1, Ordering::Relaxed);
-                return;
+            if info.valid_data {
+                match limiter.judge(info.instance_handle) {
+                    Verdict::Pass => {}
+                    Verdict::Downsampled => {
+                        st.dropped_downsample.fetch_add(1, Ordering::Relaxed);
+                        return;
+                    }
+                    Verdict::RateLimited => {
+                        st.dropped_rate.fetch_add(1, Ordering::Relaxed);
+                        return;
+                    }
+                }
             }
             #[cfg(test)]
             if tests::fault(&label) {
@@ -252,6 +265,15 @@ impl Pending {
                     }
                 }
                 Ok(false) => {}
+                // The far readers did not acknowledge enough within the writer's max blocking time: its history,
+                // which bounds the router's memory, is full. Dropped, counted, and said once in a while.
+                Err(partita_dds::DdsError::Call { code: partita_dds::RETCODE_TIMEOUT, .. }) => {
+                    st.dropped_backpressure.fetch_add(1, Ordering::Relaxed);
+                    if last_backpressure_warning.is_none_or(|t: Instant| t.elapsed() >= BACKPRESSURE_WARNING_EVERY) {
+                        last_backpressure_warning = Some(Instant::now());
+                        warn!(target: LOG, route = %label, dropped = st.dropped_backpressure.load(Ordering::Relaxed), "the far side does not keep up: samples dropped (dropped_backpressure)");
+                    }
+                }
                 Err(e) => {
                     st.errors.fetch_add(1, Ordering::Relaxed);
                     error!(target: LOG, route = %label, "forwarding a sample: {e}");

@@ -1,6 +1,6 @@
 //! Rate limiting, the protection of the partitioned side: token buckets per topic and per instance, and
 //! downsampling, applied by each forwarder to the valid data samples it receives (life-cycle notifications
-//! always pass). Dropped samples are counted by the forwarder as `dropped_rate`.
+//! always pass). Dropped samples are counted by the forwarder, by reason: `dropped_downsample`, `dropped_rate`.
 use crate::config::TopicOverride;
 use std::collections::HashMap;
 use std::time::Instant;
@@ -59,13 +59,19 @@ impl Limiter {
         }
     }
 
+    #[cfg(test)]
     pub(crate) fn admit(&mut self, instance: u64) -> bool {
+        self.judge(instance) == Verdict::Pass
+    }
+
+    /// Whether a valid data sample of `instance` passes, or why not.
+    pub(crate) fn judge(&mut self, instance: u64) -> Verdict {
         self.seen += 1;
         if !(self.seen - 1).is_multiple_of(self.downsample as u64) {
-            return false;
+            return Verdict::Downsampled;
         }
         if self.topic.is_none() && self.shared.is_none() {
-            return true;
+            return Verdict::Pass;
         }
         let now = Instant::now();
         if let Some(shared) = &mut self.shared {
@@ -76,16 +82,39 @@ impl Limiter {
                 None => shared,
             };
             if !bucket.take(now) {
-                return false;
+                return Verdict::RateLimited;
             }
         }
-        self.topic.as_mut().is_none_or(|b| b.take(now))
+        if self.topic.as_mut().is_none_or(|b| b.take(now)) {
+            Verdict::Pass
+        } else {
+            Verdict::RateLimited
+        }
     }
+}
+
+/// What the limiter says of a sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    Pass,
+    /// Not the one in N that `downsample` lets through.
+    Downsampled,
+    /// Over `max_rate` or `max_rate_per_instance`.
+    RateLimited,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_verdict_says_why_a_sample_is_dropped() {
+        let ov = TopicOverride { downsample: Some(2), max_rate: Some(1.0), ..Default::default() };
+        let mut l = Limiter::new(&ov);
+        assert_eq!(l.judge(1), Verdict::Pass, "the first of two, within the burst of one");
+        assert_eq!(l.judge(1), Verdict::Downsampled);
+        assert_eq!(l.judge(1), Verdict::RateLimited, "the next one of two passes downsampling but not the rate");
+    }
 
     #[test]
     fn a_flooding_instance_uses_up_its_own_rate_not_the_others() {

@@ -8,8 +8,14 @@ use std::sync::Mutex;
 pub struct ForwardStats {
     pub received: AtomicU64,
     pub forwarded: AtomicU64,
-    /// Dropped by the rate limit or downsampling.
+    /// Dropped by the rate limit (`max_rate`, `max_rate_per_instance`).
     pub dropped_rate: AtomicU64,
+    /// Dropped by downsampling (`downsample`: one in N passes).
+    pub dropped_downsample: AtomicU64,
+    /// Dropped because the far side did not take them: the router's reliable writer had no room in its history
+    /// (every reader's acknowledgements outstanding) within its max blocking time. The writer's history bounds
+    /// the router's memory; the sample is not kept beyond it.
+    pub dropped_backpressure: AtomicU64,
     /// Lost in transport or rejected for lack of room in the bounded queue (reader statuses).
     pub dropped_queue: AtomicU64,
     /// Samples written by routers (this one or another), not forwarded again.
@@ -30,6 +36,8 @@ impl Default for ForwardStats {
             received: AtomicU64::new(0),
             forwarded: AtomicU64::new(0),
             dropped_rate: AtomicU64::new(0),
+            dropped_downsample: AtomicU64::new(0),
+            dropped_backpressure: AtomicU64::new(0),
             dropped_queue: AtomicU64::new(0),
             suppressed_loop: AtomicU64::new(0),
             errors: AtomicU64::new(0),
@@ -62,6 +70,8 @@ impl ForwardStats {
             received: self.received.load(Ordering::Relaxed),
             forwarded: self.forwarded.load(Ordering::Relaxed),
             dropped_rate: self.dropped_rate.load(Ordering::Relaxed),
+            dropped_downsample: self.dropped_downsample.load(Ordering::Relaxed),
+            dropped_backpressure: self.dropped_backpressure.load(Ordering::Relaxed),
             dropped_queue: self.dropped_queue.load(Ordering::Relaxed),
             suppressed_loop: self.suppressed_loop.load(Ordering::Relaxed),
             errors: self.errors.load(Ordering::Relaxed),
@@ -85,7 +95,15 @@ pub struct RouteStats {
     pub type_name: String,
     pub received: u64,
     pub forwarded: u64,
+    /// Dropped by the rate limit.
     pub dropped_rate: u64,
+    /// Dropped by downsampling.
+    #[serde(default)]
+    pub dropped_downsample: u64,
+    /// Dropped because the far side did not take them in time (the router's writer's history was full).
+    #[serde(default)]
+    pub dropped_backpressure: u64,
+    /// Lost on the way in, or rejected by the router's reader for want of room.
     pub dropped_queue: u64,
     pub suppressed_loop: u64,
     pub errors: u64,
@@ -113,14 +131,25 @@ impl partita_dds::TopicType for RouteStats {
 /// routes and topics with their count of panics.
 pub fn table(rows: &[RouteStats]) -> String {
     let mut s = format!(
-        "{:<22} {:<28} {:>10} {:>10} {:>8} {:>8} {:>8} {:>9} {:>10} {:>10}\n",
-        "ROUTE", "TOPIC", "RECEIVED", "FORWARDED", "DROP-RT", "DROP-Q", "LOOP", "PER-BATCH", "P50(us)", "P99(us)"
+        "{:<22} {:<28} {:>10} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>10} {:>10}\n",
+        "ROUTE", "TOPIC", "RECEIVED", "FORWARDED", "DROP-RT", "DROP-DS", "DROP-Q", "DROP-BP", "LOOP", "PER-BATCH", "P50(us)", "P99(us)"
     );
     for r in rows {
         let per_batch = if r.batches == 0 { 0.0 } else { r.forwarded as f64 / r.batches as f64 };
         s.push_str(&format!(
-            "{:<22} {:<28} {:>10} {:>10} {:>8} {:>8} {:>8} {:>9.1} {:>10.1} {:>10.1}\n",
-            r.route, r.topic, r.received, r.forwarded, r.dropped_rate, r.dropped_queue, r.suppressed_loop, per_batch, r.latency_p50_us, r.latency_p99_us
+            "{:<22} {:<28} {:>10} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9.1} {:>10.1} {:>10.1}\n",
+            r.route,
+            r.topic,
+            r.received,
+            r.forwarded,
+            r.dropped_rate,
+            r.dropped_downsample,
+            r.dropped_queue,
+            r.dropped_backpressure,
+            r.suppressed_loop,
+            per_batch,
+            r.latency_p50_us,
+            r.latency_p99_us
         ));
     }
     let panicked: Vec<String> =
@@ -146,7 +175,8 @@ mod tests {
     fn the_table_keeps_its_columns_and_names_the_routes_whose_callback_panicked() {
         let calm = table(&[row("ticks", 0)]);
         assert_eq!(calm.lines().count(), 2, "{calm}");
-        assert_eq!(calm.lines().nth(1).unwrap().split_whitespace().count(), 10, "{calm}");
+        assert_eq!(calm.lines().nth(1).unwrap().split_whitespace().count(), 12, "{calm}");
+        assert_eq!(calm.lines().next().unwrap().split_whitespace().count(), 12, "{calm}");
         assert!(!calm.contains("panic"), "{calm}");
         let rows = [row("ticks", 0), row("frames", 3)];
         assert_eq!(rows[1].callback_panics, 3);

@@ -71,3 +71,59 @@ fn the_topic_cap_refuses_topics_beyond_it_and_stats_are_published() {
         rows.iter().any(|row: &RouteStats| row.topic == active)
     });
 }
+
+#[test]
+fn downsampling_is_counted_apart_from_the_rate_limit() {
+    let (a, b) = (domain(16), domain(17));
+    let router = Router::start(in_process(two_sides(a, b, "[[route.topic]]\nname = \"thinned\"\ndownsample = 4"))).unwrap();
+    let src = app(a, "thinned", true);
+    let dst = app(b, "thinned", false);
+    let w = src.w.as_ref().unwrap();
+    wait_until("the router's reader", || w.matched_readers().unwrap() >= 1);
+    std::thread::sleep(Duration::from_millis(500));
+    for n in 0..100 {
+        w.write(&Tick { n }).unwrap();
+    }
+    let row = || router.stats().into_iter().find(|r| r.topic == "thinned").unwrap();
+    wait_until("all 100 samples counted by the router", || row().received >= 100);
+    let row = row();
+    assert_eq!((row.received, row.forwarded, row.dropped_downsample, row.dropped_rate), (100, 25, 75, 0), "one in four passes: {row:?}");
+    std::thread::sleep(Duration::from_millis(300));
+    let got: Vec<u32> = dst.r.as_ref().unwrap().take().unwrap().into_iter().filter_map(|s| s.value).map(|t| t.n).collect();
+    assert_eq!(got, (0..100).step_by(4).collect::<Vec<u32>>());
+}
+
+/// A far reader that takes nothing and keeps at most 20 samples: the router's reliable writer fills its
+/// history, each further forward waits its max blocking time and is dropped as `dropped_backpressure`; every
+/// sample the router received is accounted for, and the far reader holds no more than it has room for.
+#[test]
+fn a_far_side_that_does_not_keep_up_makes_the_router_drop_and_count_not_hoard() {
+    let (a, b) = (domain(18), domain(19));
+    let router = Router::start(in_process(two_sides(a, b, ""))).unwrap();
+    let src = app(a, "stalled", true);
+    let qos = Qos::reliable().history(History::KeepAll).resource_limits(partita_dds::qos::ResourceLimits { max_samples: 20, max_instances: -1, max_samples_per_instance: -1 });
+    let pb = Participant::new(&DomainConfig::loopback(b)).unwrap();
+    let stalled = Reader::new(&Topic::<Tick>::new(&pb, "stalled", &qos).unwrap(), &qos).unwrap();
+    let w = src.w.as_ref().unwrap();
+    wait_until("the route", || !router.active().is_empty() && stalled.matched_writers().unwrap() >= 1);
+    std::thread::sleep(Duration::from_millis(300));
+    let row = || router.stats().into_iter().find(|r| r.topic == "stalled").unwrap();
+    // Samples of 64 KiB fill the writer's history after a few: write for up to 10 s until 5 were dropped.
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    let mut n = 0;
+    while row().dropped_backpressure < 5 && std::time::Instant::now() < end {
+        let _ = w.write(&Tick { n });
+        n += 1;
+    }
+    let r = row();
+    assert!(r.dropped_backpressure >= 5, "the far side took nothing for 10 s and nothing was dropped: {r:?}");
+    assert_eq!(r.forwarded + r.dropped_backpressure + r.dropped_queue + r.errors, r.received, "every sample forwarded or counted: {r:?}");
+    assert_eq!(r.errors, 0, "a full history is back-pressure, not an error: {r:?}");
+    let held = stalled.take().unwrap().len();
+    assert!(held <= 20, "the far reader holds at most its limit, {held}");
+    assert!(crate_table_has_the_column(&partita_router::stats::table(&[r])));
+}
+
+fn crate_table_has_the_column(t: &str) -> bool {
+    t.lines().next().is_some_and(|h| h.contains("DROP-BP") && h.contains("DROP-DS"))
+}

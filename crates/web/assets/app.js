@@ -303,7 +303,7 @@ function renderRouters(s) {
     if (!before || now <= before.t) return "";
     return ((v - before.v) * 1000 / (now - before.t)).toFixed(0);
   };
-  const cols = ["router", "route", "topic", "received", "in /s", "forwarded", "out /s", "dropped (rate)", "dropped (queue)", "errors", "p50 µs", "p99 µs"];
+  const cols = ["router", "route", "topic", "received", "in /s", "forwarded", "out /s", "dropped (rate)", "dropped (downsample)", "dropped (queue)", "dropped (back-pressure)", "errors", "p50 µs", "p99 µs"];
   const head = el("thead", {}, el("tr", {}, ...cols.map((c) => el("th", {}, c))));
   const body = el("tbody", {}, ...rows.map((r) => {
     const key = `${r.router}|${r.route}|${r.topic}`;
@@ -311,7 +311,8 @@ function renderRouters(s) {
       [r.router, ""], [r.route, ""], [r.topic, ""],
       [num(r.received), "num"], [rate(key, "in", num(r.received)), "num"],
       [num(r.forwarded), "num"], [rate(key, "out", num(r.forwarded)), "num"],
-      [num(r.dropped_rate), "num"], [num(r.dropped_queue), "num"], [num(r.errors), "num"],
+      [num(r.dropped_rate), "num"], [num(r.dropped_downsample), "num"], [num(r.dropped_queue), "num"],
+      [num(r.dropped_backpressure), "num"], [num(r.errors), "num"],
       [num(r.latency_p50_us).toFixed(0), "num"], [num(r.latency_p99_us).toFixed(0), "num"],
     ];
     return el("tr", { class: r.active === false ? "ended" : "" }, ...cells.map(([v, c]) => el("td", { class: c }, String(v ?? ""))));
