@@ -165,6 +165,10 @@ struct RouterArgs {
     /// Write the report (report.md) and every run (runs.json) into this folder.
     #[arg(long, default_value = "results/router")]
     out: PathBuf,
+    /// The partita binary whose `partita route` forwards (default: this one): to measure another build's router
+    /// under the same floods, as docs/router.md's before/after table does.
+    #[arg(long)]
+    router_program: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -527,8 +531,11 @@ fn run_router(a: RouterArgs) -> Result<(), BenchError> {
     if a.repeat == 0 {
         return Err(BenchError::BadRepeat);
     }
-    let program = std::env::current_exe()
-        .map_err(|e| BenchError::Server { transport: "router".into(), reason: format!("finding this executable: {e}") })?;
+    let program = match a.router_program {
+        Some(p) => p,
+        None => std::env::current_exe()
+            .map_err(|e| BenchError::Server { transport: "router".into(), reason: format!("finding this executable: {e}") })?,
+    };
     std::fs::create_dir_all(&a.out).map_err(|e| BenchError::Write { path: a.out.clone(), source: e })?;
     partita_os::sandbox::enter_private_network().map_err(|e| BenchError::Sandbox(e.to_string()))?;
     install_stop_signals();

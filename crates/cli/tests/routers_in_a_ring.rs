@@ -78,12 +78,16 @@ fn ddsperf(domain: u32, args: &[&str]) -> Started {
 /// (forwarded, dropped as loops) summed over the rows of the last statistics table a router printed.
 fn totals(stats: &str) -> (u64, u64) {
     let last = stats.rsplit("ROUTE ").next().unwrap_or("");
+    // The columns by their names in the header (ROUTE itself was cut off by the split).
+    let header: Vec<&str> = std::iter::once("ROUTE").chain(last.lines().next().unwrap_or("").split_whitespace()).collect();
+    let at = |name: &str| header.iter().position(|h| *h == name);
+    let (Some(forwarded), Some(looped)) = (at("FORWARDED"), at("LOOP")) else { return (0, 0) };
     let mut sums = (0, 0);
     for row in last.lines().skip(1) {
         let cols: Vec<&str> = row.split_whitespace().collect();
-        if cols.len() == 10 {
-            sums.0 += cols[3].parse::<u64>().unwrap_or(0);
-            sums.1 += cols[6].parse::<u64>().unwrap_or(0);
+        if cols.len() == header.len() {
+            sums.0 += cols[forwarded].parse::<u64>().unwrap_or(0);
+            sums.1 += cols[looped].parse::<u64>().unwrap_or(0);
         }
     }
     sums
