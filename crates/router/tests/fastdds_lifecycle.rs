@@ -122,6 +122,7 @@ fn fast_dds_to_fast_dds_keeps_dispose_and_unregister_through_the_router_on_loopb
     // Directly first: the probes themselves keep the life cycle.
     let d = domain(0);
     let (out, log) = exchange(&here(), &here(), (d, d), "lifecycle_direct", &dir.join("direct"));
+    let _ = std::fs::remove_dir_all(&dir);
     let (samples, states) = outcome(&parse_seen(&out));
     assert_eq!(samples.len(), 6, "directly:\n{log}");
     assert_eq!(states, vec![(Some(1), "disposed".into()), (Some(2), "no_writers".into()), (Some(3), "alive".into())], "directly:\n{log}");
