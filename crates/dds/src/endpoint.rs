@@ -645,6 +645,11 @@ fn take_cdr_batch(reader: dds_entity_t, keyed: bool, mut f: impl FnMut(&[u8], Sa
         if unsafe { crate::keyhash::is_ours(sd) } {
             // SAFETY: as above, and it is ours.
             info.key_hash = unsafe { crate::keyhash::key_hash_of(sd) };
+            // A dispose or unregister that Cyclone stored as a data sample, so as not to drop it (keyhash.rs).
+            // SAFETY: as above.
+            if unsafe { crate::keyhash::is_key_only(sd) } {
+                info.valid_data = false;
+            }
         }
         if !info.valid_data && !keyed {
             // An invalid sample of a keyless topic carries no key. Cyclone hands over the instance's key-only

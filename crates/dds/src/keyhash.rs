@@ -11,7 +11,13 @@
 //!   instance, and a reader of the type on the far side finds its instance from the bytes;
 //! - a key-only sample (dispose, unregister) sent as a key hash only, as Fast DDS sends them, becomes a sample
 //!   of that instance, and is sent on as its 16-byte key hash in the payload, which Fast DDS 2.x takes as the
-//!   instance; a key-only sample that came with a serialized key keeps it.
+//!   instance; a key-only sample that came with a serialized key keeps it;
+//! - a received key-only sample is handed to Cyclone as a data sample marked key-only (a "write and dispose" or
+//!   "write and unregister" of its instance), and a reader's take reports it as the key-only sample it is
+//!   (`valid_data` false). Cyclone's reader drops an unregister of an instance it does not have, and a Fast DDS
+//!   writer sends its data without key hashes to a Cyclone reader: every data sample of such a writer is in the
+//!   "unknown key" instance, so every unregister it sent was dropped. A write creates the instance, so the
+//!   unregister reaches the reader's taker; a dispose, which Cyclone already accepted, goes the same way.
 //!
 //! Everything Cyclone asks of a sertype beyond moving serialized samples (typed samples, loans, type objects)
 //! is left out: only raw readers and writers (`dds_takecdr`, `dds_forwardcdr`) use it.
@@ -25,6 +31,9 @@ struct KeyHashed {
     /// The instance's key hash; all zeros while unknown.
     key_hash: [u8; 16],
     key_hash_known: bool,
+    /// A dispose or unregister received as a key only, given to Cyclone as a data sample (see the module's
+    /// documentation): its kind says data, it is not.
+    key_only: bool,
     /// The serialized form: what came, or for a key-only sample that came as a key hash only, the key hash.
     bytes: Vec<u8>,
 }
@@ -143,6 +152,15 @@ pub(crate) unsafe fn key_hash_of(sd: *const ddsi_serdata) -> Option<[u8; 16]> {
     k.key_hash_known.then_some(k.key_hash)
 }
 
+/// Whether `sd`, a sample of this sertype, is a dispose or unregister received as a key only.
+///
+/// # Safety
+/// `sd` must be a live serdata for which [`is_ours`] holds.
+pub(crate) unsafe fn is_key_only(sd: *const ddsi_serdata) -> bool {
+    // SAFETY: sd is a live KeyHashed (caller), which no one modifies after its creation.
+    unsafe { (*(sd as *const KeyHashed)).key_only }
+}
+
 /// A new sample of sertype `t`: `bytes` serialized as they are to go out, of instance `key_hash` when known.
 /// A key-only sample without bytes goes out as its key hash.
 ///
@@ -155,7 +173,25 @@ pub(crate) unsafe fn new_sample(t: *const ddsi_sertype, kind: ddsi_serdata_kind,
 
 /// # Safety
 /// `t` must be a live sertype of ours, or null for an untyped key (to_untyped).
-unsafe fn make(t: *const ddsi_sertype, kind: ddsi_serdata_kind, mut bytes: Vec<u8>, key_hash: Option<[u8; 16]>) -> *mut ddsi_serdata {
+unsafe fn make(t: *const ddsi_sertype, kind: ddsi_serdata_kind, bytes: Vec<u8>, key_hash: Option<[u8; 16]>) -> *mut ddsi_serdata {
+    // SAFETY: as the caller promises.
+    unsafe { make_marked(t, kind, bytes, key_hash, false) }
+}
+
+/// A key-only sample that came from the wire (Cyclone calls `from_ser` with a key and `from_keyhash` for a
+/// dispose or unregister only): a data sample for Cyclone, marked key-only (see the module's documentation).
+///
+/// # Safety
+/// `t` must be a live sertype of ours.
+unsafe fn received_key_only(t: *const ddsi_sertype, bytes: Vec<u8>, key_hash: Option<[u8; 16]>) -> *mut ddsi_serdata {
+    let bytes = if bytes.is_empty() { key_hash.map(|k| k.to_vec()).unwrap_or_default() } else { bytes };
+    // SAFETY: as the caller promises.
+    unsafe { make_marked(t, ddsi_serdata_kind_SDK_DATA, bytes, key_hash, true) }
+}
+
+/// # Safety
+/// As [`make`].
+unsafe fn make_marked(t: *const ddsi_sertype, kind: ddsi_serdata_kind, mut bytes: Vec<u8>, key_hash: Option<[u8; 16]>, key_only: bool) -> *mut ddsi_serdata {
     if kind == ddsi_serdata_kind_SDK_KEY && bytes.is_empty() {
         if let Some(k) = key_hash {
             bytes = k.to_vec();
@@ -166,6 +202,7 @@ unsafe fn make(t: *const ddsi_sertype, kind: ddsi_serdata_kind, mut bytes: Vec<u
         c: unsafe { std::mem::zeroed() },
         key_hash: key_hash.unwrap_or_default(),
         key_hash_known: key_hash.is_some(),
+        key_only,
         bytes,
     }));
     // SAFETY: d points at a live KeyHashed whose first field is the ddsi_serdata; t is a live sertype of ours
@@ -244,8 +281,15 @@ unsafe extern "C" fn from_ser(t: *const ddsi_sertype, kind: ddsi_serdata_kind, f
     let kh = unsafe { ddsi_serdata_keyhash_from_fragchain(fragchain) };
     // SAFETY: a non-null key hash points at 16 bytes of the received message, alive for the call.
     let key_hash = (!kh.is_null()).then(|| unsafe { (*kh).value });
-    // SAFETY: t is a live sertype of ours (Cyclone calls this through its serdata_ops).
-    unsafe { make(t, kind, bytes, key_hash) }
+    // SAFETY: t is a live sertype of ours (Cyclone calls this through its serdata_ops). Cyclone's receive path asks
+    // for a key (SDK_KEY) only for a dispose or unregister that came with a serialized key.
+    unsafe {
+        if kind == ddsi_serdata_kind_SDK_KEY {
+            received_key_only(t, bytes, key_hash)
+        } else {
+            make(t, kind, bytes, key_hash)
+        }
+    }
 }
 
 unsafe extern "C" fn from_ser_iov(t: *const ddsi_sertype, kind: ddsi_serdata_kind, niov: ddsrt_msg_iovlen_t, iov: *const ddsrt_iovec_t, size: usize) -> *mut ddsi_serdata {
@@ -263,8 +307,9 @@ unsafe extern "C" fn from_ser_iov(t: *const ddsi_sertype, kind: ddsi_serdata_kin
 }
 
 unsafe extern "C" fn from_keyhash(t: *const ddsi_sertype, kh: *const ddsi_keyhash) -> *mut ddsi_serdata {
-    // SAFETY: kh points at a key hash alive for the call; t is a live sertype of ours.
-    unsafe { make(t, ddsi_serdata_kind_SDK_KEY, Vec::new(), Some((*kh).value)) }
+    // SAFETY: kh points at a key hash alive for the call; t is a live sertype of ours. Cyclone's receive path makes
+    // a sample from a key hash alone only for a dispose or unregister that came without a payload (Fast DDS's).
+    unsafe { received_key_only(t, Vec::new(), Some((*kh).value)) }
 }
 
 unsafe extern "C" fn to_ser(d: *const ddsi_serdata, off: usize, sz: usize, buf: *mut c_void) {

@@ -2,18 +2,19 @@
 // interoperability tests. Its network configuration is the XML profile FASTRTPS_DEFAULT_PROFILES_FILE names
 // (partita's tests and partitions always give one: loopback or a V-NIC, no multicast).
 //
-//   partita-fastdds-probe pub DOMAIN TOPIC [--keyless] [--wait-readers N] [--linger SECONDS]
-//       writes ids 1..3 twice each (seq 1, 2; text "fast-ID-SEQ"), then disposes id 2 and unregisters id 3
+//   partita-fastdds-probe pub DOMAIN TOPIC [--keyless] [--wait-readers N] [--linger SECONDS] [--dispose ID] [--unregister ID]
+//       writes ids 1..3 twice each (seq 1, 2; text "fast-ID-SEQ"), then disposes id 2 and unregisters id 3 (or the ids
+//       --dispose and --unregister name)
 //       (keyed; its writer does not autodispose), reliable, transient-local, keep-all, the n-th of these 8
 //       writes with the source timestamp 1700000000 s + n ms; with --wait-readers it
 //       first waits for N matched readers, else it writes at once; then stays LINGER seconds (default 10) so
 //       late joiners get its history, and exits. Prints `{"event":"written",...}` when done writing.
-//   partita-fastdds-probe sub DOMAIN TOPIC [--keyless] [--seconds S]
+//   partita-fastdds-probe sub DOMAIN TOPIC [--keyless] [--seconds S] [--dispose ID] [--unregister ID]
 //       reads (reliable, transient-local, keep-all) and prints one JSON line per sample:
 //       {"id":1,"seq":1,"text":"..","valid":true,"state":"alive","ts":NS} (id absent for keyless), and for
-//       a key-only sample {"id":2,"valid":false,"state":"disposed"|"no_writers","ts":NS}; exits 0 once it has
-//       the 6 samples and (keyed) instance 2 disposed and instance 3 without writers, 1 when S seconds
-//       (default 20) pass first.
+//       a key-only sample {"id":2,"valid":false,"state":"disposed"|"no_writers","ts":NS} (keyed lines also carry the
+//       sample's instance handle, "handle":"HEX"); exits 0 once it has the 6 samples and (keyed) instance 2 (--dispose)
+//       disposed and instance 3 (--unregister) without writers, 1 when S seconds (default 20) pass first.
 #include "partita_interop.h"
 #include "partita_interopPubSubTypes.h"
 
@@ -50,12 +51,14 @@ struct Args {
     int wait_readers = 0;
     double linger = 10.0;
     double seconds = 20.0;
+    int dispose = 2;
+    int unregister = 3;
 };
 
 int usage(const char* why)
 {
     std::fprintf(stderr, "partita-fastdds-probe: %s\nusage: partita-fastdds-probe pub|sub DOMAIN TOPIC [--keyless] "
-            "[--wait-readers N] [--linger S] [--seconds S]\n", why);
+            "[--wait-readers N] [--linger S] [--seconds S] [--dispose ID] [--unregister ID]\n", why);
     return 2;
 }
 
@@ -87,6 +90,14 @@ bool parse(int argc, char** argv, Args& a)
         else if (k == "--seconds" && has_value)
         {
             a.seconds = std::atof(argv[++i]);
+        }
+        else if (k == "--dispose" && has_value)
+        {
+            a.dispose = std::atoi(argv[++i]);
+        }
+        else if (k == "--unregister" && has_value)
+        {
+            a.unregister = std::atoi(argv[++i]);
         }
         else
         {
@@ -130,6 +141,19 @@ std::string json_string(const std::string& s)
         out += c;
     }
     return out + "\"";
+}
+
+std::string hex(const InstanceHandle_t& h)
+{
+    static const char digits[] = "0123456789abcdef";
+    std::string out;
+    for (size_t i = 0; i < 16; ++i)
+    {
+        unsigned b = h.value[i];
+        out += digits[(b >> 4) & 0xf];
+        out += digits[b & 0xf];
+    }
+    return out;
 }
 
 template<typename Type, typename Sample>
@@ -184,9 +208,9 @@ int publish(DomainParticipant* dp, const Args& a)
     if constexpr (std::is_same<Sample, KeyedSample>::value)
     {
         KeyedSample k;
-        k.id(2);
+        k.id(a.dispose);
         w->dispose_w_timestamp(&k, HANDLE_NIL, stamp(7));
-        k.id(3);
+        k.id(a.unregister);
         w->unregister_instance_w_timestamp(&k, HANDLE_NIL, stamp(8));
     }
     std::printf("{\"event\":\"written\",\"samples\":%d}\n", written);
@@ -217,8 +241,8 @@ int subscribe(DomainParticipant* dp, const Args& a)
     std::map<InstanceHandle_t, int> ids;
     std::map<int, InstanceStateKind> states;
     auto done = [&]() {
-        return valid >= 6 && (a.keyless || (states[2] == NOT_ALIVE_DISPOSED_INSTANCE_STATE &&
-               states[3] == NOT_ALIVE_NO_WRITERS_INSTANCE_STATE));
+        return valid >= 6 && (a.keyless || (states[a.dispose] == NOT_ALIVE_DISPOSED_INSTANCE_STATE &&
+               states[a.unregister] == NOT_ALIVE_NO_WRITERS_INSTANCE_STATE));
     };
     auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(a.seconds);
     while (!done() && std::chrono::steady_clock::now() < deadline)
@@ -238,7 +262,8 @@ int subscribe(DomainParticipant* dp, const Args& a)
                 ids[info.instance_handle] = s.id();
             }
             auto it = ids.find(info.instance_handle);
-            id = "\"id\":" + (it == ids.end() ? std::string("null") : std::to_string(it->second)) + ",";
+            id = "\"id\":" + (it == ids.end() ? std::string("null") : std::to_string(it->second)) + ",\"handle\":\"" +
+                    hex(info.instance_handle) + "\",";
             if (it != ids.end())
             {
                 states[it->second] = info.instance_state;

@@ -90,13 +90,9 @@ fn intended(id: i32) -> &'static str {
     }
 }
 
-/// Where the router is known to differ from a direct exchange, and why (docs/router.md says the same).
-const KNOWN: &[(&str, i32, &str)] = &[(
-    "Fast DDS -> Fast DDS keyed live",
-    3,
-    "an unregister of an instance the router never saw: Fast DDS sends its data without key hashes to a Cyclone reader, \
-     so the router's reader has no instance 3 and Cyclone drops the unregister",
-)];
+/// Where the router is known to differ from a direct exchange, and why (docs/router.md says the same). None now: a
+/// Fast DDS -> Fast DDS unregister was listed here until the router's reader stopped dropping it (`tests/fastdds_lifecycle.rs`).
+const KNOWN: &[(&str, i32, &str)] = &[];
 
 /// Whether a routed exchange is as faithful as the direct one: the same data samples in the same order with the
 /// publisher's source timestamps, and every instance in the state it reaches directly, or in the state the
