@@ -98,19 +98,18 @@ fn a_kept_route_loses_no_sample_while_the_table_is_reloaded_under_a_flood() {
     assert!(!routes(&router, "extra"), "extra has no route yet: {:?}", router.active());
 
     let mut extra_n = 0;
+    let before = written.load(Ordering::Relaxed);
     for round in 0..3 {
         // Add extra's route.
         let s = router.reload(with_extra.clone()).unwrap_or_else(|e| panic!("round {round}: {e}"));
         assert_eq!((s.kept, s.removed, s.restarted), (1, 0, 0), "round {round}: the flood's forwarder is kept: {s:?}");
         assert_eq!(s.reloads, 2 * round + 1);
-        let before = written.load(Ordering::Relaxed);
         wait_until("extra forwarded after it was added", || {
             extra_pub.w.write(&Tick { n: extra_n }).unwrap();
             extra_n += 1;
             got.extend(take(&flood_sub));
             !take(&extra_sub).is_empty()
         });
-        assert!(written.load(Ordering::Relaxed) > before, "the flood went on meanwhile");
 
         // A bad table is refused by its validation, naming the field; the running table stays.
         let bad_tables = [("", route("flood", "").replace("to = \"b\"", "to = \"c\""), "route[0].to"), ("stats_period = \"soon\"", route("flood", ""), "stats_period")];
@@ -142,6 +141,7 @@ fn a_kept_route_loses_no_sample_while_the_table_is_reloaded_under_a_flood() {
         assert_eq!(take(&extra_sub), Vec::<u32>::new(), "round {round}: extra crossed after its route was removed");
     }
     assert_eq!(router.reloads(), 6);
+    assert!(written.load(Ordering::Relaxed) > before, "the flood went on during the reloads");
     // One forwarder carried the flood throughout the reloads: none of its figures were retired (its route ends
     // only with its writer, below).
     let stats = router.stats();
