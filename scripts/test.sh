@@ -24,7 +24,7 @@ QUICK_TESTS=(
   partita-schedule:optimised_files
   partita-dds:keyhash partita-dds:pubsub partita-dds:discovery_forward partita-dds:listener_unwind
   partita-router:batching partita-router:keyed_and_durable partita-router:mirroring partita-router:protection
-  partita-router:ring
+  partita-router:ring partita-router:reload
   partita-supervisor:check_then_up partita-supervisor:cleanup partita-supervisor:dds_in_partitions
   partita-supervisor:freezing partita-supervisor:isolation partita-supervisor:network
   partita-supervisor:supervisor_signal partita-supervisor:supervisor_up partita-supervisor:time_overrun
@@ -33,7 +33,7 @@ QUICK_TESTS=(
   partita-ports-c:c_program
   partita-system:modes partita-ports:control partita-apex:control partita-programs:partition
   partita-cli:check partita-cli:check_is_what_up_builds partita-cli:supervisor_cli partita-cli:up
-  partita-cli:recorder_ring partita-cli:status_topic partita-cli:trace partita-cli:web
+  partita-cli:recorder_ring partita-cli:status_topic partita-cli:trace partita-cli:web partita-cli:route_watch
 )
 selection=(--workspace)
 if [[ -n $quick ]]; then

@@ -6,13 +6,14 @@
 use crate::batch::Flusher;
 use crate::config::RouterConfig;
 use crate::forwarder::{ForwardKey, Forwarder};
-use crate::manager::manage;
+use crate::config::ConfigError;
+use crate::manager::{manage, ReloadRequest};
 use crate::side::Side;
 use crate::stats::RouteStats;
 use partita_dds::{Qos, Writer};
 use std::collections::{BTreeMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -61,6 +62,72 @@ pub enum RouterError {
     PortRoute(#[from] crate::ports::PortRouteError),
 }
 
+/// Why a new route table was not taken over; the running table stays.
+#[derive(Debug, thiserror::Error)]
+pub enum ReloadError {
+    /// The new table changes what a running router cannot change (`RouterConfig::fixed_differences`): each
+    /// field with what changed.
+    #[error("{}", fixed_lines(.0))]
+    NeedsRestart(Vec<(String, String)>),
+    /// The router's manager thread has ended (the router is stopping).
+    #[error("the router is stopping; its route table can no longer be changed")]
+    Stopped,
+}
+
+/// What to do about a field a reload cannot change.
+pub const RESTART_FIX: &str = "put it back as it was to reload the rest, or restart the router to change it";
+
+fn fixed_lines(diff: &[(String, String)]) -> String {
+    diff.iter().map(|(field, what)| format!("{field}: {what}, which the running router cannot change; {RESTART_FIX}")).collect::<Vec<_>>().join("\n")
+}
+
+impl ReloadError {
+    /// The refusal as configuration errors naming `file`: file, field, problem and fix, as a bad file's are.
+    pub fn config_errors(&self, file: &str) -> Vec<ConfigError> {
+        match self {
+            ReloadError::NeedsRestart(diff) => diff
+                .iter()
+                .map(|(field, what)| ConfigError {
+                    file: file.to_string(),
+                    line: None,
+                    field: field.clone(),
+                    problem: format!("{what}, which the running router cannot change"),
+                    fix: RESTART_FIX.to_string(),
+                })
+                .collect(),
+            ReloadError::Stopped => vec![ConfigError {
+                file: file.to_string(),
+                line: None,
+                field: "(router)".into(),
+                problem: self.to_string(),
+                fix: "start the router again".into(),
+            }],
+        }
+    }
+}
+
+/// What a reload did to the routes running when it came (each a topic in one direction of a route, per owner
+/// with participant mirroring; see `manager.rs`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReloadSummary {
+    /// Still wanted with the same settings: kept as they were, without losing a sample.
+    pub kept: usize,
+    /// Still wanted, but their topic's override or batching changed: ended and started again with the new ones.
+    pub restarted: usize,
+    /// No longer wanted by the new table: ended.
+    pub removed: usize,
+    /// Wanted by the new table and not running: starting now (routes whose endpoints appear later start then).
+    pub added: usize,
+    /// Reloads since the router started, this one included.
+    pub reloads: u64,
+}
+
+impl std::fmt::Display for ReloadSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "routes kept {}, restarted with new settings {}, removed {}, added {} (reload {})", self.kept, self.restarted, self.removed, self.added, self.reloads)
+    }
+}
+
 /// What the router's threads share: the forwarders and the statistics of routes that ended.
 pub(crate) struct Shared {
     pub(crate) name: String,
@@ -73,6 +140,8 @@ pub(crate) struct Shared {
     pub(crate) peers: Vec<Arc<crate::side::PeerCounts>>,
     /// The port routes' figures: (route, topic, type, counters).
     pub(crate) port_stats: Vec<(String, String, String, Arc<crate::stats::ForwardStats>)>,
+    /// Route tables taken over since the router started.
+    pub(crate) reloads: AtomicU64,
 }
 
 /// Routes that ended whose final figures are kept.
@@ -87,6 +156,10 @@ pub struct Router {
     manager: Option<JoinHandle<()>>,
     /// Topics carried through the partition's ports; dropped first when the router stops.
     port_routes: Option<crate::ports::PortRoutes>,
+    /// New route tables for the manager ([`Router::reload`]).
+    reloads: Mutex<mpsc::Sender<ReloadRequest>>,
+    /// The table the router runs with: what a reload must not change is compared with it.
+    config: Mutex<RouterConfig>,
     /// Last: forwarders still hand batches to it until they are gone.
     _flusher: Arc<Flusher>,
 }
@@ -146,6 +219,7 @@ impl Router {
             retired: Mutex::new(Vec::new()),
             peers: sides.iter().map(|s| s.peers.clone()).collect(),
             port_stats: port_routes.routes.iter().map(|r| (r.label.clone(), r.topic.clone(), r.type_name.clone(), r.stats.clone())).collect(),
+            reloads: AtomicU64::new(0),
         });
         let stop = Arc::new(AtomicBool::new(false));
         // The manager waits on the first side's publications and on this wake-up, which a forwarder's first
@@ -169,8 +243,56 @@ impl Router {
             Writer::new(&t, &q).map_err(RouterError::Stats)?
         };
         let stats = StatsOut { writer: stats_writer, period: config.stats_period() };
-        let manager = Manager { config, sides, shared: shared.clone(), stop: stop.clone(), flusher: flusher.clone(), wakeup, stats };
-        Ok((Router { shared, stop, manager: None, _flusher: flusher, port_routes: Some(port_routes) }, manager))
+        let (reload_tx, reload_rx) = mpsc::channel();
+        let running = config.clone();
+        let manager = Manager { config, sides, shared: shared.clone(), stop: stop.clone(), flusher: flusher.clone(), wakeup, stats, reloads: reload_rx };
+        let router = Router {
+            shared,
+            stop,
+            manager: None,
+            reloads: Mutex::new(reload_tx),
+            config: Mutex::new(running),
+            _flusher: flusher,
+            port_routes: Some(port_routes),
+        };
+        Ok((router, manager))
+    }
+
+    /// Takes over a new route table without stopping: routes, their allow and block lists, partitions,
+    /// triggers and topic overrides, `max_topics`, `stats_period` and `batch_delay` may change. What the router
+    /// cannot change while it runs (its sides, name, port routes, `stats_side`, `mirror_participants`; see
+    /// [`RouterConfig::fixed_differences`]) must be as it was, else the reload is refused and the running table
+    /// stays. A forwarder the new table still wants with the same settings keeps running untouched (its topic
+    /// loses no sample); one whose topic override or batching changed is made again; one no longer wanted ends;
+    /// new ones start as discovery finds their endpoints. Returns once the manager has taken the table over
+    /// (within one of its rounds, about 20 ms).
+    pub fn reload(&self, new: impl Into<RouterConfig>) -> Result<ReloadSummary, ReloadError> {
+        self.request_reload(new)?.recv().map_err(|_| ReloadError::Stopped)
+    }
+
+    /// [`Router::reload`] without waiting for the manager: the table is checked now, the manager takes it over
+    /// on its next turn and sends what it did on the returned channel. For a caller on the manager's own thread
+    /// (the turn of [`Router::serve`]), which would otherwise wait for itself.
+    pub fn request_reload(&self, new: impl Into<RouterConfig>) -> Result<mpsc::Receiver<ReloadSummary>, ReloadError> {
+        let new = new.into();
+        let mut running = self.config.lock().unwrap_or_else(|p| p.into_inner());
+        let diff = running.fixed_differences(&new);
+        if !diff.is_empty() {
+            return Err(ReloadError::NeedsRestart(diff));
+        }
+        let (reply, answer) = mpsc::channel();
+        self.reloads
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .send(ReloadRequest { config: new.clone(), reply })
+            .map_err(|_| ReloadError::Stopped)?;
+        *running = new;
+        Ok(answer)
+    }
+
+    /// Route tables taken over since the router started ([`Router::reload`]).
+    pub fn reloads(&self) -> u64 {
+        self.shared.reloads.load(Ordering::Relaxed)
     }
 
     /// Current statistics of every routed topic, then the final figures of routes that have ended.
@@ -230,12 +352,13 @@ pub(crate) struct Manager {
     flusher: Arc<Flusher>,
     wakeup: Arc<partita_dds::Wakeup>,
     stats: StatsOut,
+    reloads: mpsc::Receiver<ReloadRequest>,
 }
 
 impl Manager {
     fn run(self, turn: &mut dyn FnMut() -> bool) {
-        let Manager { config, sides, shared, stop, flusher, wakeup, stats } = self;
-        manage(config, sides, shared, stop, &flusher, &wakeup, stats, turn);
+        let Manager { config, sides, shared, stop, flusher, wakeup, stats, reloads } = self;
+        manage(config, sides, shared, stop, &flusher, &wakeup, stats, reloads, turn);
     }
 }
 

@@ -55,6 +55,8 @@ pub(crate) struct Forwarder {
     pub(crate) stats: Arc<ForwardStats>,
     /// Created for a writer on the source side (not for a reader on the destination side).
     pub(crate) writer_owned: bool,
+    /// What the route table gave it: a reload keeps it only while the new table gives the same.
+    pub(crate) settings: Settings,
     reader: partita_dds::ListeningReader,
     /// With applications in the router's process: its writer among the process's router writers. Last: dropped
     /// after the reader and, with it, the writer.
@@ -97,6 +99,21 @@ impl Forwarder {
             self.stats.dropped_queue.store(lost + rejected, Ordering::Relaxed);
         }
         self.stats.callback_panics.store(self.reader.callback_panics().count, Ordering::Relaxed);
+    }
+}
+
+/// What a forwarder takes from the route table once made: its topic's override (protection, QoS, batch delay;
+/// the pattern that matched left out) and its writer's batching. A reload keeps a running forwarder only when
+/// the new table gives it the same; otherwise it is made again.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Settings {
+    topic: TopicOverride,
+    batching: Option<Batching>,
+}
+
+impl Settings {
+    pub(crate) fn new(ov: &TopicOverride, batching: Option<Batching>) -> Settings {
+        Settings { topic: TopicOverride { name: String::new(), ..ov.clone() }, batching }
     }
 }
 
@@ -203,11 +220,16 @@ pub(crate) struct Pending {
     label: String,
     /// The domains the router forwards to from this forwarder's source side.
     reach: Vec<u32>,
+    settings: Settings,
 }
 
 impl Pending {
     pub(crate) fn writer_owned(&self) -> bool {
         self.writer_owned
+    }
+
+    pub(crate) fn settings(&self) -> &Settings {
+        &self.settings
     }
 
     /// Whether its writer has matched the readers it waits for, or has waited long enough.
@@ -219,7 +241,7 @@ impl Pending {
 
     /// Makes its reader; from then on the reader's callback forwards.
     pub(crate) fn finish(self) -> partita_dds::Result<Forwarder> {
-        let Pending { since, far_readers, writer_owned, src_topic, reader_qos, mut batch, stats, mut limiter, routers, mut sources, local, own, label, reach } = self;
+        let Pending { since, far_readers, writer_owned, src_topic, reader_qos, mut batch, stats, mut limiter, routers, mut sources, local, own, label, reach, settings } = self;
         if far_readers > 0 && since.elapsed() >= MATCH_WAIT && batch.writer().matched_readers().is_ok_and(|n| n < far_readers) {
             debug!(target: LOG, route = %label, "the writer matched fewer than {far_readers} reader(s) within {MATCH_WAIT:?}; routing anyway");
         }
@@ -280,7 +302,7 @@ impl Pending {
                 }
             }
         })?;
-        Ok(Forwarder { stats, writer_owned, reader, _own: own })
+        Ok(Forwarder { stats, writer_owned, settings, reader, _own: own })
     }
 }
 
@@ -317,6 +339,7 @@ impl Forwarder {
         // router's before its first sample (discovery, which also finds it, may come later). Otherwise those
         // readers ignore the process.
         let own = if local { Some(OwnWriter::register(writer.instance_handle()?, &tag)) } else { None };
+        let settings = Settings::new(ov, batching);
         let batch = flusher.batch(writer, batching, stats.clone());
         Ok(Pending {
             since: Instant::now(),
@@ -333,6 +356,7 @@ impl Forwarder {
             own,
             label,
             reach,
+            settings,
         })
     }
 }

@@ -22,7 +22,7 @@ mod side;
 pub mod stats;
 
 pub use config::{ConfigError, RouterConfig};
-pub use engine::{router_tag, tagged_domains, Router, RouterError, ROUTER_TAG};
+pub use engine::{router_tag, tagged_domains, ReloadError, ReloadSummary, Router, RouterError, RESTART_FIX, ROUTER_TAG};
 pub use forwarder::ForwardKey;
 pub use ports::PortRouteError;
 pub use stats::RouteStats;

@@ -4,19 +4,19 @@
 //! the main participant or on a proxy (`proxies.rs`). A forwarder that fails to start is tried again a second
 //! later.
 use crate::batch::Flusher;
-use crate::config::{RouteConfig, RouterConfig, Trigger};
-use crate::engine::{Shared, StatsOut, RETIRED_KEPT};
-use crate::forwarder::{ForwardKey, Forwarder, ForwarderSpec, Pending, Placement};
+use crate::config::{RouteConfig, RouterConfig, TopicOverride, Trigger};
+use crate::engine::{ReloadSummary, Shared, StatsOut, RETIRED_KEPT};
+use crate::forwarder::{ForwardKey, Forwarder, ForwarderSpec, Pending, Placement, Settings};
 use crate::owners::{Groups, Sources};
 use crate::pattern::matches;
 use crate::proxies::Proxies;
 use crate::side::Side;
 use partita_dds::{DiscoveredEndpoint, GuidPrefix, Wakeup};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
-use tracing::{debug, error, trace};
+use tracing::{debug, error, info, trace};
 
 /// Target of the manager's events: routes wanted, started, refused and ended.
 const LOG: &str = "partita::router::routes";
@@ -63,22 +63,200 @@ fn route_name(shared: &Shared, key: &ForwardKey) -> String {
     format!("{}->{}", shared.side_names[key.from], shared.side_names[key.to])
 }
 
+/// The wanted set: every (route, direction, topic, type, partitions) with an application writer on the source side
+/// and, unless the trigger says otherwise, an application reader on the destination side. Each wanted route keeps
+/// the endpoint that asked for it and the side it was discovered on (where its type can be resolved).
+fn wanted_routes(config: &RouterConfig, dirs: &[(usize, usize, usize)], sides: &[Side]) -> BTreeMap<ForwardKey, (DiscoveredEndpoint, usize)> {
+    let mut wanted: BTreeMap<ForwardKey, (DiscoveredEndpoint, usize)> = BTreeMap::new();
+    for &(ri, from, to) in dirs {
+        let route = &config.routes[ri];
+        let mut want = |ep: &DiscoveredEndpoint, seen_on: usize| {
+            let mut partitions = ep.qos.partitions.clone().unwrap_or_default();
+            partitions.sort();
+            let key = ForwardKey {
+                route: ri,
+                from,
+                to,
+                topic: ep.topic_name.clone(),
+                type_name: ep.type_name.clone(),
+                partitions,
+                owner: if config.mirror_participants { ep.key.prefix() } else { GuidPrefix::default() },
+            };
+            wanted.entry(key).or_insert_with(|| (ep.clone(), seen_on));
+        };
+        for w in sides[from].applications(&sides[from].writers) {
+            if !allowed(route, w) {
+                continue;
+            }
+            let enough = matches!(route.trigger, Trigger::Writer | Trigger::Either)
+                || (route.trigger == Trigger::WriterAndReader
+                    && sides[to].applications(&sides[to].readers).any(|r| r.topic_name == w.topic_name && r.type_name == w.type_name));
+            if enough {
+                want(w, from);
+            }
+        }
+        if matches!(route.trigger, Trigger::Reader | Trigger::Either) {
+            for r in sides[to].applications(&sides[to].readers) {
+                if allowed(route, r) {
+                    want(r, to);
+                }
+            }
+        }
+    }
+    wanted
+}
+
+/// What a forwarder of `topic` on route `route` is made with under `config`: the route's first override whose
+/// pattern matches the topic (the default when none does) and the batching it gives.
+fn settings_of(config: &RouterConfig, route: usize, topic: &str) -> (TopicOverride, Settings) {
+    let ov = config.routes[route].topics.iter().find(|t| matches(&t.name, topic)).cloned().unwrap_or_default();
+    let settings = Settings::new(&ov, config.batching(&ov));
+    (ov, settings)
+}
+
+/// Ends a running forwarder and keeps its last figures among the retired routes' (`active = false`).
+fn retire(shared: &Shared, key: &ForwardKey, f: Forwarder) {
+    let route = route_name(shared, key);
+    f.refresh_reader_figures();
+    let mut row = f.stats.snapshot(&shared.name, &route, &key.topic, &key.type_name);
+    row.active = false;
+    debug!(target: LOG, route = %route, topic = %key.topic, type_name = %key.type_name, owner = %key.owner, forwarded = row.forwarded, "route ended");
+    drop(f); // deletes the reader, then the writer
+    let mut retired = shared.retired.lock().unwrap_or_else(|p| p.into_inner());
+    retired.push(row);
+    if retired.len() > RETIRED_KEPT {
+        retired.remove(0);
+    }
+}
+
+/// A new route table for the running router, sent by [`crate::Router::reload`] (which has checked that nothing
+/// the router cannot change at runtime differs), and where the manager answers.
+pub(crate) struct ReloadRequest {
+    pub(crate) config: RouterConfig,
+    pub(crate) reply: mpsc::Sender<ReloadSummary>,
+}
+
+/// The manager's state that a reload changes: the table, its route directions, and the forwarders' bookkeeping.
+struct Table<'a> {
+    config: &'a mut RouterConfig,
+    dirs: &'a mut Vec<(usize, usize, usize)>,
+    pending: &'a mut HashMap<ForwardKey, Pending>,
+    groups: &'a mut Groups<ForwardKey>,
+    failed: &'a mut HashMap<ForwardKey, Instant>,
+}
+
+/// Takes over the table `new`. Routes are numbered by their place in the table, and a new table may add, remove
+/// or reorder them, so a running forwarder is matched to the new table by what it routes (direction, topic,
+/// type, partitions, owner) whatever its route's number: it is kept as it is — its reader and writer untouched,
+/// so its topic loses no sample — when the new table still wants it from a route that gives it the same
+/// settings (the topic's override and batching), and only its key's route number changes. The forwarders of
+/// one topic and direction (one group, `owners.rs`) move to one new route together. A forwarder the new table
+/// no longer wants ends now (its last figures retired as when its endpoints go), one whose settings changed ends
+/// and is made again with the new ones, and routes the new table wants that were not running start through
+/// the usual path on the manager's next round.
+fn reload(new: RouterConfig, t: Table<'_>, sides: &[Side], shared: &Shared) -> ReloadSummary {
+    let new_dirs = directions(&new.routes, sides);
+    let wanted = wanted_routes(&new, &new_dirs, sides);
+    // A key without its route's number: what a forwarder routes.
+    let what = |k: &ForwardKey| ForwardKey { route: 0, ..k.unowned() };
+    let mut candidates: BTreeMap<ForwardKey, BTreeSet<usize>> = BTreeMap::new();
+    for k in wanted.keys() {
+        candidates.entry(what(k)).or_default().insert(k.route);
+    }
+    let mut fw = shared.forwarders.lock().unwrap_or_else(|p| p.into_inner());
+    // Each running group (by key without owner) with the settings its forwarders were made with.
+    let mut old_groups: BTreeMap<ForwardKey, Settings> = BTreeMap::new();
+    for (k, s) in fw.iter().map(|(k, f)| (k, &f.settings)).chain(t.pending.iter().map(|(k, p)| (k, p.settings()))) {
+        old_groups.entry(k.unowned()).or_insert_with(|| s.clone());
+    }
+    let mut claimed: HashSet<ForwardKey> = HashSet::new();
+    let mut moves: BTreeMap<ForwardKey, ForwardKey> = BTreeMap::new();
+    for (g, settings) in &old_groups {
+        let Some(routes) = candidates.get(&what(g)) else { continue };
+        // Its own route's number first, when the new table still has it for the topic.
+        let order = routes.iter().filter(|r| **r == g.route).chain(routes.iter().filter(|r| **r != g.route));
+        for &r in order {
+            let target = ForwardKey { route: r, ..g.clone() };
+            if !claimed.contains(&target) && settings_of(&new, r, &g.topic).1 == *settings {
+                claimed.insert(target.clone());
+                moves.insert(g.clone(), target);
+                break;
+            }
+        }
+    }
+    let mut summary = ReloadSummary::default();
+    let mut restarted: HashSet<ForwardKey> = HashSet::new();
+    let mut moved = BTreeMap::new();
+    for k in fw.keys().cloned().collect::<Vec<_>>() {
+        let Some(f) = fw.remove(&k) else { continue };
+        match moves.get(&k.unowned()).map(|g| ForwardKey { route: g.route, ..k.clone() }).filter(|n| wanted.contains_key(n)) {
+            Some(n) => {
+                summary.kept += 1;
+                moved.insert(n, f);
+            }
+            None => {
+                if candidates.contains_key(&what(&k)) && !moves.contains_key(&k.unowned()) {
+                    summary.restarted += 1;
+                    restarted.insert(what(&k));
+                } else {
+                    summary.removed += 1;
+                }
+                retire(shared, &k, f);
+            }
+        }
+    }
+    fw.extend(moved);
+    let mut moved = HashMap::new();
+    for (k, p) in t.pending.drain() {
+        match moves.get(&k.unowned()).map(|g| ForwardKey { route: g.route, ..k.clone() }).filter(|n| wanted.contains_key(n)) {
+            Some(n) => {
+                summary.kept += 1;
+                moved.insert(n, p);
+            }
+            None if candidates.contains_key(&what(&k)) && !moves.contains_key(&k.unowned()) => {
+                summary.restarted += 1;
+                restarted.insert(what(&k));
+            }
+            None => summary.removed += 1,
+        }
+    }
+    *t.pending = moved;
+    t.groups.rename(moves);
+    summary.added = wanted.keys().filter(|k| !fw.contains_key(*k) && !t.pending.contains_key(*k) && !restarted.contains(&what(k))).count();
+    drop(fw);
+    t.failed.clear();
+    *t.config = new;
+    *t.dirs = new_dirs;
+    summary.reloads = shared.reloads.fetch_add(1, Ordering::Relaxed) + 1;
+    info!(
+        target: LOG,
+        reloads = summary.reloads,
+        kept = summary.kept,
+        restarted = summary.restarted,
+        removed = summary.removed,
+        added = summary.added,
+        "route table reloaded"
+    );
+    summary
+}
+
 /// Runs until `stop` is set or `turn`, called at the start of every turn, returns false.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn manage(
-    config: RouterConfig,
+    mut config: RouterConfig,
     mut sides: Vec<Side>,
     shared: Arc<Shared>,
     stop: Arc<AtomicBool>,
     flusher: &Flusher,
     wakeup: &Wakeup,
-    stats: StatsOut,
+    mut stats: StatsOut,
+    reloads: mpsc::Receiver<ReloadRequest>,
     turn: &mut dyn FnMut() -> bool,
 ) {
     // This thread sends the batches that are due and sleeps until the next one is: tens of µs at a time, which
     // Linux's default timer slack of 50 µs would double.
     let _ = partita_os::timer_slack::set_current_thread_timer_slack_ns(1_000);
-    let dirs = directions(&config.routes, &sides);
+    let mut dirs = directions(&config.routes, &sides);
     let mut failed: HashMap<ForwardKey, Instant> = HashMap::new();
     let mut proxies = Proxies::default();
     // With mirroring, the forwarders of one topic and direction, by key without the owner.
@@ -97,6 +275,16 @@ pub(crate) fn manage(
         for s in sides.iter_mut() {
             dirty |= s.poll();
         }
+        while let Ok(request) = reloads.try_recv() {
+            // Ending and remaking forwarders may wait for Cyclone: meanwhile no forwarder leaves samples waiting.
+            let _busy = flusher.busy();
+            let table = Table { config: &mut config, dirs: &mut dirs, pending: &mut pending, groups: &mut groups, failed: &mut failed };
+            let summary = reload(request.config, table, &sides, &shared);
+            stats.period = config.stats_period();
+            next_stats = next_stats.min(Instant::now() + stats.period);
+            let _ = request.reply.send(summary);
+            dirty = true;
+        }
         if !pending.is_empty() {
             // Making a reader may wait for Cyclone: meanwhile the forwarders do not leave samples to this thread.
             let _busy = flusher.busy();
@@ -113,67 +301,23 @@ pub(crate) fn manage(
         dirty = false;
         // Making routes may block (a type look-up waits up to seconds): no forwarder leaves samples waiting.
         let _busy = flusher.busy();
-        // The wanted set: every (route, direction, topic, type, partitions) with an application writer on the
-        // source side and, unless the trigger says otherwise, an application reader on the destination side.
-        // Each wanted route keeps the endpoint that asked for it and the side it was discovered on (where its
-        // type can be resolved).
-        let mut wanted: BTreeMap<ForwardKey, (DiscoveredEndpoint, usize)> = BTreeMap::new();
-        for &(ri, from, to) in &dirs {
-            let route = &config.routes[ri];
-            let mut want = |ep: &DiscoveredEndpoint, seen_on: usize| {
-                let mut partitions = ep.qos.partitions.clone().unwrap_or_default();
-                partitions.sort();
-                let key = ForwardKey {
-                    route: ri,
-                    from,
-                    to,
-                    topic: ep.topic_name.clone(),
-                    type_name: ep.type_name.clone(),
-                    partitions,
-                    owner: if config.mirror_participants { ep.key.prefix() } else { GuidPrefix::default() },
-                };
-                wanted.entry(key).or_insert_with(|| (ep.clone(), seen_on));
-            };
-            for w in sides[from].applications(&sides[from].writers) {
-                if !allowed(route, w) {
-                    continue;
-                }
-                let enough = matches!(route.trigger, Trigger::Writer | Trigger::Either)
-                    || (route.trigger == Trigger::WriterAndReader
-                        && sides[to].applications(&sides[to].readers).any(|r| r.topic_name == w.topic_name && r.type_name == w.type_name));
-                if enough {
-                    want(w, from);
-                }
-            }
-            if matches!(route.trigger, Trigger::Reader | Trigger::Either) {
-                for r in sides[to].applications(&sides[to].readers) {
-                    if allowed(route, r) {
-                        want(r, to);
-                    }
-                }
-            }
-        }
+        let mut wanted = wanted_routes(&config, &dirs, &sides);
         if tracing::enabled!(target: LOG, tracing::Level::TRACE) {
             for (k, (_, seen)) in &wanted {
                 trace!(target: LOG, key = ?k, seen_on = %sides[*seen].name, "wanted");
             }
         }
-        pending.retain(|k, _| wanted.contains_key(k));
         let mut fw = shared.forwarders.lock().unwrap_or_else(|p| p.into_inner());
+        // More topics routed than `max_topics` allows (a reload lowered it): the first ones by name stay, the rest
+        // end and are refused like any topic past the cap.
+        let in_use: BTreeSet<String> = fw.keys().chain(pending.keys()).filter(|k| wanted.contains_key(*k)).map(|k| k.topic.clone()).collect();
+        let over: Vec<String> = in_use.into_iter().skip(config.max_topics).collect();
+        wanted.retain(|k, _| !over.contains(&k.topic));
+        pending.retain(|k, _| wanted.contains_key(k));
         let ended: Vec<ForwardKey> = fw.keys().filter(|k| !wanted.contains_key(*k)).cloned().collect();
         for k in ended {
             if let Some(f) = fw.remove(&k) {
-                let route = route_name(&shared, &k);
-                f.refresh_reader_figures();
-                let mut row = f.stats.snapshot(&shared.name, &route, &k.topic, &k.type_name);
-                row.active = false;
-                debug!(target: LOG, route = %route, topic = %k.topic, type_name = %k.type_name, owner = %k.owner, forwarded = row.forwarded, "route ended");
-                drop(f); // deletes the reader, then the writer
-                let mut retired = shared.retired.lock().unwrap_or_else(|p| p.into_inner());
-                retired.push(row);
-                if retired.len() > RETIRED_KEPT {
-                    retired.remove(0);
-                }
+                retire(&shared, &k, f);
             }
         }
         proxies.prune(&mut sides);
@@ -181,6 +325,7 @@ pub(crate) fn manage(
         let mut count = topics_in_use.len();
         let mut refused = shared.refused_topics.lock().unwrap_or_else(|p| p.into_inner());
         refused.clear();
+        refused.extend(over);
         let mut new_topics: HashSet<String> = HashSet::new();
         for (key, (ep, seen_on)) in wanted {
             if fw.contains_key(&key) || pending.contains_key(&key) {
@@ -198,8 +343,7 @@ pub(crate) fn manage(
                 dirty = true; // try again soon
                 continue;
             }
-            let route = &config.routes[key.route];
-            let ov = route.topics.iter().find(|t| matches(&t.name, &key.topic)).cloned().unwrap_or_default();
+            let (ov, _) = settings_of(&config, key.route, &key.topic);
             // The router's endpoint on the side where the triggering endpoint lives stays on the router's main
             // participant with the endpoint's partitions; the one on the other side stands for the endpoint's
             // participant (its proxy, when mirroring) with partitions translated to that side.

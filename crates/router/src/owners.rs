@@ -56,6 +56,14 @@ impl<K: Hash + Eq + Clone> Groups<K> {
         g
     }
 
+    /// Moves groups to new keys, each (old key, new key), keeping each group itself: its forwarders' choice of
+    /// samples reads it (a route table reload renumbers routes, see `manager.rs`). All are taken out before any
+    /// is put back, so one group's new key may be another's old one.
+    pub fn rename(&mut self, moves: impl IntoIterator<Item = (K, K)>) {
+        let taken: Vec<(K, Group)> = moves.into_iter().filter_map(|(old, new)| self.map.remove(&old).map(|g| (new, g))).collect();
+        self.map.extend(taken);
+    }
+
     /// Sets every group's state from the forwarders that exist now: (group key, owner, created for a writer).
     /// Groups without a forwarder are forgotten.
     pub fn update(&mut self, members: impl IntoIterator<Item = (K, Prefix, bool)>) {
