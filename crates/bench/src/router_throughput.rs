@@ -230,6 +230,7 @@ pub fn markdown(runs: &[FloodRun], seconds: u32) -> String {
     let _ = writeln!(t, "| size | direct samples/s | routed samples/s | routed / direct | lost (direct, routed) | CPU pub+sub direct | CPU pub+sub+router routed | router CPU | CPU ceiling routed | router threads | router RSS max |");
     let _ = writeln!(t, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut sizes: Vec<usize> = runs.iter().map(|r| r.size).collect();
+    sizes.sort_unstable();
     sizes.dedup();
     for size in sizes {
         let of = |mode: &str| runs.iter().filter(|r| r.size == size && r.mode == mode).collect::<Vec<_>>();
@@ -275,6 +276,30 @@ mod tests {
         let l = "[27890] 2.000  size 65536 total 10677 lost 0 delta 7312 lost 0 rate 7.31 kS/s 3833.72 Mb/s (1.07 kS/s 559.80 Mb/s)";
         assert_eq!(parse_sub_line(l), Some(SubLine { total: 10677, lost: 0, rate_ks: 7.31, mbps: 3833.72 }));
         assert_eq!(parse_sub_line("[27890] 1.000  rss:9.3MB vcsw:6279 ivcsw:2759 tev:0%+1% recvUC:7%+9%"), None);
+    }
+
+    #[test]
+    fn the_report_has_one_row_per_size_whatever_the_order_of_the_runs() {
+        let run = |mode: &'static str, size: usize| FloodRun {
+            mode,
+            size,
+            repeat: 1,
+            samples_per_s: if mode == "direct" { 100.0 } else { 50.0 },
+            megabits_per_s: 0.0,
+            received: 0,
+            lost: 0,
+            pub_cpu_us: 1.0,
+            sub_cpu_us: 1.0,
+            router_cpu_us: (mode == "routed").then_some(2.0),
+            router_threads: None,
+            router_rss_kib_max: None,
+            cpus: 2,
+        };
+        let runs = [run("direct", 1024), run("routed", 1024), run("direct", 65536), run("routed", 65536), run("direct", 1024), run("routed", 1024)];
+        let md = markdown(&runs, 8);
+        assert_eq!(md.lines().filter(|l| l.starts_with("| 1024 ")).count(), 1, "{md}");
+        assert_eq!(md.lines().filter(|l| l.starts_with("| 65536 ")).count(), 1, "{md}");
+        assert!(md.contains("**0.50**"), "{md}");
     }
 
     #[test]
