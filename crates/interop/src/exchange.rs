@@ -25,7 +25,7 @@ pub struct Exchanged {
 }
 
 /// A probe process, killed by its pid if still running when dropped.
-struct Running(Child);
+pub struct Running(pub Child);
 
 impl Drop for Running {
     fn drop(&mut self) {
@@ -38,7 +38,7 @@ impl Drop for Running {
 
 impl Running {
     /// Waits at most `limit` for the process, kills it after that; returns its stdout and stderr.
-    fn finish(mut self, limit: Duration) -> (String, String) {
+    pub fn finish(mut self, limit: Duration) -> (String, String) {
         let end = Instant::now() + limit;
         while self.0.try_wait().ok().flatten().is_none() && Instant::now() < end {
             std::thread::sleep(Duration::from_millis(20));

@@ -5,6 +5,7 @@
 //! Once on loopback (two domains), once with publisher and subscriber each in a network namespace of its own,
 //! joined by a veth pair to a third one where the router runs (198.18.37.0/30 and 198.18.37.4/30, no multicast).
 use partita_dds::fastdds::{FastDdsProfile, PROFILES_VARIABLE};
+use partita_interop::exchange::Running;
 use partita_interop::{fastdds_probe, outcome, parse_seen, stamp};
 use partita_router::{Router, RouterConfig};
 use std::io::Read;
@@ -21,38 +22,6 @@ const LIFE_CYCLE: [&str; 4] = ["--dispose", "1", "--unregister", "2"];
 fn domain(n: u32) -> u32 {
     assert!(n < 10);
     150 + (std::process::id() % 8) * 10 + n
-}
-
-/// A probe process, killed by its pid if still running when dropped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if self.0.try_wait().ok().flatten().is_none() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
-impl Running {
-    /// Waits at most `limit` for the process, kills it after that; returns its stdout and stderr.
-    fn finish(mut self, limit: Duration) -> (String, String) {
-        let end = Instant::now() + limit;
-        while self.0.try_wait().ok().flatten().is_none() && Instant::now() < end {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-        let (mut out, mut err) = (String::new(), String::new());
-        if let Some(mut o) = self.0.stdout.take() {
-            let _ = o.read_to_string(&mut out);
-        }
-        if let Some(mut e) = self.0.stderr.take() {
-            let _ = e.read_to_string(&mut err);
-        }
-        (out, err)
-    }
 }
 
 /// Where a probe runs: its network namespace (`None`: this one) and its Fast DDS profile.
