@@ -186,41 +186,36 @@ fn reload(new: RouterConfig, t: Table<'_>, sides: &[Side], shared: &Shared) -> R
     }
     let mut summary = ReloadSummary::default();
     let mut restarted: HashSet<ForwardKey> = HashSet::new();
+    // What becomes of a running or pending forwarder: its new key when it is kept; else it ends, counted as made
+    // again when the new table still routes its topic (with other settings) or as removed. Counted here.
+    let mut fate = |k: &ForwardKey| match moves.get(&k.unowned()).map(|g| ForwardKey { route: g.route, ..k.clone() }).filter(|n| wanted.contains_key(n)) {
+        Some(n) => {
+            summary.kept += 1;
+            Some(n)
+        }
+        None if candidates.contains_key(&what(k)) && !moves.contains_key(&k.unowned()) => {
+            summary.restarted += 1;
+            restarted.insert(what(k));
+            None
+        }
+        None => {
+            summary.removed += 1;
+            None
+        }
+    };
     let mut moved = BTreeMap::new();
     for k in fw.keys().cloned().collect::<Vec<_>>() {
         let Some(f) = fw.remove(&k) else { continue };
-        match moves.get(&k.unowned()).map(|g| ForwardKey { route: g.route, ..k.clone() }).filter(|n| wanted.contains_key(n)) {
+        match fate(&k) {
             Some(n) => {
-                summary.kept += 1;
                 moved.insert(n, f);
             }
-            None => {
-                if candidates.contains_key(&what(&k)) && !moves.contains_key(&k.unowned()) {
-                    summary.restarted += 1;
-                    restarted.insert(what(&k));
-                } else {
-                    summary.removed += 1;
-                }
-                retire(shared, &k, f);
-            }
+            None => retire(shared, &k, f),
         }
     }
     fw.extend(moved);
-    let mut moved = HashMap::new();
-    for (k, p) in t.pending.drain() {
-        match moves.get(&k.unowned()).map(|g| ForwardKey { route: g.route, ..k.clone() }).filter(|n| wanted.contains_key(n)) {
-            Some(n) => {
-                summary.kept += 1;
-                moved.insert(n, p);
-            }
-            None if candidates.contains_key(&what(&k)) && !moves.contains_key(&k.unowned()) => {
-                summary.restarted += 1;
-                restarted.insert(what(&k));
-            }
-            None => summary.removed += 1,
-        }
-    }
-    *t.pending = moved;
+    let pending: HashMap<ForwardKey, Pending> = t.pending.drain().filter_map(|(k, p)| fate(&k).map(|n| (n, p))).collect();
+    *t.pending = pending;
     t.groups.rename(moves);
     summary.added = wanted.keys().filter(|k| !fw.contains_key(*k) && !t.pending.contains_key(*k) && !restarted.contains(&what(k))).count();
     drop(fw);
