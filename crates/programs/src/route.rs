@@ -95,7 +95,6 @@ fn load_again(path: Option<&PathBuf>) -> Result<RouterConfig, Vec<String>> {
     }
 }
 
-/// Takes over the file's new route table, or says why not and keeps the running one.
 /// Reads the watched file again and hands a valid table to the router; a bad one is refused with its errors and
 /// the running table stays. The router takes the table over on its manager's next turn (this runs on that
 /// thread, `Router::serve`): what it did arrives on the returned channel.
@@ -155,7 +154,7 @@ pub fn run(args: RouteArgs) -> ExitCode {
         }
     }
     partita_os::signal::install_stop_signals();
-    let period = config.stats_period();
+    let mut period = config.stats_period();
     // The partition's ARINC 653 ports, for the port routes (`[[port]]`): none outside a partition.
     let mut ports = match partita_ports::Ports::from_env() {
         Ok(p) => p,
@@ -166,7 +165,6 @@ pub fn run(args: RouteArgs) -> ExitCode {
     };
     // With --watch, a changed file is validated and taken over without a restart.
     let mut watch = args.watch.then(|| FileWatch::new(PathBuf::from(&source)));
-    let mut period = period;
     let mut answers = Vec::new();
     // The router's manager runs on this thread (`Router::serve`): a routing partition's threads all run at every
     // thaw, so the program adds none of its own (docs/router.md, "Threads").
