@@ -128,7 +128,8 @@ pub fn version() -> Option<String> {
     (out.status.success() && !v.is_empty()).then_some(v)
 }
 
-struct Killed(Child);
+/// A child process killed by its pid and reaped when dropped.
+pub(crate) struct Killed(pub(crate) Child);
 
 impl Drop for Killed {
     fn drop(&mut self) {

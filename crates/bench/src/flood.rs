@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use partita_dds::{qos::Reliability, DomainConfig, ListeningReader, Participant, Qos, Reader, Topic, TopicType, Writer};
 use partita_router::{RouteStats, RouterConfig};
 use serde::{Deserialize, Serialize};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -64,22 +64,13 @@ pub struct FloodResult {
     pub samples_per_batch: f64,
 }
 
-struct Router(Child);
-
-impl Drop for Router {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// CPU time (user + system) a process has used so far, s.
-fn cpu_seconds(pid: u32) -> Option<f64> {
+pub(crate) fn cpu_seconds(pid: u32) -> Option<f64> {
     let (user, system) = partita_os::process::cpu_times_ns(pid)?;
     Some((user + system) as f64 / 1e9)
 }
 
-fn rss_kib(pid: u32) -> Option<u64> {
+pub(crate) fn rss_kib(pid: u32) -> Option<u64> {
     partita_os::process::rss_kib(i32::try_from(pid).ok()?)
 }
 
@@ -132,7 +123,7 @@ fn flood(cfg: &FloodConfig, program: &std::path::Path, conf: &std::path::Path, a
         .stderr(Stdio::inherit())
         .spawn()
         .map_err(|e| BenchError::Server { transport: "router-flood".into(), reason: format!("starting partita route: {e}") })?;
-    let router = Router(child);
+    let router = crate::ddsperf::Killed(child);
     let pid = router.0.id();
 
     let qos = if cfg.reliable {

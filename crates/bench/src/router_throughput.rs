@@ -14,7 +14,8 @@ use crate::error::BenchError;
 use partita_dds::DomainConfig;
 use serde::Serialize;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use crate::ddsperf::Killed;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// One flood of one size, direct or routed.
@@ -55,17 +56,9 @@ impl FloodRun {
     }
 }
 
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
+/// CPU time (user + system) a process has used so far, s; 0 once it is gone.
 fn cpu_s(pid: u32) -> f64 {
-    partita_os::process::cpu_times_ns(pid).map_or(0.0, |(u, s)| (u + s) as f64 / 1e9)
+    crate::flood::cpu_seconds(pid).unwrap_or(0.0)
 }
 
 fn err(reason: String) -> BenchError {
@@ -156,8 +149,7 @@ pub fn flood(size: usize, seconds: u32, repeat: u32, routed: Option<&Path>, doma
             std::thread::sleep(Duration::from_millis(100));
             if let Some(pid) = pids.2 {
                 threads = std::fs::read_dir(format!("/proc/{pid}/task")).ok().map(|d| d.count()).or(threads);
-                let rss = i32::try_from(pid).ok().and_then(partita_os::process::rss_kib);
-                rss_max = rss.max(rss_max);
+                rss_max = crate::flood::rss_kib(pid).max(rss_max);
             }
         }
         let cpu1 = (cpu_s(pids.0), cpu_s(pids.1), pids.2.map(cpu_s));
