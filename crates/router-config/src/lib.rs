@@ -408,6 +408,41 @@ impl RouterConfig {
         cfg
     }
 
+    /// What differs between this configuration and `new` that a running router cannot take over (partita-router's
+    /// `Router::reload`): its sides (name, domain, interface, peers, multicast), its name (every participant
+    /// announces it), its port routes (the ports are opened at start), `stats_side` (the statistics writer lives
+    /// on that side's participant), `mirror_participants` (it decides where every forwarder's endpoints live) and
+    /// `local_applications`. Each as (field, what changed); empty when `new` can be reloaded.
+    pub fn fixed_differences(&self, new: &RouterConfig) -> Vec<(String, String)> {
+        let mut diff = Vec::new();
+        let sides = |c: &RouterConfig| c.sides.iter().map(|s| s.name.clone()).collect::<Vec<_>>().join(", ");
+        if self.sides.len() != new.sides.len() || self.sides.iter().zip(&new.sides).any(|(a, b)| a.name != b.name) {
+            diff.push(("side".to_string(), format!("the sides were [{}] and would be [{}]", sides(self), sides(new))));
+        } else {
+            for (i, (a, b)) in self.sides.iter().zip(&new.sides).enumerate() {
+                if a != b {
+                    diff.push((format!("side[{i}]"), format!("side {:?} would change (domain, interface, peers or multicast)", a.name)));
+                }
+            }
+        }
+        if self.name != new.name {
+            diff.push(("name".to_string(), format!("{:?} would become {:?}", self.name, new.name)));
+        }
+        if self.ports != new.ports {
+            diff.push(("port".to_string(), "the port routes ([[port]]) would change".to_string()));
+        }
+        if self.stats_side != new.stats_side {
+            diff.push(("stats_side".to_string(), format!("{:?} would become {:?}", self.stats_side, new.stats_side)));
+        }
+        if self.mirror_participants != new.mirror_participants {
+            diff.push(("mirror_participants".to_string(), format!("{} would become {}", self.mirror_participants, new.mirror_participants)));
+        }
+        if self.local_applications != new.local_applications {
+            diff.push(("local_applications".to_string(), format!("{} would become {}", self.local_applications, new.local_applications)));
+        }
+        diff
+    }
+
     /// The configuration as a router file that [`RouterConfig::parse`] reads back to an equal value, after
     /// `header` (comment lines, each written with `# `).
     pub fn to_file(&self, header: &str) -> String {

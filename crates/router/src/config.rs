@@ -118,41 +118,12 @@ impl RouterConfig {
     }
 
     /// What differs between this configuration and `new` that a running router cannot take over (see
-    /// `Router::reload`): its sides (name, domain, interface, peers, multicast, and the domains the supervisor
-    /// configured), its name (every participant announces it), its port routes (the ports are opened at start),
-    /// `stats_side` (the statistics writer lives on that side's participant), `mirror_participants` (it decides
-    /// where every forwarder's endpoints live) and `local_applications`. Each as (field, what changed); empty
-    /// when `new` can be reloaded.
+    /// `Router::reload`): what [`Validated::fixed_differences`] names, and the domains the supervisor configured
+    /// for the sides. Each as (field, what changed); empty when `new` can be reloaded.
     pub fn fixed_differences(&self, new: &RouterConfig) -> Vec<(String, String)> {
-        let (old, new_v) = (&self.validated, &new.validated);
-        let mut diff = Vec::new();
-        let sides = |c: &Validated| c.sides.iter().map(|s| s.name.clone()).collect::<Vec<_>>().join(", ");
-        if old.sides.len() != new_v.sides.len() || old.sides.iter().zip(&new_v.sides).any(|(a, b)| a.name != b.name) {
-            diff.push(("side".to_string(), format!("the sides were [{}] and would be [{}]", sides(old), sides(new_v))));
-        } else {
-            for (i, (a, b)) in old.sides.iter().zip(&new_v.sides).enumerate() {
-                if a != b {
-                    diff.push((format!("side[{i}]"), format!("side {:?} would change (domain, interface, peers or multicast)", a.name)));
-                }
-            }
-        }
+        let mut diff = self.validated.fixed_differences(&new.validated);
         if self.supervisor_domains != new.supervisor_domains {
             diff.push(("side".to_string(), "the domains the supervisor configured for the sides changed".to_string()));
-        }
-        if old.name != new_v.name {
-            diff.push(("name".to_string(), format!("{:?} would become {:?}", old.name, new_v.name)));
-        }
-        if old.ports != new_v.ports {
-            diff.push(("port".to_string(), "the port routes ([[port]]) would change".to_string()));
-        }
-        if old.stats_side != new_v.stats_side {
-            diff.push(("stats_side".to_string(), format!("{:?} would become {:?}", old.stats_side, new_v.stats_side)));
-        }
-        if old.mirror_participants != new_v.mirror_participants {
-            diff.push(("mirror_participants".to_string(), format!("{} would become {}", old.mirror_participants, new_v.mirror_participants)));
-        }
-        if old.local_applications != new_v.local_applications {
-            diff.push(("local_applications".to_string(), format!("{} would become {}", old.local_applications, new_v.local_applications)));
         }
         diff
     }
