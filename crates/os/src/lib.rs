@@ -15,6 +15,7 @@
 //! Everything here acts on the calling thread or process unless a name says otherwise: scheduling, timer
 //! slack and network namespaces are per thread on Linux.
 pub mod blockdev;
+pub mod beneath;
 pub mod busy;
 pub mod cgroupfs;
 pub mod clock;
