@@ -8,8 +8,9 @@
 //!   read-only read-only), a fresh read-only `/sys` of its network namespace (no cgroup file system in it), a
 //!   `/dev` with only `null`, `zero`, `full`, `random`, `urandom` and `tty`, and private writable `/tmp`,
 //!   `/dev/shm` and `/run` owned by the partition's root;
-//! - `/run/partita` holds only the partition's DDS configurations (`/run/partita/dds.xml`, `fastdds.xml`) and,
-//!   in an I/O partition, its router file (`router.toml`): the host's `/run/netns` and the supervisor's
+//! - `/run/partita`, a tmpfs of the host root's that the partition can read and not change, holds only the
+//!   partition's DDS configurations (`/run/partita/dds.xml`, `fastdds.xml`) and, in an I/O partition, its router
+//!   file (`router.toml`, which `partita router reload` rewrites in place): the host's `/run/netns` and the supervisor's
 //!   `/run/partita` are out of view; `/var/lib/partita` holds only the partition's own state directory, writable.
 //!
 //! Every path and option is prepared here as a C string, because the launcher's child may not allocate.
@@ -70,6 +71,9 @@ pub const DDS_CONFIG: &str = "/run/partita/dds.xml";
 pub const FASTDDS_PROFILE: &str = "/run/partita/fastdds.xml";
 /// Where an I/O partition's routing service finds its configuration.
 pub const ROUTER_FILE: &str = "/run/partita/router.toml";
+/// The options of the partition's `/run/partita`: its configurations are a few KiB; a rewrite of the router file
+/// holds the old and the new one for a moment.
+pub const RUN_PARTITA_TMPFS: &str = "mode=755,size=1m";
 /// Where a partition's program is bound when it lies in a place the partition does not see ([`PRIVATE`]): the
 /// partita binary of a clone under /tmp, for one.
 pub const PROGRAM: &str = "/run/partita/program";
@@ -194,18 +198,22 @@ pub fn steps(v: &View) -> Vec<Step> {
     out.push(mount(None, at("/dev"), None, libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NOEXEC, Some(s("mode=755,size=64k"))));
     out.push(mount(Some(s("tmpfs")), at("/tmp"), Some("tmpfs"), nosuid_nodev, owned("1777")));
     out.push(mount(Some(s("tmpfs")), at("/run"), Some("tmpfs"), nosuid_nodev | libc::MS_NOEXEC, owned("755")));
-    // Its DDS configurations, written in (root's, read-only for it): no host path shows in its mount table.
-    if !v.writes.is_empty() {
+    // /run/partita: a tmpfs of its own, the host root's (mode 755: the partition, whose root is not the host's,
+    // reads it and cannot add, remove or rename a name in it), mounted on the partition's /run so that the
+    // partition, which owns /run, cannot rename it away either (a mount point is busy). The supervisor rewrites
+    // the router file in it while the partition runs (`partita router reload`, crate::router_reload).
+    let guest = v.guest_files.iter().map(|(h, i)| (Some(h.as_path()), *i, libc::MS_NOEXEC));
+    let files: Vec<_> = [(v.program, PROGRAM, 0)].into_iter().chain(guest).filter_map(|(h, i, x)| Some((h?, i, x))).collect();
+    if !v.writes.is_empty() || !files.is_empty() {
         out.push(Step::Mkdir { path: at("/run/partita"), mode: 0o755 });
+        out.push(mount(Some(s("tmpfs")), at("/run/partita"), Some("tmpfs"), nosuid_nodev | libc::MS_NOEXEC, Some(s(RUN_PARTITA_TMPFS))));
     }
+    // Its DDS configurations, written in (root's, read-only for it): no host path shows in its mount table.
     for (inside, content) in v.writes {
         out.push(Step::Write { path: at(inside), content: content.clone() });
     }
     // Files of the host bound read-only under /run/partita (the program one executable, the others not).
-    let guest = v.guest_files.iter().map(|(h, i)| (Some(h.as_path()), *i, libc::MS_NOEXEC));
-    let files = [(v.program, PROGRAM, 0)].into_iter().chain(guest);
-    for (host, inside, noexec) in files.filter_map(|(h, i, x)| Some((h?, i, x))) {
-        out.push(Step::Mkdir { path: at("/run/partita"), mode: 0o755 });
+    for (host, inside, noexec) in files {
         out.push(Step::Touch { path: at(inside) });
         out.push(mount(Some(c(host)), at(inside), None, libc::MS_BIND, None));
         out.push(mount(None, at(inside), None, libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | nosuid_nodev | noexec, None));
@@ -273,7 +281,13 @@ mod tests {
         assert!(!root_bound, "the host's root is not bound");
         assert!(steps.iter().any(|s| matches!(s, Step::SetAttr { target, set } if target.to_str() == Ok("/run/x/p.root/usr/lib") && set & libc::MOUNT_ATTR_RDONLY != 0)), "a bound directory is read-only");
         assert!(steps.iter().any(|s| matches!(s, Step::Symlink { link, target } if link.to_str() == Ok("/run/x/p.root/bin") && target.to_str() == Ok("usr/bin"))), "the links on the way are made");
-        assert!(steps.iter().any(|s| matches!(s, Step::Write { path, .. } if path.to_str() == Ok("/run/x/p.root/run/partita/dds.xml"))), "the DDS configuration is written in");
+        let write = steps.iter().position(|s| matches!(s, Step::Write { path, .. } if path.to_str() == Ok("/run/x/p.root/run/partita/dds.xml"))).expect("the DDS configuration is written in");
+        // into a tmpfs of the host root's on /run/partita (a mount point the partition cannot rename away), mounted
+        // after /run and before the write
+        let own = |s: &Step, at: &str| matches!(s, Step::Mount { target, fstype: Some(f), .. } if target.to_str() == Ok(at) && f.to_str() == Ok("tmpfs"));
+        let run_partita = steps.iter().position(|s| own(s, "/run/x/p.root/run/partita")).expect("/run/partita is a tmpfs of its own");
+        assert!(steps.iter().position(|s| own(s, "/run/x/p.root/run")).unwrap() < run_partita && run_partita < write);
+        assert!(matches!(&steps[run_partita], Step::Mount { data: Some(d), .. } if !d.to_string_lossy().contains("uid=")), "the host root's, not the partition's");
         let root_ro = steps.iter().rposition(|s| matches!(s, Step::Mount { target, flags, .. } if target.to_str() == Ok("/run/x/p.root") && flags & libc::MS_RDONLY != 0)).expect("the root is made read-only");
         assert_eq!(root_ro + 2, steps.len(), "last before the pivot");
         for needed in ["/run/x/p.root/proc", "/run/x/p.root/sys", "/run/x/p.root/run", "/run/x/p.root/var/lib/partita/s/p", "/run/x/p.root/usr/bin/dash", "/run/x/p.root/usr/lib", "/run/x/p.root/proc/sys"] {
