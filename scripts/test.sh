@@ -34,6 +34,7 @@ QUICK_TESTS=(
   partita-system:modes partita-ports:control partita-apex:control partita-programs:partition
   partita-cli:check partita-cli:check_is_what_up_builds partita-cli:supervisor_cli partita-cli:up
   partita-cli:recorder_ring partita-cli:status_topic partita-cli:trace partita-cli:web partita-cli:route_watch
+  partita-cli:router_reload
 )
 selection=(--workspace)
 if [[ -n $quick ]]; then

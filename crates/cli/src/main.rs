@@ -11,6 +11,7 @@ mod dbe;
 mod paper;
 mod partition;
 mod plan;
+mod router;
 mod soak;
 mod studies;
 mod supervise;
@@ -36,6 +37,8 @@ enum Command {
     Plan(plan::PlanArgs),
     /// Run the DDS routing service between domains.
     Route(partita_programs::route::RouteArgs),
+    /// A running system's routing services: `router reload SYSTEM` takes over changed route tables.
+    Router(router::RouterArgs),
     /// Run benchmarks (request/response round trips: `bench rr`).
     Bench(bench::BenchArgs),
     /// Build a system (default: the paper's), run its partitions on their plan until Ctrl-C, tear it down.
@@ -71,6 +74,7 @@ fn main() -> ExitCode {
         Command::Check(a) => check::run(a),
         Command::Plan(a) => plan::run(a),
         Command::Route(a) => partita_programs::route::run(a),
+        Command::Router(a) => router::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Up(a) => supervise::up(a),
         Command::Down(a) => supervise::down(a),

@@ -22,7 +22,8 @@ pub struct RouteArgs {
     pub check: bool,
     /// Watch the configuration file and take over a changed route table without a restart (checked every
     /// 500 ms): kept routes lose no sample, removed ones stop, new ones start; a file that does not validate, or
-    /// that changes the sides, is refused and the running table stays.
+    /// that changes the sides, is refused and the running table stays. Always on for an I/O partition's router
+    /// file (no CONFIG), which only the supervisor rewrites (`partita router reload`).
     #[arg(long)]
     pub watch: bool,
 }
@@ -163,8 +164,8 @@ pub fn run(args: RouteArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    // With --watch, a changed file is validated and taken over without a restart.
-    let mut watch = args.watch.then(|| FileWatch::new(PathBuf::from(&source)));
+    // With --watch, or in an I/O partition, a changed file is validated and taken over without a restart.
+    let mut watch = (args.watch || args.config.is_none()).then(|| FileWatch::new(PathBuf::from(&source)));
     let mut answers = Vec::new();
     // The router's manager runs on this thread (`Router::serve`): a routing partition's threads all run at every
     // thaw, so the program adds none of its own (docs/router.md, "Threads").

@@ -24,6 +24,9 @@ pub enum Request {
     RestartPartition { partition: String, cold: bool },
     /// Stop a partition or node and keep it stopped (its windows go on, unused) until restarted.
     StopPartition { partition: String },
+    /// Read the system file again and give each I/O partition whose route table changed its new router file
+    /// (`partita router reload`, crate::router_reload).
+    ReloadRouters,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -27,6 +27,7 @@ pub mod health;
 pub mod hm;
 pub mod modes;
 pub mod registry;
+pub mod router_reload;
 pub mod stalls;
 pub mod uplink;
 pub mod supervisor;

@@ -151,6 +151,10 @@ pub struct Supervisor {
     tables: HealthTables,
     /// `partita plan switch` reaches the supervisor here; requests waiting for their switch to happen.
     control_socket: Option<ControlSocket>,
+    /// The system it runs, as validated (its route tables as last reloaded), and its I/O partitions' router
+    /// files: `partita router reload` compares the file with the one and rewrites the others.
+    system: System,
+    router_files: Vec<crate::router_reload::RouterFile>,
     waiting: Vec<WaitingSwitch>,
     /// Reads the executors' window rings and histograms for the state file.
     status: crate::status::StatusReader,
@@ -284,6 +288,8 @@ impl Supervisor {
             controls: Vec::new(),
             tables: HealthTables::new(system),
             control_socket: None,
+            system: system.clone(),
+            router_files: Vec::new(),
             waiting: Vec::new(),
             illegal_logged: Default::default(),
             status: Default::default(),
@@ -833,6 +839,10 @@ impl Supervisor {
                         Err(why) => control_socket::answer(stream, &control_socket::Response { ok: false, detail: why }),
                     }
                 }
+                Ok(control_socket::Request::ReloadRouters) => {
+                    let answer = self.reload_routers();
+                    control_socket::answer(stream, &answer);
+                }
                 Ok(control_socket::Request::RestartPartition { partition, cold }) => {
                     let answer = self.operator_restart(&partition, cold);
                     control_socket::answer(stream, &answer);
@@ -850,6 +860,58 @@ impl Supervisor {
                 }
             }
         }
+    }
+
+    /// The operator's `partita router reload`: the system file read again, and each I/O partition whose route
+    /// table changed given its new router file (crate::router_reload). Everything is checked before anything is
+    /// written; the host's copy is written before the partition's, so that a restart reads the new table.
+    fn reload_routers(&mut self) -> control_socket::Response {
+        use crate::router_reload::{changes, read_again, routes_summary, write_host_copy, write_own_copy, Reads, Refused};
+        let refused = |r: Refused| control_socket::Response { ok: false, detail: r.to_string() };
+        let new = match read_again(&self.system) {
+            Ok(n) => n,
+            Err(r) => return refused(r),
+        };
+        let changed = match changes(&self.system, &new) {
+            Ok(c) => c,
+            Err(r) => return refused(r),
+        };
+        if changed.is_empty() {
+            return control_socket::Response { ok: true, detail: format!("{}: no route table changed; nothing was reloaded", new.source) };
+        }
+        let file_of = |name: &str| self.router_files.iter().find(|f| f.partition == name).cloned();
+        if let Some((name, _)) = changed.iter().find(|(name, _)| file_of(name).is_some_and(|f| f.reads == Reads::GuestCopy)) {
+            return refused(Refused::VirtualMachine { partition: name.clone() });
+        }
+        let pids: std::collections::HashMap<String, Option<i32>> = self.monitor.pids().into_iter().collect();
+        let system = &self.system;
+        let was: std::collections::HashMap<&str, _> = system.modules.iter().flat_map(|m| &m.partitions).filter_map(|p| Some((p.name.as_str(), system.router_config(p)?))).collect();
+        let summaries: Vec<String> = changed.iter().map(|(name, config)| routes_summary(was.get(name.as_str()), config)).collect();
+        let (mut lines, mut ok) = (Vec::new(), true);
+        for ((name, config), summary) in changed.iter().zip(summaries) {
+            let Some(file) = file_of(name) else { continue };
+            let Some(running) = self.system.modules.iter_mut().flat_map(|m| m.partitions.iter_mut()).find(|p| &p.name == name) else { continue };
+            let text = config.to_file(&crate::router_reload::header(&new, name));
+            if let Err(e) = write_host_copy(&file.host, &text) {
+                lines.push(format!("{name}: not reloaded: {}: {e}", file.host.display()));
+                ok = false;
+                continue;
+            }
+            // The table now in force for this partition (only route tables differ between the two models).
+            running.router = new.modules.iter().flat_map(|m| &m.partitions).find(|p| &p.name == name).and_then(|p| p.router.clone());
+            let pid = pids.get(name).copied().flatten();
+            let how = match (file.reads, pid) {
+                (Reads::OwnCopy, Some(pid)) => match write_own_copy(pid, &text) {
+                    Ok(()) => "its router takes it over within a second".to_string(),
+                    Err(e) => format!("its running copy could not be rewritten ({e}): the partition takes it over when it next starts"),
+                },
+                (Reads::OwnCopy, None) => "the partition is not running: it takes it over when it next starts".to_string(),
+                _ => "its router takes it over within a second".to_string(),
+            };
+            self.monitor.log().record(name, EVENT_OPERATOR, pid, None, Some(format!("router reload ({summary})")));
+            lines.push(format!("{name}: route table reloaded from {} ({summary}); {how}", new.source));
+        }
+        control_socket::Response { ok, detail: lines.join("\n") }
     }
 
     /// Whether `name` is a partition or node of this system, or the answer that says it is not.
@@ -1094,13 +1156,18 @@ impl Build<'_> {
         };
         // An I/O partition's routing service: its whole configuration, as a router file.
         let io = member.partition.filter(|p| p.io);
-        let router = io.and_then(|p| system.router_config(p)).map(|r| {
-            let header = format!("The routing service of I/O partition {} of system {}, written by partita's supervisor from\n{} (docs/router.md).", member.name, system.name, system.source);
-            r.to_file(&header)
-        });
+        let router = io.and_then(|p| system.router_config(p)).map(|r| r.to_file(&crate::router_reload::header(system, member.name)));
         let router_path = state_path.join(format!("{}.router.toml", member.name));
         if let (Some(text), None) = (&router, vm) {
             std::fs::write(&router_path, text).map_err(path_err("write", &router_path))?;
+        }
+        if router.is_some() {
+            let reads = match (vm, &tree.confinement) {
+                (Some(_), _) => crate::router_reload::Reads::GuestCopy,
+                (None, Some(_)) => crate::router_reload::Reads::OwnCopy,
+                (None, None) => crate::router_reload::Reads::HostCopy,
+            };
+            s.router_files.push(crate::router_reload::RouterFile { partition: member.name.to_string(), host: router_path.clone(), reads });
         }
         let confine = match &tree.confinement {
             Some(c) => {

@@ -306,7 +306,7 @@ pub const EXECUTOR_PRIORITY: u8 = 90;
 /// Everything the supervisor builds on the host is computed here, once, during validation: every network's
 /// bridge, every partition's and node's namespace, cgroup, V-NICs (names on both ends, addresses, domains) and
 /// CPUs. `partita check` prints these values and `partita up` creates exactly them.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct System {
     /// `[A-Za-z0-9_-]`, at most 24 characters; used in cgroup and namespace names.
     pub name: String,
@@ -537,7 +537,7 @@ pub struct Nic {
 
 /// A process tree the supervisor starts and confines: its program, its limits, and the host objects it lives
 /// in. Partitions and native nodes both have one.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ProcessTree {
     /// argv; never empty, no NUL byte.
     pub command: Vec<String>,
@@ -576,7 +576,7 @@ pub const DEFAULT_LOG_SIZE: u64 = 16 << 20;
 pub const LOG_SIZE_FLOOR: u64 = 64 << 10;
 
 /// A core module (a machine) with its partitions, plans and V-NETWORK.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Module {
     pub name: String,
     /// The module's CPUs; partitions share them. One plan per CPU; a module without plans (a native machine)
@@ -603,7 +603,7 @@ pub struct Module {
 }
 
 /// A named plan of a module other than its default one: one Plan per CPU, in the order of the module's `plans`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PlanSet {
     pub name: String,
     pub plans: Vec<Plan>,
@@ -689,7 +689,7 @@ pub struct RequestPath {
 }
 
 /// A partition: an isolated process tree that runs only inside its windows.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Partition {
     pub name: String,
     pub criticality: Criticality,
@@ -778,7 +778,7 @@ impl FromStr for Accel {
 }
 
 /// A non-partitioned node: a process tree on the inter-module network, not frozen by any plan.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct NativeNode {
     pub name: String,
     /// Its address on the inter-module network.
@@ -795,7 +795,7 @@ pub struct NativeNode {
 pub struct MajorFrame(pub Duration);
 
 /// The cyclic schedule of one CPU of a module.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     pub cpu: usize,
     pub major_frame: MajorFrame,

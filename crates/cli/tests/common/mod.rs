@@ -36,7 +36,7 @@ pub fn spawn_up(file: &Path, seconds: u32, err: &Path) -> Child {
 /// Lets `up` run until `seen()` says the test has what it checks, `up` ends by itself, or `limit` has passed;
 /// then stops it with SIGTERM (which tears the system down as the end of `--duration` does). Returns its exit
 /// status and what it wrote to `err`.
-pub fn stop_up_when(mut up: Child, err: &Path, limit: Duration, seen: impl Fn() -> bool) -> (ExitStatus, String) {
+pub fn stop_up_when(mut up: Child, err: &Path, limit: Duration, mut seen: impl FnMut() -> bool) -> (ExitStatus, String) {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline && !seen() && up.try_wait().unwrap().is_none() {
         std::thread::sleep(Duration::from_millis(200));
