@@ -1,9 +1,9 @@
 """Attacks on an I/O partition's router file, made from wherever this runs: inside the I/O partition (each must
 be refused) or on the host against a scratch copy of the same layout in a private mount namespace (each must
 work, which shows the test can see an attack succeed). Usage: router_file_attack.py BASE SYSTEM. Prints one line
-per attack, `DONE <what>` or `REFUSED <what>: <why>`, then `END`, and sleeps so that the test can reload the
+per attack, `DONE <what>` or `REFUSED <what>: <ERRNO> <why>` (ERRNO's name, e.g. EACCES), then `END`, and sleeps so that the test can reload the
 partition's route table after the attacks."""
-import ctypes, os, socket, sys, time
+import ctypes, errno, os, socket, sys, time
 
 base, system = sys.argv[1], sys.argv[2]
 own = os.path.join(base, "run/partita")
@@ -80,11 +80,11 @@ for what, attack in ATTACKS:
             attack()
             print("DONE", what, flush=True)
         except OSError as e:
-            print("REFUSED %s: %s" % (what, e), flush=True)
+            print("REFUSED %s: %s %s" % (what, errno.errorcode.get(e.errno, "E?"), e), flush=True)
         os._exit(0)
     _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status):
-        print("REFUSED %s: killed by signal %d" % (what, os.WTERMSIG(status)), flush=True)
+        print("REFUSED %s: SIGNAL killed by signal %d" % (what, os.WTERMSIG(status)), flush=True)
 print("END", flush=True)
 if base == "/":
     time.sleep(120)

@@ -51,6 +51,24 @@ pub fn owner_and_mode(fd: &OwnedFd) -> io::Result<(u32, u32)> {
     Ok((m.uid(), m.mode() & 0o7777))
 }
 
+/// Whether an open directory is the root of a mount (statx's STATX_ATTR_MOUNT_ROOT), and of a tmpfs.
+pub fn is_tmpfs_mount_root(fd: &OwnedFd) -> io::Result<bool> {
+    // SAFETY: statx and fstatfs write into the zeroed structures passed, which outlive the calls; the empty path
+    // with AT_EMPTY_PATH names `fd` itself.
+    unsafe {
+        let mut stx: libc::statx = std::mem::zeroed();
+        if libc::statx(fd.as_raw_fd(), c"".as_ptr(), libc::AT_EMPTY_PATH, 0, &mut stx) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut fs: libc::statfs = std::mem::zeroed();
+        if libc::fstatfs(fd.as_raw_fd(), &mut fs) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mount_root = stx.stx_attributes_mask & libc::STATX_ATTR_MOUNT_ROOT as u64 != 0 && stx.stx_attributes & libc::STATX_ATTR_MOUNT_ROOT as u64 != 0;
+        Ok(mount_root && fs.f_type == libc::TMPFS_MAGIC)
+    }
+}
+
 /// Replaces file `name` in directory `dir` with `content`, mode `mode`: written to a new file `.NAME.new`
 /// (created, never opened if it exists, not through a link) and renamed over `name`. A failure removes the new
 /// file and leaves `name` as it was.
@@ -104,6 +122,8 @@ mod tests {
         std::fs::write(d.join("run/partita/router.toml"), "old").unwrap();
         let root = open_dir(&d).unwrap();
         let dir = open_dir_beneath(&root, Path::new("run/partita")).unwrap();
+        assert!(!is_tmpfs_mount_root(&dir).unwrap(), "a plain directory is not a mount's root");
+        assert!(is_tmpfs_mount_root(&open_dir(Path::new("/dev/shm")).unwrap()).unwrap(), "/dev/shm is");
         replace_file(&dir, "router.toml", b"new table", 0o444).unwrap();
         assert_eq!(std::fs::read_to_string(d.join("run/partita/router.toml")).unwrap(), "new table");
         use std::os::unix::fs::PermissionsExt;
@@ -126,7 +146,8 @@ mod tests {
         let e = open_dir_beneath(&root, Path::new("run/partita/inner")).unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::ELOOP), "a link on the way: {e}");
         assert!(open_dir_beneath(&root, Path::new("../")).is_err(), "nothing above the root");
-        // A planted temporary name that is a link: removed, and the file written is a new one.
+        // A temporary name left as a link: removed first (O_EXCL would refuse one planted after that), and the
+        // file written is a new one.
         std::fs::create_dir_all(d.join("real")).unwrap();
         std::os::unix::fs::symlink(elsewhere.join("victim"), d.join("real/.f.new")).unwrap();
         let dir = open_dir_beneath(&root, Path::new("real")).unwrap();

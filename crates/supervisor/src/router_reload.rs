@@ -174,15 +174,15 @@ pub fn read_again(running: &System) -> Result<System, Refused> {
 const OWN_DIR: &str = "run/partita";
 
 /// Rewrites the router file in the view of the partition whose process is `pid`: `/proc/PID/root`, then
-/// `run/partita` beneath it without following a link, which must be the host root's and not writable by others
-/// (the tmpfs `launch::rootfs` mounts), then the file replaced at once.
+/// `run/partita` beneath it without following a link, which must be the root of a tmpfs, the host root's and not
+/// writable by others (the one `launch::rootfs` mounts), then the file replaced at once.
 pub fn write_own_copy(pid: i32, text: &str) -> std::io::Result<()> {
     use partita_os::beneath;
     let root = beneath::open_dir(&Path::new("/proc").join(pid.to_string()).join("root"))?;
     let dir = beneath::open_dir_beneath(&root, Path::new(OWN_DIR))?;
     let (uid, mode) = beneath::owner_and_mode(&dir)?;
-    if uid != 0 || mode & 0o022 != 0 {
-        return Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, format!("its /{OWN_DIR} is not the supervisor's (owner {uid}, mode {mode:o})")));
+    if uid != 0 || mode & 0o022 != 0 || !beneath::is_tmpfs_mount_root(&dir)? {
+        return Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, format!("its /{OWN_DIR} is not the tmpfs the supervisor mounted (owner {uid}, mode {mode:o})")));
     }
     let name = Path::new(crate::launch::rootfs::ROUTER_FILE).file_name().and_then(|n| n.to_str()).unwrap_or("router.toml");
     beneath::replace_file(&dir, name, text.as_bytes(), 0o444)

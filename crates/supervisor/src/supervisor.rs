@@ -897,17 +897,23 @@ impl Supervisor {
                 ok = false;
                 continue;
             }
-            // The table now in force for this partition (only route tables differ between the two models).
-            running.router = new.modules.iter().flat_map(|m| &m.partitions).find(|p| &p.name == name).and_then(|p| p.router.clone());
             let pid = pids.get(name).copied().flatten();
+            let watched = "its router takes it over on its next looks at the file (every 500 ms while the partition runs), and prints `reloaded: …` in the partition's log";
             let how = match (file.reads, pid) {
                 (Reads::OwnCopy, Some(pid)) => match write_own_copy(pid, &text) {
-                    Ok(()) => "its router takes it over within a second".to_string(),
-                    Err(e) => format!("its running copy could not be rewritten ({e}): the partition takes it over when it next starts"),
+                    Ok(()) => watched.to_string(),
+                    Err(e) => {
+                        // The host's copy is new, the running one is not: not in force yet, so a retry writes both again.
+                        lines.push(format!("{name}: not reloaded: the partition's own copy could not be rewritten ({e}); it takes the new table over when it next starts, or ask again"));
+                        ok = false;
+                        continue;
+                    }
                 },
                 (Reads::OwnCopy, None) => "the partition is not running: it takes it over when it next starts".to_string(),
-                _ => "its router takes it over within a second".to_string(),
+                _ => watched.to_string(),
             };
+            // The table now in force for this partition (only route tables differ between the two models).
+            running.router = new.modules.iter().flat_map(|m| &m.partitions).find(|p| &p.name == name).and_then(|p| p.router.clone());
             self.monitor.log().record(name, EVENT_OPERATOR, pid, None, Some(format!("router reload ({summary})")));
             lines.push(format!("{name}: route table reloaded from {} ({summary}); {how}", new.source));
         }

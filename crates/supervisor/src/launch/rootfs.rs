@@ -71,9 +71,10 @@ pub const DDS_CONFIG: &str = "/run/partita/dds.xml";
 pub const FASTDDS_PROFILE: &str = "/run/partita/fastdds.xml";
 /// Where an I/O partition's routing service finds its configuration.
 pub const ROUTER_FILE: &str = "/run/partita/router.toml";
-/// The options of the partition's `/run/partita`: its configurations are a few KiB; a rewrite of the router file
-/// holds the old and the new one for a moment.
-pub const RUN_PARTITA_TMPFS: &str = "mode=755,size=1m";
+/// The options of the partition's `/run/partita`: its configurations are a few KiB, a large route table a few
+/// hundred; a rewrite of the router file holds the old and the new one for a moment. Only the host root writes
+/// there, and a tmpfs takes memory only for what is written.
+pub const RUN_PARTITA_TMPFS: &str = "mode=755,size=16m";
 /// Where a partition's program is bound when it lies in a place the partition does not see ([`PRIVATE`]): the
 /// partita binary of a clone under /tmp, for one.
 pub const PROGRAM: &str = "/run/partita/program";
