@@ -196,6 +196,17 @@ fn the_api_serves_the_state_and_admin_actions_need_the_token() {
         }) {
             failures.push(format!("routing did not come back with one more restart: {}", partition(&state(&name), "routing")));
         }
+        // The route tables again, through the same socket: without a token refused; with it the supervisor reads
+        // the file it runs from and finds no table changed.
+        let reload = format!("/api/systems/{name}/routers/reload");
+        let (code, _) = http(admin_port, "POST", &reload, &[], "");
+        if code != 401 {
+            failures.push(format!("router reload without a token: {code}, expected 401"));
+        }
+        let (code, body) = http(admin_port, "POST", &reload, &[("Authorization", &auth)], "");
+        if code != 200 || !body.contains("no route table changed") {
+            failures.push(format!("router reload: {code} {body}"));
+        }
         // A plan the module does not have (the paper's module has one): the supervisor's refusal comes back.
         let (code, body) = http(admin_port, "POST", &format!("/api/systems/{name}/plan"), &[("Authorization", &auth)], r#"{"plan":"nosuch"}"#);
         if code != 409 || !body.contains("\"ok\":false") || !body.contains("plan") {

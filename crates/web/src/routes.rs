@@ -22,6 +22,8 @@ pub enum Route {
     Restart { system: String, partition: String },
     Stop { system: String, partition: String },
     Plan(String),
+    /// `partita router reload`: the I/O partitions take over the system file's edited route tables.
+    ReloadRouters(String),
     /// The monitoring nodes' live figures, from their logs.
     Monitors(String),
     /// A node's last saved frame (`<node>.frame.png` in the system's state directory).
@@ -110,6 +112,7 @@ pub fn route(method: &str, path: &str) -> Result<Route, NoRoute> {
         ["events"] => get(Route::Events(system)),
         ["stream"] => get(Route::Stream(system)),
         ["plan"] => post(Route::Plan(system)),
+        ["routers", "reload"] => post(Route::ReloadRouters(system)),
         ["monitors"] => get(Route::Monitors(system)),
         ["frames", node] => get(Route::Frame { system, node: node.to_string() }),
         ["partitions", p, "restart"] => post(Route::Restart { system, partition: p.to_string() }),
@@ -143,6 +146,8 @@ mod tests {
         assert_eq!(route("GET", "/api/systems/vs/events"), Ok(Route::Events("vs".into())));
         assert_eq!(route("GET", "/api/systems/vs/stream"), Ok(Route::Stream("vs".into())));
         assert_eq!(route("POST", "/api/systems/vs/plan"), Ok(Route::Plan("vs".into())));
+        assert_eq!(route("POST", "/api/systems/vs/routers/reload"), Ok(Route::ReloadRouters("vs".into())));
+        assert_eq!(route("GET", "/api/systems/vs/routers/reload").unwrap_err().status, 405);
         assert_eq!(
             route("POST", "/api/systems/vs/partitions/routing/restart"),
             Ok(Route::Restart { system: "vs".into(), partition: "routing".into() })

@@ -177,6 +177,7 @@ fn handle(shared: &Shared, mut request: tiny_http::Request) {
             Err(r) => r,
         },
         Route::Stop { system, partition } => admin(shared, &request, &system, || Ok(Request::StopPartition { partition })),
+        Route::ReloadRouters(system) => admin(shared, &request, &system, || Ok(Request::ReloadRouters)),
         Route::Plan(system) => {
             let mut body = String::new();
             let read = request.as_reader().take(MAX_BODY).read_to_string(&mut body);
