@@ -133,9 +133,27 @@ fn other_changes(old: &System, new: &System) -> Vec<String> {
     what
 }
 
-/// The I/O partitions whose router configuration `new` changes, each with its new configuration; refused when
-/// `new` changes anything else, or a key a running router cannot take over. Pure: reads and writes nothing.
-pub fn changes(old: &System, new: &System) -> Result<Vec<(String, RouterConfig)>, Refused> {
+/// An I/O partition whose router configuration a reload changes.
+#[derive(Debug)]
+pub struct Change {
+    pub partition: String,
+    /// The whole configuration it runs with, and the one it gets.
+    pub was: RouterConfig,
+    pub now: RouterConfig,
+    /// Its new `[module.partition.router]` table, for the running model.
+    pub table: Option<RouterConfig>,
+}
+
+impl Change {
+    /// "2 routes → 3 routes", for the answer.
+    pub fn summary(&self) -> String {
+        format!("{} routes → {} routes", self.was.routes.len(), self.now.routes.len())
+    }
+}
+
+/// The I/O partitions whose router configuration `new` changes; refused when `new` changes anything else, or a
+/// key a running router cannot take over. Pure: reads and writes nothing.
+pub fn changes(old: &System, new: &System) -> Result<Vec<Change>, Refused> {
     let what = other_changes(old, new);
     if !what.is_empty() {
         return Err(Refused::OtherChanges { file: new.source.clone(), what });
@@ -152,7 +170,7 @@ pub fn changes(old: &System, new: &System) -> Result<Vec<(String, RouterConfig)>
         if !fields.is_empty() {
             return Err(Refused::Fixed { file: new.source.clone(), partition: a.name.clone(), fields });
         }
-        out.push((a.name.clone(), now));
+        out.push(Change { partition: a.name.clone(), was, now, table: b.router.clone() });
     }
     Ok(out)
 }
@@ -193,14 +211,7 @@ pub fn write_host_copy(path: &Path, text: &str) -> std::io::Result<()> {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file path"));
     };
-    let dir = partita_os::beneath::open_dir(dir)?;
-    let dir = partita_os::beneath::open_dir_beneath(&dir, Path::new("."))?;
-    partita_os::beneath::replace_file(&dir, name, text.as_bytes(), 0o644)
-}
-
-/// "2 routes → 3 routes", for the answer.
-pub fn routes_summary(was: Option<&RouterConfig>, now: &RouterConfig) -> String {
-    format!("{} routes → {} routes", was.map_or(0, |c| c.routes.len()), now.routes.len())
+    partita_os::beneath::replace_file(&partita_os::beneath::open_dir(dir)?, name, text.as_bytes(), 0o644)
 }
 
 #[cfg(test)]
@@ -248,11 +259,13 @@ window = [{ partition = "app", start = "0us", duration = "1ms" }, { partition = 
         let new = system(&SYSTEM.replace("allow = [\"a/*\"]", "allow = [\"a/*\", \"b/*\"]"));
         let c = changes(&old, &new).unwrap();
         assert_eq!(c.len(), 1);
-        assert_eq!(c[0].0, "io");
-        assert_eq!(c[0].1.routes[0].allow, vec!["a/*".to_string(), "b/*".to_string()]);
+        assert_eq!(c[0].partition, "io");
+        assert_eq!(c[0].now.routes[0].allow, vec!["a/*".to_string(), "b/*".to_string()]);
+        assert_eq!(c[0].summary(), "1 routes → 1 routes");
+        assert_eq!(c[0].table.as_ref().map(|t| t.routes.len()), Some(1), "the new table, for the running model");
         // The file written reads back to the same configuration, sides included.
-        let text = c[0].1.to_file(&header(&new, "io"));
-        assert_eq!(RouterConfig::parse(&text, Path::new("router.toml")).unwrap(), c[0].1);
+        let text = c[0].now.to_file(&header(&new, "io"));
+        assert_eq!(RouterConfig::parse(&text, Path::new("router.toml")).unwrap(), c[0].now);
     }
 
     #[test]

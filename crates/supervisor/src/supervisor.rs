@@ -866,7 +866,7 @@ impl Supervisor {
     /// table changed given its new router file (crate::router_reload). Everything is checked before anything is
     /// written; the host's copy is written before the partition's, so that a restart reads the new table.
     fn reload_routers(&mut self) -> control_socket::Response {
-        use crate::router_reload::{changes, read_again, routes_summary, write_host_copy, write_own_copy, Reads, Refused};
+        use crate::router_reload::{changes, read_again, write_host_copy, write_own_copy, Reads, Refused};
         let refused = |r: Refused| control_socket::Response { ok: false, detail: r.to_string() };
         let new = match read_again(&self.system) {
             Ok(n) => n,
@@ -880,18 +880,16 @@ impl Supervisor {
             return control_socket::Response { ok: true, detail: format!("{}: no route table changed; nothing was reloaded", new.source) };
         }
         let file_of = |name: &str| self.router_files.iter().find(|f| f.partition == name).cloned();
-        if let Some((name, _)) = changed.iter().find(|(name, _)| file_of(name).is_some_and(|f| f.reads == Reads::GuestCopy)) {
-            return refused(Refused::VirtualMachine { partition: name.clone() });
+        if let Some(c) = changed.iter().find(|c| file_of(&c.partition).is_some_and(|f| f.reads == Reads::GuestCopy)) {
+            return refused(Refused::VirtualMachine { partition: c.partition.clone() });
         }
         let pids: std::collections::HashMap<String, Option<i32>> = self.monitor.pids().into_iter().collect();
-        let system = &self.system;
-        let was: std::collections::HashMap<&str, _> = system.modules.iter().flat_map(|m| &m.partitions).filter_map(|p| Some((p.name.as_str(), system.router_config(p)?))).collect();
-        let summaries: Vec<String> = changed.iter().map(|(name, config)| routes_summary(was.get(name.as_str()), config)).collect();
         let (mut lines, mut ok) = (Vec::new(), true);
-        for ((name, config), summary) in changed.iter().zip(summaries) {
+        for change in changed {
+            let name = &change.partition;
             let Some(file) = file_of(name) else { continue };
             let Some(running) = self.system.modules.iter_mut().flat_map(|m| m.partitions.iter_mut()).find(|p| &p.name == name) else { continue };
-            let text = config.to_file(&crate::router_reload::header(&new, name));
+            let text = change.now.to_file(&crate::router_reload::header(&new, name));
             if let Err(e) = write_host_copy(&file.host, &text) {
                 lines.push(format!("{name}: not reloaded: {}: {e}", file.host.display()));
                 ok = false;
@@ -913,7 +911,8 @@ impl Supervisor {
                 _ => watched.to_string(),
             };
             // The table now in force for this partition (only route tables differ between the two models).
-            running.router = new.modules.iter().flat_map(|m| &m.partitions).find(|p| &p.name == name).and_then(|p| p.router.clone());
+            running.router = change.table.clone();
+            let summary = change.summary();
             self.monitor.log().record(name, EVENT_OPERATOR, pid, None, Some(format!("router reload ({summary})")));
             lines.push(format!("{name}: route table reloaded from {} ({summary}); {how}", new.source));
         }
@@ -1167,12 +1166,13 @@ impl Build<'_> {
         if let (Some(text), None) = (&router, vm) {
             std::fs::write(&router_path, text).map_err(path_err("write", &router_path))?;
         }
-        if router.is_some() {
-            let reads = match (vm, &tree.confinement) {
-                (Some(_), _) => crate::router_reload::Reads::GuestCopy,
-                (None, Some(_)) => crate::router_reload::Reads::OwnCopy,
-                (None, None) => crate::router_reload::Reads::HostCopy,
-            };
+        // Where its router reads the file: a VM's guest archive, a confined partition's own copy, the host's.
+        let reads = router.as_ref().map(|_| match (vm, &tree.confinement) {
+            (Some(_), _) => crate::router_reload::Reads::GuestCopy,
+            (None, Some(_)) => crate::router_reload::Reads::OwnCopy,
+            (None, None) => crate::router_reload::Reads::HostCopy,
+        });
+        if let Some(reads) = reads {
             s.router_files.push(crate::router_reload::RouterFile { partition: member.name.to_string(), host: router_path.clone(), reads });
         }
         let confine = match &tree.confinement {
@@ -1181,7 +1181,7 @@ impl Build<'_> {
                 let mut confine = confine(c, &state_path.join(format!("{}.root", member.name)), (vm.is_none() && !networkless).then_some(xml_path.as_path()))?;
                 s.state_images.push(StateImage::mount(&c.state_dir, c.state_quota, c.uid)?);
                 confine.fastdds_profile = fastdds_written.then(|| fastdds_path.clone());
-                confine.router_file = (router.is_some() && vm.is_none()).then(|| router_path.clone());
+                confine.router_file = (reads == Some(crate::router_reload::Reads::OwnCopy)).then(|| router_path.clone());
                 confine.guest_files.extend(security_binds.iter().cloned());
                 confine.memory = tree.memory.map(|m| m.0);
                 Some(confine)
@@ -1221,12 +1221,11 @@ impl Build<'_> {
             .get(),
             external_domain: io.and(tree.nics.iter().find(|n| n.network == NetworkId::InterModule)).map(|n| n.domain.get()),
             uplink_domain: io.and(tree.uplink.as_ref()).map(|u| u.domain.get()),
-            router_file: match (&router, vm, confine.is_some()) {
-                (None, ..) => None,
-                (Some(_), Some(_), _) => Some(partita_vm::GUEST_ROUTER_FILE.to_string()),
-                (Some(_), None, true) => Some(rootfs::ROUTER_FILE.to_string()),
-                (Some(_), None, false) => Some(router_path.display().to_string()),
-            },
+            router_file: reads.map(|r| match r {
+                crate::router_reload::Reads::GuestCopy => partita_vm::GUEST_ROUTER_FILE.to_string(),
+                crate::router_reload::Reads::OwnCopy => rootfs::ROUTER_FILE.to_string(),
+                crate::router_reload::Reads::HostCopy => router_path.display().to_string(),
+            }),
             cyclonedds_uri: uri,
             fastdds_profile,
             state_dir: tree.confinement.as_ref().map(|c| c.state_dir.display().to_string()),
